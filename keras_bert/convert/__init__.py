@@ -1,0 +1,1 @@
+"""Checkpoint import and export."""

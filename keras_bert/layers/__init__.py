@@ -1,0 +1,6 @@
+"""Reusable BERT building blocks (keras and keras.ops only)."""
+
+from keras_bert.layers.bert_embeddings import BertEmbeddings
+from keras_bert.layers.bert_encoder_block import BertEncoderBlock
+
+__all__ = ["BertEmbeddings", "BertEncoderBlock"]

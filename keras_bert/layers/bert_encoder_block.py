@@ -1,0 +1,176 @@
+"""One post-LayerNorm Transformer encoder block as in BERT.
+
+Shape legend: B batch, T sequence length, H hidden size, N heads,
+D = H / N head size, F intermediate (feed-forward) size.
+"""
+
+import keras
+from keras import ops
+
+from keras_bert.layers.bert_embeddings import bert_initializer
+
+# BERT's `gelu` is the exact erf form (Hugging Face configs call it "gelu");
+# the original TF code and some ports use the tanh approximation instead.
+ACTIVATIONS = {
+    "gelu": lambda x: keras.activations.gelu(x, approximate=False),
+    "gelu_approximate": lambda x: keras.activations.gelu(x, approximate=True),
+}
+
+
+def get_activation(name):
+    """Returns the callable for one of the names in `ACTIVATIONS`."""
+    if name not in ACTIVATIONS:
+        raise ValueError(
+            f"`hidden_activation` must be one of {sorted(ACTIVATIONS)}. "
+            f"Received: hidden_activation={name!r}"
+        )
+    return ACTIVATIONS[name]
+
+
+class Float32SoftmaxAttention(keras.layers.MultiHeadAttention):
+    """`MultiHeadAttention` whose softmax always runs in float32.
+
+    Keras' layer normalises attention scores in the compute dtype; under
+    `mixed_bfloat16`/`mixed_float16` that loses the precision BERT's mixed
+    precision recipes keep, so the softmax gets its own float32 policy.
+    """
+
+    def _build_attention(self, rank):
+        super()._build_attention(rank)
+        self._softmax = keras.layers.Softmax(
+            axis=self._softmax.axis, dtype="float32"
+        )
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertEncoderBlock(keras.layers.Layer):
+    """Post-LN Transformer encoder block (Vaswani et al., 2017; BERT).
+
+    `x = LN(x + Dropout(SelfAttention(x)))`, then
+    `x = LN(x + Dropout(W2 · gelu(W1 · x)))`.
+
+    Written instead of keras-hub's `TransformerEncoder` because that layer
+    runs the attention softmax in the compute dtype (no float32 softmax under
+    mixed precision) and keeps its sublayers private, while checkpoint
+    conversion maps each sublayer here onto one original BERT variable scope:
+    `self_attention` = `attention/self` + `attention/output/dense`,
+    `self_attention_layer_norm` = `attention/output/LayerNorm`,
+    `intermediate_dense` = `intermediate/dense`, `output_dense` =
+    `output/dense`, `output_layer_norm` = `output/LayerNorm`.
+
+    Args:
+        num_heads: int. Attention heads N; must divide the hidden size.
+        intermediate_dim: int. Feed-forward width F (4H in BERT).
+        dropout: float. Dropout on attention probabilities and on both
+            residual branches. Defaults to 0.1.
+        hidden_activation: str. `"gelu"` (exact, erf) or `"gelu_approximate"`
+            (tanh). Defaults to `"gelu"`.
+        layer_norm_epsilon: float. Defaults to 1e-12.
+
+    Call arguments:
+        x: float tensor (B, T, H).
+        padding_mask: tensor (B, T), 1/True for real tokens. Padded keys get
+            no attention weight.
+        training: bool, turns dropout on.
+
+    Example:
+    >>> block = BertEncoderBlock(num_heads=2, intermediate_dim=32)
+    >>> block(keras.ops.ones((2, 5, 8)), keras.ops.ones((2, 5))).shape
+    (2, 5, 8)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        intermediate_dim,
+        dropout=0.1,
+        hidden_activation="gelu",
+        layer_norm_epsilon=1e-12,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.hidden_activation = hidden_activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self._activation = get_activation(hidden_activation)
+
+    def build(self, x_shape, padding_mask_shape=None):
+        hidden_dim = x_shape[-1]
+        if hidden_dim % self.num_heads:
+            raise ValueError(
+                "The hidden size must be divisible by `num_heads`. "
+                f"Received: hidden_dim={hidden_dim}, num_heads={self.num_heads}"
+            )
+        common = dict(
+            kernel_initializer=bert_initializer(), dtype=self.dtype_policy
+        )
+        self.self_attention = Float32SoftmaxAttention(
+            num_heads=self.num_heads,
+            key_dim=hidden_dim // self.num_heads,
+            dropout=self.dropout,
+            name="self_attention",
+            **common,
+        )
+        self.self_attention.build(query_shape=x_shape, value_shape=x_shape)
+        self.self_attention_dropout = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="self_attention_dropout"
+        )
+        self.self_attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="self_attention_layer_norm",
+        )
+        self.self_attention_layer_norm.build(x_shape)
+        self.intermediate_dense = keras.layers.Dense(
+            self.intermediate_dim,
+            activation=self._activation,
+            name="intermediate_dense",
+            **common,
+        )
+        self.intermediate_dense.build(x_shape)
+        self.output_dense = keras.layers.Dense(
+            hidden_dim, name="output_dense", **common
+        )
+        self.output_dense.build(tuple(x_shape[:-1]) + (self.intermediate_dim,))
+        self.output_dropout = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="output_dropout"
+        )
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="output_layer_norm",
+        )
+        self.output_layer_norm.build(x_shape)
+        self.built = True
+
+    def call(self, x, padding_mask=None, training=None):
+        attention_mask = None
+        if padding_mask is not None:
+            # (B, T) -> (B, 1, T): every query sees only the real keys.
+            attention_mask = ops.expand_dims(ops.cast(padding_mask, "bool"), 1)
+        attended = self.self_attention(
+            query=x, value=x, attention_mask=attention_mask, training=training
+        )  # (B, T, H)
+        attended = self.self_attention_dropout(attended, training=training)
+        x = self.self_attention_layer_norm(x + attended)
+        hidden = self.output_dense(self.intermediate_dense(x))  # (B, T, H)
+        hidden = self.output_dropout(hidden, training=training)
+        return self.output_layer_norm(x + hidden)
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "dropout": self.dropout,
+                "hidden_activation": self.hidden_activation,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+            }
+        )
+        return config

@@ -1,0 +1,56 @@
+"""Named model sizes: the YAML files in `configs/model/`.
+
+Each file's keys are `BertBackbone`'s constructor arguments. The compact
+models of Turc et al. (2019) are named `bert_L{layers}_H{hidden}`; five have
+the usual short names (tiny, mini, small, medium, base) and are stored under
+those, with the grid name accepted as an alias.
+"""
+
+import inspect
+from pathlib import Path
+
+import yaml
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "model"
+ALIASES = {
+    "bert_L2_H128": "bert_tiny",
+    "bert_L4_H256": "bert_mini",
+    "bert_L4_H512": "bert_small",
+    "bert_L8_H512": "bert_medium",
+    "bert_L12_H768": "bert_base",
+}
+
+
+def available_model_configs():
+    """Sorted names of the shipped model configs (aliases included)."""
+    names = {path.stem for path in CONFIG_DIR.glob("*.yaml")}
+    return sorted(names | set(ALIASES))
+
+
+def load_model_config(name_or_path):
+    """Backbone constructor arguments from a config name or a YAML path.
+
+    Example: `BertBackbone(**load_model_config("bert_base"))`.
+    """
+    from keras_bert.models import BertBackbone
+
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = CONFIG_DIR / f"{ALIASES.get(str(name_or_path), name_or_path)}.yaml"
+    if not path.is_file():
+        raise ValueError(
+            f"Unknown model config {str(name_or_path)!r}: no file {path}. "
+            f"Shipped configs: {', '.join(available_model_configs())}"
+        )
+    config = yaml.safe_load(path.read_text()) or {}
+    known = set(inspect.signature(BertBackbone.__init__).parameters) - {
+        "self",
+        "kwargs",
+    }
+    unknown = sorted(set(config) - known)
+    if unknown:
+        raise ValueError(
+            f"{path}: unknown BertBackbone argument(s) {unknown}. "
+            f"Allowed: {sorted(known)}"
+        )
+    return config

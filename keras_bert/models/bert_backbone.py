@@ -1,0 +1,181 @@
+"""The BERT encoder: embeddings, L post-LN encoder blocks, [CLS] pooler.
+
+Shape legend: B batch, T sequence length, H hidden size, L layers.
+"""
+
+import keras
+
+from keras_bert.layers.bert_embeddings import BertEmbeddings, bert_initializer
+from keras_bert.layers.bert_encoder_block import (
+    BertEncoderBlock,
+    get_activation,
+)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertBackbone(keras.Model):
+    """BERT encoder network (Devlin et al., 2018), randomly initialised.
+
+    Paper: https://arxiv.org/abs/1810.04805. Argument names match
+    keras-hub's `BertBackbone`; preset sizes live in `configs/model/`.
+
+    Args:
+        vocabulary_size: int. WordPiece vocabulary size V.
+        num_layers: int. Encoder blocks L.
+        num_heads: int. Attention heads A; must divide `hidden_dim`.
+        hidden_dim: int. Hidden size H.
+        intermediate_dim: int. Feed-forward size (4H in the paper).
+        dropout: float. Dropout everywhere BERT has it. Defaults to 0.1.
+        max_sequence_length: int. Learned positions. Defaults to 512.
+        num_segments: int. Segment (token type) ids. Defaults to 2.
+        hidden_activation: str. `"gelu"` (exact erf, the default) or
+            `"gelu_approximate"` (tanh).
+        layer_norm_epsilon: float. Defaults to 1e-12.
+        output_encoder_layers: bool. Also return `"encoder_outputs"`, the
+            list of L per-block outputs (B, T, H) for feature extraction.
+            Defaults to False.
+        dtype: dtype or `keras.DTypePolicy` for every layer, e.g.
+            `"mixed_bfloat16"`.
+
+    Inputs (dict):
+        token_ids: int32 (B, T). segment_ids: int32 (B, T), 0 for sentence
+        A and 1 for B. padding_mask: int32/bool (B, T), 1 for real tokens.
+
+    Outputs (dict):
+        sequence_output: (B, T, H), the last block's output.
+        pooled_output: (B, H), tanh(dense(sequence_output[:, 0])).
+
+    Example:
+    >>> import numpy as np
+    >>> model = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
+    ...                      hidden_dim=8, intermediate_dim=32)
+    >>> out = model({"token_ids": np.ones((1, 4), "int32"),
+    ...              "segment_ids": np.zeros((1, 4), "int32"),
+    ...              "padding_mask": np.ones((1, 4), "int32")})
+    >>> out["pooled_output"].shape
+    (1, 8)
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        dropout=0.1,
+        max_sequence_length=512,
+        num_segments=2,
+        hidden_activation="gelu",
+        layer_norm_epsilon=1e-12,
+        output_encoder_layers=False,
+        dtype=None,
+        **kwargs,
+    ):
+        if hidden_dim % num_heads:
+            raise ValueError(
+                "`hidden_dim` must be divisible by `num_heads`. "
+                f"Received: hidden_dim={hidden_dim}, num_heads={num_heads}"
+            )
+        get_activation(hidden_activation)  # Fails early on an unknown name.
+
+        # === Layers ===
+        self.embeddings = BertEmbeddings(
+            vocabulary_size=vocabulary_size,
+            hidden_dim=hidden_dim,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            dtype=dtype,
+            name="embeddings",
+        )
+        self.encoder_blocks = [
+            BertEncoderBlock(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                dropout=dropout,
+                hidden_activation=hidden_activation,
+                layer_norm_epsilon=layer_norm_epsilon,
+                dtype=dtype,
+                name=f"encoder_block_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.pooler_dense = keras.layers.Dense(
+            hidden_dim,
+            activation="tanh",
+            kernel_initializer=bert_initializer(),
+            dtype=dtype,
+            name="pooler_dense",
+        )
+
+        # === Functional Model ===
+        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        segment_ids = keras.Input(
+            shape=(None,), dtype="int32", name="segment_ids"
+        )
+        padding_mask = keras.Input(
+            shape=(None,), dtype="int32", name="padding_mask"
+        )
+        x = self.embeddings(token_ids, segment_ids)
+        encoder_outputs = []
+        for block in self.encoder_blocks:
+            x = block(x, padding_mask=padding_mask)
+            encoder_outputs.append(x)
+        outputs = {
+            "sequence_output": x,
+            "pooled_output": self.pooler_dense(x[:, 0, :]),  # [CLS]: (B, H)
+        }
+        if output_encoder_layers:
+            outputs["encoder_outputs"] = encoder_outputs
+        super().__init__(
+            inputs={
+                "token_ids": token_ids,
+                "segment_ids": segment_ids,
+                "padding_mask": padding_mask,
+            },
+            outputs=outputs,
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.hidden_activation = hidden_activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.output_encoder_layers = output_encoder_layers
+
+    @property
+    def token_embedding(self):
+        """The `ReversibleEmbedding` the masked-LM head ties its decoder to."""
+        return self.embeddings.token_embedding
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "vocabulary_size": self.vocabulary_size,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "max_sequence_length": self.max_sequence_length,
+            "num_segments": self.num_segments,
+            "hidden_activation": self.hidden_activation,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "output_encoder_layers": self.output_encoder_layers,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

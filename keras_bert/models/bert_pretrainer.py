@@ -1,0 +1,111 @@
+"""BERT with its two pre-training heads: masked LM and next sentence.
+
+Shape legend: B batch, T sequence length, P masked positions per sequence
+(`max_predictions_per_seq`), H hidden size, V vocabulary size.
+"""
+
+import keras
+from keras_hub.layers import MaskedLMHead
+
+from keras_bert.layers.bert_embeddings import bert_initializer
+from keras_bert.layers.bert_encoder_block import get_activation
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertPretrainer(keras.Model):
+    """Masked-LM and next-sentence heads on a `BertBackbone` (paper §3.1).
+
+    The masked-LM head (`cls/predictions` in the original checkpoint) is a
+    dense + GELU + LayerNorm transform evaluated only at `mask_positions`,
+    followed by the transposed token-embedding matrix (tied weights) and a
+    per-token output bias. The next-sentence head (`cls/seq_relationship`)
+    is a 2-way dense layer on the pooled `[CLS]` output; class 0 = IsNext,
+    1 = NotNext as in the original code. Logits come out in float32 whatever
+    the dtype policy, so losses and their softmax run in float32.
+
+    Args:
+        backbone: `BertBackbone`.
+        dtype: dtype or `keras.DTypePolicy` for the heads. Defaults to the
+            backbone's policy.
+
+    Inputs (dict):
+        The backbone's `token_ids`, `segment_ids`, `padding_mask`, plus
+        mask_positions: int32 (B, P), indices into T of the chosen tokens.
+
+    Outputs (dict):
+        mlm: float32 (B, P, V) logits at `mask_positions`.
+        nsp: float32 (B, 2) logits.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras_bert import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=32)
+    >>> model = BertPretrainer(backbone)
+    >>> out = model({"token_ids": np.ones((1, 6), "int32"),
+    ...              "segment_ids": np.zeros((1, 6), "int32"),
+    ...              "padding_mask": np.ones((1, 6), "int32"),
+    ...              "mask_positions": np.array([[1, 3]], "int32")})
+    >>> out["mlm"].shape, out["nsp"].shape
+    ((1, 2, 100), (1, 2))
+    """
+
+    def __init__(self, backbone, dtype=None, **kwargs):
+        dtype = dtype or backbone.dtype_policy
+
+        # === Layers ===
+        self.backbone = backbone
+        self.mlm_head = MaskedLMHead(
+            token_embedding=backbone.token_embedding,
+            intermediate_activation=get_activation(backbone.hidden_activation),
+            layer_norm_epsilon=backbone.layer_norm_epsilon,
+            kernel_initializer=bert_initializer(),
+            dtype=dtype,
+            name="mlm_head",
+        )
+        self.nsp_head = keras.layers.Dense(
+            2, kernel_initializer=bert_initializer(), dtype=dtype, name="nsp_head"
+        )
+
+        # === Functional Model ===
+        inputs = dict(backbone.input)
+        inputs["mask_positions"] = keras.Input(
+            shape=(None,), dtype="int32", name="mask_positions"
+        )
+        encoded = backbone(
+            {key: inputs[key] for key in backbone.input}
+        )
+        mlm_logits = self.mlm_head(
+            encoded["sequence_output"], mask_positions=inputs["mask_positions"]
+        )  # (B, P, V)
+        nsp_logits = self.nsp_head(encoded["pooled_output"])  # (B, 2)
+        to_float32 = dict(activation="linear", dtype="float32")
+        super().__init__(
+            inputs=inputs,
+            outputs={
+                "mlm": keras.layers.Activation(**to_float32, name="mlm")(
+                    mlm_logits
+                ),
+                "nsp": keras.layers.Activation(**to_float32, name="nsp")(
+                    nsp_logits
+                ),
+            },
+            dtype=dtype,
+            **kwargs,
+        )
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["backbone"] = keras.saving.deserialize_keras_object(
+            config["backbone"]
+        )
+        return cls(**config)
