@@ -3,6 +3,8 @@
 Shape legend: B batch, T sequence length, H hidden size, L layers.
 """
 
+import os
+
 import keras
 
 from keras_bert.layers.bert_embeddings import BertEmbeddings, bert_initializer
@@ -44,6 +46,11 @@ class BertBackbone(keras.Model):
     Outputs (dict):
         sequence_output: (B, T, H), the last block's output.
         pooled_output: (B, H), tanh(dense(sequence_output[:, 0])).
+
+    Attributes:
+        vocabulary: list of str or None. The WordPiece vocabulary in id
+            order; saved inside `.keras` archives (asset `vocab.txt`) and
+            restored by `keras.saving.load_model`.
 
     Example:
     >>> import numpy as np
@@ -152,11 +159,25 @@ class BertBackbone(keras.Model):
         self.hidden_activation = hidden_activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.output_encoder_layers = output_encoder_layers
+        # WordPiece tokens in id order, carried inside `.keras` archives as
+        # the asset `vocab.txt` so a model needs no separate `--vocab`.
+        self.vocabulary = None
 
     @property
     def token_embedding(self):
         """The `ReversibleEmbedding` the masked-LM head ties its decoder to."""
         return self.embeddings.token_embedding
+
+    def save_assets(self, dir_path):
+        if self.vocabulary is not None:
+            with open(os.path.join(dir_path, "vocab.txt"), "w") as f:
+                f.write("".join(token + "\n" for token in self.vocabulary))
+
+    def load_assets(self, dir_path):
+        path = os.path.join(dir_path, "vocab.txt")
+        if os.path.exists(path):
+            with open(path) as f:
+                self.vocabulary = f.read().splitlines()
 
     def get_config(self):
         return {
