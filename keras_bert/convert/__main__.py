@@ -1,0 +1,64 @@
+"""`python -m keras_bert.convert SRC DST`: convert a BERT checkpoint.
+
+SRC: an original Google checkpoint (`bert_model.ckpt` prefix or its folder,
+with `bert_config.json` and `vocab.txt` beside it), a Hugging Face folder
+(`config.json` + `model.safetensors`), a keras-hub `BertBackbone`
+(`.keras`, `.weights.h5` or preset folder) or a keras_bert `.keras`.
+DST: `*.keras` for keras_bert, any other path for a Hugging Face folder.
+"""
+
+import argparse
+import os
+import sys
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_bert.convert",
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("src", help="checkpoint to read")
+    parser.add_argument("dst", help="model.keras, or a Hugging Face folder")
+    heads = parser.add_mutually_exclusive_group()
+    heads.add_argument(
+        "--with-heads",
+        dest="heads",
+        action="store_const",
+        const=True,
+        help="always write both pre-training heads (initialise missing ones)",
+    )
+    heads.add_argument(
+        "--without-heads",
+        dest="heads",
+        action="store_const",
+        const=False,
+        help="write the encoder only, dropping any heads",
+    )
+    parser.add_argument("--vocab", help="vocab.txt to carry instead of the source's")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an existing DST"
+    )
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from keras_bert.convert.checkpoint_error import CheckpointError
+    from keras_bert.convert.converter import convert
+
+    try:
+        report = convert(
+            args.src,
+            args.dst,
+            heads=args.heads,
+            vocab=args.vocab,
+            overwrite=args.overwrite,
+        )
+    except CheckpointError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print("\n".join(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

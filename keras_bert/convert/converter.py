@@ -1,0 +1,173 @@
+"""`convert(src, dst)`: any supported BERT checkpoint to `.keras` or Hugging Face.
+
+Sources: an original Google checkpoint, a Hugging Face folder, a keras-hub
+`BertBackbone` (`.keras`, `.weights.h5`, preset folder) or a keras_bert
+`.keras`. Destinations: a keras_bert `.keras` archive, or a Hugging Face
+folder. Everything passes through one `BertCheckpoint` and one keras_bert
+model, so every conversion gets the same name and shape checks. Writes are
+atomic: the output appears under its name only once it is complete.
+"""
+
+import os
+import shutil
+import tempfile
+
+from keras_bert.convert.bert_checkpoint import BertCheckpoint
+from keras_bert.convert.checkpoint_error import CheckpointError
+from keras_bert.convert.google_checkpoint import (
+    google_checkpoint_prefix,
+    read_google_checkpoint,
+)
+from keras_bert.convert.hugging_face import (
+    is_hugging_face_folder,
+    read_hugging_face,
+    write_hugging_face,
+)
+from keras_bert.convert.keras_hub_checkpoint import (
+    keras_archive_class,
+    read_keras_hub,
+)
+from keras_bert.convert.vocabulary import read_vocabulary
+
+_OURS = ("keras_bert>BertBackbone", "keras_bert>BertPretrainer")
+
+
+def _read_keras_bert(path):
+    import keras
+
+    try:
+        model = keras.saving.load_model(path)
+    except Exception as error:  # keras raises many types for bad archives.
+        message = str(error).strip().splitlines()[0]
+        raise CheckpointError(f"{path}: cannot load: {message}") from None
+    checkpoint = BertCheckpoint.from_model(model, source=f"keras_bert archive {path}")
+    count = len(checkpoint.vocabulary or ())
+    checkpoint.notes.append(
+        f"vocab: {count} tokens from the archive" if count else "vocab: none"
+    )
+    return checkpoint
+
+
+def read_checkpoint(src):
+    """`BertCheckpoint` from any supported source, found by its files."""
+    src = os.fspath(src)
+    if src.endswith(".bin"):
+        raise CheckpointError(
+            f"{src}: pickle-based .bin files run code while loading and are "
+            "not opened. Re-save as safetensors (transformers: "
+            "`save_pretrained(out)`) and convert that folder."
+        )
+    if src.endswith(".safetensors"):
+        src = os.path.dirname(src) or "."
+    if os.path.isdir(src):
+        if is_hugging_face_folder(src):
+            return read_hugging_face(src)
+        if os.path.isfile(os.path.join(src, "model.weights.h5")):
+            return read_keras_hub(src)
+        if google_checkpoint_prefix(src):
+            return read_google_checkpoint(src)
+        raise CheckpointError(
+            f"{src}: no BERT checkpoint here (looked for config.json + "
+            "model.safetensors, bert_model.ckpt.index, model.weights.h5)."
+        )
+    if src.endswith(".keras") and os.path.isfile(src):
+        name, _ = keras_archive_class(src)
+        if name in _OURS:
+            return _read_keras_bert(src)
+        return read_keras_hub(src)
+    if src.endswith(".weights.h5") and os.path.isfile(src):
+        return read_keras_hub(src)
+    if google_checkpoint_prefix(src):
+        return read_google_checkpoint(src)
+    raise CheckpointError(f"{src}: no such checkpoint file or folder.")
+
+
+def _write_keras(model, dst):
+    folder = os.path.dirname(os.path.abspath(dst))
+    handle, tmp = tempfile.mkstemp(
+        prefix=f".{os.path.basename(dst)}.", suffix=".tmp.keras", dir=folder
+    )
+    os.close(handle)
+    try:
+        model.save(tmp)
+        os.replace(tmp, dst)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _write_hugging_face(checkpoint, dst):
+    dst = os.path.abspath(dst)
+    parent = os.path.dirname(dst)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.", dir=parent)
+    old = None
+    try:
+        architecture = write_hugging_face(checkpoint, tmp)
+        if os.path.exists(dst):  # Only with overwrite=True.
+            old = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.old.", dir=parent)
+            os.rmdir(old)
+            os.rename(dst, old)
+        os.rename(tmp, dst)
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
+        if old and os.path.exists(old):
+            shutil.rmtree(old)
+    return architecture
+
+
+def convert(src, dst, heads=None, vocab=None, overwrite=False):
+    """Converts the checkpoint at `src` and writes it to `dst`.
+
+    Args:
+        src: path of a Google checkpoint (prefix, `.index` or folder), a
+            Hugging Face folder, a keras-hub `.keras` / `.weights.h5` /
+            preset folder, or a keras_bert `.keras`.
+        dst: a path ending in `.keras` (a keras_bert `BertBackbone`, or
+            `BertPretrainer` when there are heads) or any other path (a
+            Hugging Face folder: `config.json`, `model.safetensors`,
+            `vocab.txt`).
+        heads: None keeps the source's heads (initialising a missing one),
+            True always writes both heads, False writes the encoder only.
+        vocab: optional `vocab.txt` replacing (or supplying) the source's.
+        overwrite: replace an existing `dst`.
+
+    Returns:
+        The report: a list of lines (source, config, weights, heads, vocab).
+
+    Raises:
+        CheckpointError: for a bad source, config, weights or destination.
+    """
+    src, dst = os.fspath(src), os.fspath(dst)
+    if os.path.exists(dst) and not overwrite:
+        raise CheckpointError(f"{dst}: already exists (pass overwrite to replace it).")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(dst))):
+        raise CheckpointError(f"{dst}: parent folder does not exist.")
+    checkpoint = read_checkpoint(src)
+    if vocab is not None:
+        tokens, note = read_vocabulary(vocab)
+        if tokens is None:
+            raise CheckpointError(f"{vocab}: no such vocabulary file.")
+        checkpoint.vocabulary = tokens
+        checkpoint.notes = [n for n in checkpoint.notes if not n.startswith("vocab:")]
+        checkpoint.notes.append(note)
+
+    model = checkpoint.to_model(heads)
+    report = [
+        f"source:  {checkpoint.source}",
+        f"config:  {checkpoint.describe()}",
+        f"weights: {len(checkpoint.weights)} tensors checked and loaded",
+    ]
+    report += [f"         {note}" for note in checkpoint.notes if not note.startswith("vocab:")]
+    status = checkpoint.part_status(heads)
+    report.append(
+        "parts:   " + "; ".join(f"{part} {state}" for part, state in status.items())
+    )
+    report += [note for note in checkpoint.notes if note.startswith("vocab:")]
+    if dst.endswith(".keras"):
+        _write_keras(model, dst)
+        report.append(f"wrote:   {dst} (keras_bert {type(model).__name__})")
+    else:
+        architecture = _write_hugging_face(BertCheckpoint.from_model(model), dst)
+        report.append(f"wrote:   {dst} (Hugging Face {architecture})")
+    return report
