@@ -311,26 +311,38 @@ class CoreOpsBertTokenizer(tf.Module):
             active = ~failed & (start < num_chars) & ~too_long
             return step + 1, active, start, failed, acc
 
+        # Fast path: most words are a vocabulary entry as a whole, which is
+        # then the longest match; only the rest enter the loop.
+        whole_id = self.vocab_table.lookup(words)
+        whole = (whole_id >= 0) & ~too_long
+        whole_idx = tf.where(whole)[:, 0]
         acc = [
-            tf.TensorArray(tf.int64, size=0, dynamic_size=True, infer_shape=False,
-                           element_shape=[None])
-            for _ in range(4)
+            tf.TensorArray(
+                tf.int64,
+                size=0,
+                dynamic_size=True,
+                infer_shape=False,
+                element_shape=[None],
+            ).write(0, x)
+            for x in (
+                whole_idx,
+                tf.gather(whole_id, whole_idx),
+                tf.zeros_like(whole_idx),
+                tf.gather(num_chars, whole_idx),
+            )
         ]
         _, _, _, failed, acc = tf.while_loop(
             lambda step, active, *_: tf.reduce_any(active),
             body,
             (
-                tf.constant(0),
-                ~too_long & (num_chars > 0),
-                tf.zeros([num_words], tf.int64),
+                tf.constant(1),
+                ~too_long & ~whole & (num_chars > 0),
+                tf.where(whole, num_chars, 0),  # Whole words are done.
                 tf.zeros([num_words], tf.bool),
                 acc,
             ),
         )
-        word_idx, ids, begin, end = [
-            tf.cond(a.size() > 0, a.concat, lambda: tf.zeros([0], tf.int64))
-            for a in acc
-        ]
+        word_idx, ids, begin, end = [a.concat() for a in acc]
         # A word with any unmatched piece, or too long, is a single [UNK].
         unk = failed | too_long
         keep = ~tf.gather(unk, word_idx)

@@ -87,7 +87,7 @@ class BertBackbone(keras.Model):
         get_activation(hidden_activation)  # Fails early on an unknown name.
 
         # === Layers ===
-        self.embeddings = BertEmbeddings(
+        embeddings = BertEmbeddings(
             vocabulary_size=vocabulary_size,
             hidden_dim=hidden_dim,
             max_sequence_length=max_sequence_length,
@@ -97,7 +97,7 @@ class BertBackbone(keras.Model):
             dtype=dtype,
             name="embeddings",
         )
-        self.encoder_blocks = [
+        encoder_blocks = [
             BertEncoderBlock(
                 num_heads=num_heads,
                 intermediate_dim=intermediate_dim,
@@ -109,7 +109,7 @@ class BertBackbone(keras.Model):
             )
             for i in range(num_layers)
         ]
-        self.pooler_dense = keras.layers.Dense(
+        pooler_dense = keras.layers.Dense(
             hidden_dim,
             activation="tanh",
             kernel_initializer=bert_initializer(),
@@ -125,14 +125,14 @@ class BertBackbone(keras.Model):
         padding_mask = keras.Input(
             shape=(None,), dtype="int32", name="padding_mask"
         )
-        x = self.embeddings(token_ids, segment_ids)
+        x = embeddings(token_ids, segment_ids)
         encoder_outputs = []
-        for block in self.encoder_blocks:
+        for block in encoder_blocks:
             x = block(x, padding_mask=padding_mask)
             encoder_outputs.append(x)
         outputs = {
             "sequence_output": x,
-            "pooled_output": self.pooler_dense(x[:, 0, :]),  # [CLS]: (B, H)
+            "pooled_output": pooler_dense(x[:, 0, :]),  # [CLS]: (B, H)
         }
         if output_encoder_layers:
             outputs["encoder_outputs"] = encoder_outputs
@@ -146,6 +146,12 @@ class BertBackbone(keras.Model):
             dtype=dtype,
             **kwargs,
         )
+
+        # Sublayers are attached after `super().__init__()`: the torch backend
+        # refuses module attributes on an uninitialised `nn.Module`.
+        self.embeddings = embeddings
+        self.encoder_blocks = encoder_blocks
+        self.pooler_dense = pooler_dense
 
         # === Config ===
         self.vocabulary_size = vocabulary_size

@@ -54,8 +54,7 @@ class BertPretrainer(keras.Model):
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        self.backbone = backbone
-        self.mlm_head = MaskedLMHead(
+        mlm_head = MaskedLMHead(
             token_embedding=backbone.token_embedding,
             intermediate_activation=get_activation(backbone.hidden_activation),
             layer_norm_epsilon=backbone.layer_norm_epsilon,
@@ -63,7 +62,7 @@ class BertPretrainer(keras.Model):
             dtype=dtype,
             name="mlm_head",
         )
-        self.nsp_head = keras.layers.Dense(
+        nsp_head = keras.layers.Dense(
             2, kernel_initializer=bert_initializer(), dtype=dtype, name="nsp_head"
         )
 
@@ -75,10 +74,10 @@ class BertPretrainer(keras.Model):
         encoded = backbone(
             {key: inputs[key] for key in backbone.input}
         )
-        mlm_logits = self.mlm_head(
+        mlm_logits = mlm_head(
             encoded["sequence_output"], mask_positions=inputs["mask_positions"]
         )  # (B, P, V)
-        nsp_logits = self.nsp_head(encoded["pooled_output"])  # (B, 2)
+        nsp_logits = nsp_head(encoded["pooled_output"])  # (B, 2)
         to_float32 = dict(activation="linear", dtype="float32")
         super().__init__(
             inputs=inputs,
@@ -93,6 +92,10 @@ class BertPretrainer(keras.Model):
             dtype=dtype,
             **kwargs,
         )
+        # Attached after `super().__init__()` (the torch backend requires it).
+        self.backbone = backbone
+        self.mlm_head = mlm_head
+        self.nsp_head = nsp_head
 
     def get_config(self):
         return {

@@ -1,0 +1,230 @@
+"""The `tf.Module` that becomes a TF Serving SavedModel.
+
+Shape legend: B batch rows, T `seq_len`, C classes or choices, P `[MASK]`
+slots (`max_masks`), K `top_k`, H hidden size.
+
+Everything here is built under the TensorFlow backend, so the model's
+forward pass traces to core TensorFlow ops; the tokenizer and packer are
+core ops too. Signatures:
+
+* `serving_default`: raw UTF-8 strings `text_a` and `text_b` (B,); an
+  empty `text_b` row means a single segment. Multiple choice takes
+  `text_b` of shape (B, C); a tagger takes `text_a` only.
+* `serve_text`: `text_a` alone (single-segment requests); absent where
+  `serving_default` already takes only `text_a` or needs `text_b`.
+* `serve_token_ids`: `token_ids`, `segment_ids`, `padding_mask` int32
+  (B, T) ((B, C, T) for multiple choice; pretrainers add `mask_positions`
+  (B, P)); returns the Keras model's own outputs.
+"""
+
+import tensorflow as tf
+
+from keras_bert.export import packing
+from keras_bert.export import task_adapters
+from keras_bert.export.core_ops_bert_tokenizer import CoreOpsBertTokenizer
+
+MASK_IN_TEXT = "[MASK]"
+
+
+class BertServingModule(tf.Module):
+    """Tokenizer + packer + model + task post-processing, as tf.functions.
+
+    Args:
+        model: a Keras model built under the TensorFlow backend: a
+            `BertBackbone`, `BertPretrainer` or a task model with a
+            `.backbone` (see `task_adapters.ADAPTERS`).
+        vocabulary: list of str, the WordPiece vocabulary in id order.
+        vocab_file: str path of that vocabulary; becomes the SavedModel
+            asset `vocab.txt` (and backs the id-to-token table).
+        lower_case: bool. Uncased tokenization.
+        seq_len: int T. Requests are truncated to it.
+        top_k: int. Fill-mask candidates per `[MASK]`. Defaults to 5.
+        max_masks: int P. `[MASK]` tokens answered per row. Defaults to 20.
+        max_answer_length: int. Longest span answer in pieces. Defaults to
+            30, as in the original `run_squad.py`.
+    """
+
+    def __init__(
+        self,
+        model,
+        vocabulary,
+        vocab_file,
+        lower_case,
+        seq_len,
+        top_k=5,
+        max_masks=20,
+        max_answer_length=30,
+    ):
+        super().__init__(name="bert_serving")
+        self.model = model
+        self.adapter = task_adapters.adapter_for(model)
+        self.tokenizer = CoreOpsBertTokenizer(vocabulary, lower_case=lower_case)
+        self.vocab_asset = tf.saved_model.Asset(vocab_file)
+        self.id_to_token = tf.lookup.StaticHashTable(
+            tf.lookup.TextFileInitializer(
+                self.vocab_asset,
+                key_dtype=tf.int64,
+                key_index=tf.lookup.TextFileIndex.LINE_NUMBER,
+                value_dtype=tf.string,
+                value_index=tf.lookup.TextFileIndex.WHOLE_LINE,
+            ),
+            default_value="",
+        )
+        index = {token: i for i, token in enumerate(vocabulary)}
+        self.special_ids = {
+            name: index[token]
+            for name, token in (
+                ("pad", "[PAD]"),
+                ("cls", "[CLS]"),
+                ("sep", "[SEP]"),
+                ("mask", "[MASK]"),
+            )
+            if token in index
+        }
+        self.seq_len = seq_len
+        self.top_k = top_k
+        self.max_masks = max_masks
+        self.max_answer_length = max_answer_length
+        self.lower_case = lower_case
+
+    # --- Preprocessing ------------------------------------------------------
+
+    def _tokenize(self, texts, split_masks=False):
+        """(N,) strings -> dict of ragged (N, None) per-piece features."""
+        if not split_masks:
+            return self.tokenizer.tokenize(texts, max_words_per_row=self.seq_len)
+        # A literal "[MASK]" in a fill-mask request is the mask token; the
+        # text between masks is tokenized as usual.
+        parts = tf.strings.split(texts, sep=MASK_IN_TEXT)  # (N, S)
+        pieces = self.tokenizer.tokenize(
+            parts.flat_values, max_words_per_row=self.seq_len
+        )["token_ids"]  # (sum S, None)
+        # Every segment but the last of its row is followed by a [MASK].
+        segment = tf.range(tf.size(parts.flat_values, out_type=tf.int64))
+        is_last = segment == tf.gather(
+            parts.row_limits() - 1, parts.value_rowids()
+        )
+        mask_ids = tf.RaggedTensor.from_row_lengths(
+            tf.fill(
+                [tf.reduce_sum(tf.cast(~is_last, tf.int32))],
+                tf.constant(self.special_ids["mask"], tf.int32),
+            ),
+            tf.cast(~is_last, tf.int64),
+        )
+        joined = tf.concat([pieces, mask_ids], axis=1)
+        ids = tf.RaggedTensor.from_row_splits(joined, parts.row_splits)
+        return {"token_ids": ids.merge_dims(1, 2)}
+
+    def preprocess(self, text_a, text_b=None, split_masks=False, extras=()):
+        """Raw strings (B,) -> packed dense (B, T) features.
+
+        `extras` names tokenizer features to pack alongside the ids
+        (`start_offsets`, `end_offsets`, `word_index`).
+        """
+        text_a = tf.convert_to_tensor(text_a, tf.string)
+        batch = tf.shape(text_a)[0]
+        if text_b is None:
+            seg_a = self._tokenize(text_a, split_masks)
+            seg_b, has_b = None, None
+        else:
+            both = self._tokenize(tf.concat([text_a, text_b], 0), split_masks)
+            seg_a = {k: v[:batch] for k, v in both.items()}
+            seg_b = {k: v[batch:] for k, v in both.items()}
+            has_b = tf.strings.length(text_b) > 0
+        fills = {
+            "token_ids": (
+                self.special_ids["cls"],
+                self.special_ids["sep"],
+                self.special_ids["pad"],
+            )
+        }
+        for name in extras:
+            fills[name] = (-1, -1, -1)
+        keep = list(fills)
+        features = packing.pack(
+            {k: seg_a[k] for k in keep},
+            None if seg_b is None else {k: seg_b[k] for k in keep},
+            has_b,
+            self.seq_len,
+            fills,
+        )
+        features["token_ids"] = tf.cast(features["token_ids"], tf.int32)
+        return features
+
+    def model_inputs(self, features):
+        return {
+            "token_ids": features["token_ids"],
+            "segment_ids": features["segment_ids"],
+            "padding_mask": features["padding_mask"],
+        }
+
+    # --- Signatures ---------------------------------------------------------
+
+    def signatures(self):
+        """dict signature name -> concrete function."""
+        text = tf.TensorSpec([None], tf.string)
+        kind = self.adapter.text_inputs
+        signatures = {}
+        if kind == "pair":
+            signatures["serving_default"] = tf.function(
+                lambda text_a, text_b: self.adapter.serve_text(
+                    self, text_a, text_b
+                )
+            ).get_concrete_function(text_a=text, text_b=text)
+            signatures["serve_text"] = tf.function(
+                lambda text_a: self.adapter.serve_text(self, text_a, None)
+            ).get_concrete_function(text_a=text)
+        elif kind == "question_context":
+            signatures["serving_default"] = tf.function(
+                lambda text_a, text_b: self.adapter.serve_text(
+                    self, text_a, text_b
+                )
+            ).get_concrete_function(text_a=text, text_b=text)
+        elif kind == "single":
+            signatures["serving_default"] = tf.function(
+                lambda text_a: self.adapter.serve_text(self, text_a, None)
+            ).get_concrete_function(text_a=text)
+        elif kind == "choices":
+            signatures["serving_default"] = tf.function(
+                lambda text_a, text_b: self.adapter.serve_text(
+                    self, text_a, text_b
+                )
+            ).get_concrete_function(
+                text_a=text, text_b=tf.TensorSpec([None, None], tf.string)
+            )
+        ids = tf.TensorSpec(self.adapter.ids_shape, tf.int32)
+        if self.adapter.mask_positions:
+            signatures["serve_token_ids"] = tf.function(
+                lambda token_ids, segment_ids, padding_mask, mask_positions: (
+                    self.adapter.serve_ids(
+                        self,
+                        {
+                            "token_ids": token_ids,
+                            "segment_ids": segment_ids,
+                            "padding_mask": padding_mask,
+                            "mask_positions": mask_positions,
+                        },
+                    )
+                )
+            ).get_concrete_function(
+                token_ids=ids,
+                segment_ids=ids,
+                padding_mask=ids,
+                mask_positions=tf.TensorSpec([None, None], tf.int32),
+            )
+        else:
+            signatures["serve_token_ids"] = tf.function(
+                lambda token_ids, segment_ids, padding_mask: (
+                    self.adapter.serve_ids(
+                        self,
+                        {
+                            "token_ids": token_ids,
+                            "segment_ids": segment_ids,
+                            "padding_mask": padding_mask,
+                        },
+                    )
+                )
+            ).get_concrete_function(
+                token_ids=ids, segment_ids=ids, padding_mask=ids
+            )
+        return signatures

@@ -1,0 +1,113 @@
+"""Sentence(-pair) classification head: GLUE, SST-2 (paper section 4.1).
+
+Shape legend: B batch, T sequence length, H hidden size, C classes.
+"""
+
+import keras
+
+from keras_bert.layers.bert_embeddings import bert_initializer
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertClassifier(keras.Model):
+    """`[CLS]` classifier on a `BertBackbone`: pooled → dropout → dense.
+
+    Paper: https://arxiv.org/abs/1810.04805, section 4.1 and figure 4 (a, b).
+    The classification layer is the only new weight matrix (C × H); the
+    pooled `[CLS]` vector is the backbone's tanh pooler output, as in
+    `run_classifier.py`'s `create_model`. Logits come out in float32 whatever
+    the dtype policy.
+
+    Args:
+        backbone: `BertBackbone`.
+        num_classes: int. Number of classes C (>= 2).
+        dropout: float. Dropout on the pooled output. Defaults to 0.1.
+        label_names: list of str or None. One name per class, in class-id
+            order; carried in the config so a saved model can name its
+            predictions. Defaults to None.
+        dtype: dtype or `keras.DTypePolicy` for the head. Defaults to the
+            backbone's policy.
+
+    Inputs (dict): the backbone's `token_ids`, `segment_ids`, `padding_mask`,
+        each int32 (B, T).
+
+    Outputs:
+        float32 (B, C) logits.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras_bert import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=32)
+    >>> model = BertClassifier(backbone, num_classes=3)
+    >>> model({"token_ids": np.ones((2, 5), "int32"),
+    ...        "segment_ids": np.zeros((2, 5), "int32"),
+    ...        "padding_mask": np.ones((2, 5), "int32")}).shape
+    (2, 3)
+    """
+
+    def __init__(
+        self,
+        backbone,
+        num_classes,
+        dropout=0.1,
+        label_names=None,
+        dtype=None,
+        **kwargs,
+    ):
+        if not isinstance(num_classes, int) or num_classes < 2:
+            raise ValueError(
+                "`num_classes` must be an integer >= 2. "
+                f"Received: num_classes={num_classes!r}"
+            )
+        if label_names is not None and len(label_names) != num_classes:
+            raise ValueError(
+                "`label_names` must have one name per class. Received: "
+                f"num_classes={num_classes}, label_names={label_names!r}"
+            )
+        dtype = dtype or backbone.dtype_policy
+
+        # === Layers ===
+        self.backbone = backbone
+        self.output_dropout = keras.layers.Dropout(
+            dropout, dtype=dtype, name="output_dropout"
+        )
+        self.output_dense = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=bert_initializer(),
+            dtype=dtype,
+            name="output_dense",
+        )
+
+        # === Functional Model ===
+        inputs = dict(backbone.input)
+        pooled = backbone(inputs)["pooled_output"]  # (B, H)
+        logits = self.output_dense(self.output_dropout(pooled))  # (B, C)
+        logits = keras.layers.Activation(
+            "linear", dtype="float32", name="logits"
+        )(logits)
+        super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.num_classes = num_classes
+        self.dropout = dropout
+        self.label_names = list(label_names) if label_names else None
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+            "label_names": self.label_names,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["backbone"] = keras.saving.deserialize_keras_object(
+            config["backbone"]
+        )
+        return cls(**config)

@@ -1,0 +1,107 @@
+"""Multiple-choice head: SWAG (paper section 4.4).
+
+Shape legend: B batch, C choices, T sequence length, H hidden size.
+"""
+
+import keras
+
+from keras_bert.layers.bert_embeddings import bert_initializer
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertMultipleChoice(keras.Model):
+    """Scores C `[CLS] context [SEP] ending [SEP]` sequences against each other.
+
+    Paper: https://arxiv.org/abs/1810.04805, section 4.4: each of the C
+    candidate sequences is encoded separately; a single vector dotted with
+    each pooled `[CLS]` gives one score per choice, and a softmax over the
+    C scores is trained with cross-entropy. Implemented by folding the
+    choices into the batch, (B, C, T) → (B·C, T), running the backbone once
+    and unfolding the scores to (B, C).
+
+    Args:
+        backbone: `BertBackbone`.
+        num_choices: int. Candidates per example C (>= 2; SWAG has 4).
+        dropout: float. Dropout on the pooled outputs. Defaults to 0.1.
+        dtype: dtype or `keras.DTypePolicy` for the head. Defaults to the
+            backbone's policy.
+
+    Inputs (dict): `token_ids`, `segment_ids`, `padding_mask`, each int32
+        (B, C, T).
+
+    Outputs:
+        float32 (B, C) logits.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras_bert import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=32)
+    >>> model = BertMultipleChoice(backbone, num_choices=4)
+    >>> model({"token_ids": np.ones((2, 4, 6), "int32"),
+    ...        "segment_ids": np.zeros((2, 4, 6), "int32"),
+    ...        "padding_mask": np.ones((2, 4, 6), "int32")}).shape
+    (2, 4)
+    """
+
+    def __init__(
+        self, backbone, num_choices, dropout=0.1, dtype=None, **kwargs
+    ):
+        if not isinstance(num_choices, int) or num_choices < 2:
+            raise ValueError(
+                "`num_choices` must be an integer >= 2. "
+                f"Received: num_choices={num_choices!r}"
+            )
+        dtype = dtype or backbone.dtype_policy
+
+        # === Layers ===
+        self.backbone = backbone
+        self.output_dropout = keras.layers.Dropout(
+            dropout, dtype=dtype, name="output_dropout"
+        )
+        self.output_dense = keras.layers.Dense(
+            1,
+            kernel_initializer=bert_initializer(),
+            dtype=dtype,
+            name="output_dense",
+        )
+
+        # === Functional Model ===
+        inputs = {
+            name: keras.Input(shape=(num_choices, None), dtype="int32", name=name)
+            for name in ("token_ids", "segment_ids", "padding_mask")
+        }
+        flat = {
+            # (B, C, T) -> (B * C, T)
+            name: keras.ops.reshape(x, (-1, keras.ops.shape(x)[-1]))
+            for name, x in inputs.items()
+        }
+        pooled = backbone(flat)["pooled_output"]  # (B * C, H)
+        scores = self.output_dense(self.output_dropout(pooled))  # (B * C, 1)
+        logits = keras.ops.reshape(scores, (-1, num_choices))  # (B, C)
+        logits = keras.layers.Activation(
+            "linear", dtype="float32", name="logits"
+        )(logits)
+        super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.num_choices = num_choices
+        self.dropout = dropout
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "num_choices": self.num_choices,
+            "dropout": self.dropout,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["backbone"] = keras.saving.deserialize_keras_object(
+            config["backbone"]
+        )
+        return cls(**config)

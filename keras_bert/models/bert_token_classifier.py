@@ -1,0 +1,111 @@
+"""Per-token tagging head: CoNLL-2003 NER (paper section 5.3).
+
+Shape legend: B batch, T sequence length, H hidden size, N labels.
+"""
+
+import keras
+
+from keras_bert.layers.bert_embeddings import bert_initializer
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertTokenClassifier(keras.Model):
+    """Label logits for every WordPiece: sequence output → dropout → dense.
+
+    Paper: https://arxiv.org/abs/1810.04805, section 5.3 (figure 4 d): each
+    final hidden state is classified independently, without a CRF; only the
+    first sub-token of each word carries a label, the readers in
+    `pipelines.tasks` set the other positions to the ignored label -1.
+
+    Args:
+        backbone: `BertBackbone`.
+        num_labels: int. Number of tags N (>= 2).
+        dropout: float. Dropout on the sequence output. Defaults to 0.1.
+        label_names: list of str or None. One tag per label id (for example
+            `["O", "B-PER", ...]`), carried in the config. Defaults to None.
+        dtype: dtype or `keras.DTypePolicy` for the head. Defaults to the
+            backbone's policy.
+
+    Inputs (dict): the backbone's `token_ids`, `segment_ids`, `padding_mask`,
+        each int32 (B, T).
+
+    Outputs:
+        float32 (B, T, N) logits.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras_bert import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=32)
+    >>> model = BertTokenClassifier(backbone, num_labels=5)
+    >>> model({"token_ids": np.ones((2, 7), "int32"),
+    ...        "segment_ids": np.zeros((2, 7), "int32"),
+    ...        "padding_mask": np.ones((2, 7), "int32")}).shape
+    (2, 7, 5)
+    """
+
+    def __init__(
+        self,
+        backbone,
+        num_labels,
+        dropout=0.1,
+        label_names=None,
+        dtype=None,
+        **kwargs,
+    ):
+        if not isinstance(num_labels, int) or num_labels < 2:
+            raise ValueError(
+                "`num_labels` must be an integer >= 2. "
+                f"Received: num_labels={num_labels!r}"
+            )
+        if label_names is not None and len(label_names) != num_labels:
+            raise ValueError(
+                "`label_names` must have one name per label. Received: "
+                f"num_labels={num_labels}, label_names={label_names!r}"
+            )
+        dtype = dtype or backbone.dtype_policy
+
+        # === Layers ===
+        self.backbone = backbone
+        self.output_dropout = keras.layers.Dropout(
+            dropout, dtype=dtype, name="output_dropout"
+        )
+        self.output_dense = keras.layers.Dense(
+            num_labels,
+            kernel_initializer=bert_initializer(),
+            dtype=dtype,
+            name="output_dense",
+        )
+
+        # === Functional Model ===
+        inputs = dict(backbone.input)
+        sequence = backbone(inputs)["sequence_output"]  # (B, T, H)
+        logits = self.output_dense(self.output_dropout(sequence))  # (B, T, N)
+        logits = keras.layers.Activation(
+            "linear", dtype="float32", name="logits"
+        )(logits)
+        super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.num_labels = num_labels
+        self.dropout = dropout
+        self.label_names = list(label_names) if label_names else None
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "num_labels": self.num_labels,
+            "dropout": self.dropout,
+            "label_names": self.label_names,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["backbone"] = keras.saving.deserialize_keras_object(
+            config["backbone"]
+        )
+        return cls(**config)
