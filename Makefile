@@ -1,0 +1,36 @@
+# The two README commands. Each creates or refreshes the virtualenv first,
+# so a fresh machine needs only python3 and pip.
+#   make pretrain   pre-train a small BERT on the bundled corpus (the main job)
+#   make test       the test suite under the TensorFlow, JAX and PyTorch backends
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Extra arguments: `make pretrain ARGS="--set train.total_steps=50"`,
+# `make test PYTEST_ARGS="-x -k tokenizer"`.
+ARGS ?=
+PYTEST_ARGS ?=
+# The data pipeline is TensorFlow by design; it is tested once, under the
+# TensorFlow backend. Everything else runs under all three backends.
+BACKEND_NEUTRAL_ONLY := --ignore=tests/pipelines
+
+.PHONY: pretrain test
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.runtime-installed: $(BIN)/python requirements.txt pyproject.toml
+	$(BIN)/python -m pip install --quiet -r requirements.txt -e .
+	touch $@
+
+$(VENV)/.dev-installed: $(VENV)/.runtime-installed requirements-dev.txt
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+pretrain: $(VENV)/.runtime-installed
+	KERAS_BACKEND=tensorflow $(BIN)/python -m keras_bert.pretrain $(ARGS)
+
+test: $(VENV)/.dev-installed
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest $(PYTEST_ARGS)
+	KERAS_BACKEND=jax $(BIN)/python -m pytest $(BACKEND_NEUTRAL_ONLY) $(PYTEST_ARGS)
+	KERAS_BACKEND=torch $(BIN)/python -m pytest $(BACKEND_NEUTRAL_ONLY) $(PYTEST_ARGS)
