@@ -126,6 +126,9 @@ class ReferenceTokenizer:
         self.lower_case = lower_case
 
     def tokenize(self, text):
+        if isinstance(text, bytes):
+            # The original's convert_to_unicode.
+            text = text.decode("utf-8", "ignore")
         pieces = []
         for word in basic_tokenize(text, self.lower_case):
             pieces.extend(wordpiece(word, self.vocab))

@@ -1,0 +1,435 @@
+"""Corpus files -> tokenized documents.
+
+Three formats, all ending in the same element: one document as a
+`tf.RaggedTensor` int32 of shape `[sentences, tokens]`, every sentence with
+at least one token (the original `create_pretraining_data.py` drops lines
+that tokenize to nothing, and documents without sentences).
+
+* `"sentences"`: the original BERT format. One sentence per line, a blank
+  line (empty or whitespace only, after dropping invalid UTF-8) between
+  documents.
+* `"text"`: raw text, one document per file (`text_document="file"`) or per
+  blank-line-separated block (`text_document="block"`). Sentences are split
+  in the graph by `split_sentences` (rule documented there).
+* `"tfrecord"`: shards written by `write_tfrecord_shards`
+  (`python -m keras_bert.data`), one `tf.train.Example` per document with
+  int64 features `token_ids` (all tokens) and `sentence_lengths`.
+
+Files are checked eagerly (`list_files`): a pattern that matches nothing is an
+error naming the pattern; empty files are skipped with a warning that counts
+and names them; if nothing is left, an error. A file of blank lines yields no
+document, a one-sentence document yields pairs with a random next segment (as
+in the original), invalid UTF-8 bytes are dropped (as the original's
+`decode("utf-8", "ignore")`), and a 1 MB line without spaces is one [UNK].
+"""
+
+import glob
+import hashlib
+import json
+import logging
+import os
+
+import tensorflow as tf
+
+from pipelines.bert_tokenizer import drop_invalid_utf8
+from pipelines.errors import CorpusError
+
+logger = logging.getLogger(__name__)
+
+CORPUS_FORMATS = ("sentences", "text", "tfrecord")
+TEXT_DOCUMENTS = ("file", "block")
+TFRECORD_METADATA = "metadata.json"
+
+# Python's str.isspace() characters, which the original strips off each line
+# before testing for a blank line (control characters among them included).
+_PY_WHITESPACE = (
+    r"[\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}"
+    r"\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]")
+_BLANK_LINE = _PY_WHITESPACE + "*"
+
+
+def _expand(file_pattern):
+    patterns = [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) \
+        else list(file_pattern)
+    if not patterns:
+        raise CorpusError("No file pattern given. Received: file_pattern=[]")
+    files = []
+    for pattern in patterns:
+        pattern = os.fspath(pattern)
+        matched = sorted(tf.io.gfile.glob(pattern)) if any(
+            c in pattern for c in "*?[") else (
+                [pattern] if tf.io.gfile.exists(pattern) else [])
+        matched = [f for f in matched if not tf.io.gfile.isdir(f)]
+        if not matched:
+            raise CorpusError(
+                f"No corpus file matches {pattern!r}. Received: "
+                f"file_pattern={file_pattern!r}")
+        files.extend(matched)
+    # Keep the first occurrence of each file; order is the sorted glob order.
+    return list(dict.fromkeys(files))
+
+
+# Text files up to this size are read at start-up to spot blank ones.
+_BLANK_CHECK_BYTES = 1 << 20
+
+
+def _is_blank(path, corpus_format):
+    """Whether a file is empty, or a small text file of whitespace only."""
+    size = tf.io.gfile.stat(path).length
+    if size == 0:
+        return True
+    if corpus_format == "tfrecord" or size > _BLANK_CHECK_BYTES:
+        return False
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return not f.read().decode("utf-8", "ignore").strip()
+
+
+def list_files(file_pattern, corpus_format="sentences"):
+    """Expands globs into a sorted, validated list of corpus files.
+
+    Args:
+        file_pattern: str or list of str, file paths or globs.
+        corpus_format: one of `CORPUS_FORMATS`.
+
+    Returns:
+        A list of file paths. Empty files, and text files of at most 1 MiB
+        holding only whitespace, are left out with a warning that names them.
+        (A larger blank file is read and yields no document.)
+
+    Raises:
+        CorpusError: a pattern matches no file, or every file is empty.
+    """
+    if corpus_format not in CORPUS_FORMATS:
+        raise CorpusError(
+            f"`corpus_format` must be one of {CORPUS_FORMATS}. Received: "
+            f"corpus_format={corpus_format!r}")
+    files = _expand(file_pattern)
+    empty = [f for f in files if _is_blank(f, corpus_format)]
+    if empty:
+        logger.warning(
+            "Skipping %d empty or blank corpus file(s): %s", len(empty),
+            ", ".join(empty[:10]) + (" ..." if len(empty) > 10 else ""))
+    files = [f for f in files if f not in set(empty)]
+    if not files:
+        raise CorpusError(
+            f"Every corpus file matching {file_pattern!r} is empty or blank: "
+            f"{', '.join(empty[:10])}")
+    return files
+
+
+def split_files(file_pattern, holdout_fraction=0.05, *, seed=0,
+                corpus_format="sentences"):
+    """Splits corpus files into training and held-out files.
+
+    Held-out data is taken at the file (document) level so that no held-out
+    sentence is ever paired with a training one. A file's side is decided by
+    a hash of its base name and `seed`, so the split is the same on every
+    machine and does not move files when others are added.
+
+    Args:
+        file_pattern: str or list of str, globs.
+        holdout_fraction: float in (0, 1), the share of files held out; at
+            least one file is held out and at least one kept.
+        seed: int, changes which files are held out.
+        corpus_format: as in `list_files`.
+
+    Returns:
+        `(train_files, heldout_files)`, two lists of paths; pass either as
+        `file_pattern` to `pretraining_dataset`.
+
+    Example:
+
+    >>> train, heldout = split_files("data/corpus/*/*.txt", 0.05)
+    >>> ds = pretraining_dataset(train, vocab, corpus_format="text")
+    """
+    if not 0.0 < holdout_fraction < 1.0:
+        raise ValueError(
+            "`holdout_fraction` must be in (0, 1). Received: "
+            f"holdout_fraction={holdout_fraction}")
+    files = list_files(file_pattern, corpus_format)
+    if len(files) < 2:
+        raise CorpusError(
+            f"Need at least 2 files to hold some out; {file_pattern!r} has "
+            f"{len(files)}.")
+
+    def key(path):
+        name = f"{seed}:{os.path.basename(path)}".encode("utf-8")
+        return hashlib.sha256(name).hexdigest(), path
+
+    ranked = sorted(files, key=key)
+    n_holdout = min(len(files) - 1, max(1, round(holdout_fraction * len(files))))
+    heldout = set(ranked[:n_holdout])
+    return ([f for f in files if f not in heldout],
+            [f for f in files if f in heldout])
+
+
+def strip_gutenberg_boilerplate(text):
+    """Removes Project Gutenberg licence headers and footers from a book.
+
+    Handles the old header that ends at a line containing
+    `*END*THE SMALL PRINT!` (or `*END THE SMALL PRINT!`), the modern
+    `*** START OF ... ***` / `*** END OF ... ***` markers and the
+    `End of (the) Project Gutenberg ...` trailer line. Text without these
+    markers is returned unchanged.
+    """
+    lines = text.split("\n")
+
+    def find(predicate, lines_range):
+        for i in lines_range:
+            if predicate(lines[i]):
+                return i
+        return None
+
+    start = 0
+    small_print = find(lambda s: "END*THE SMALL PRINT!" in s
+                       or "END THE SMALL PRINT!" in s, range(min(len(lines), 600)))
+    start_marker = find(lambda s: s.startswith("*** START OF")
+                        or s.startswith("***START OF"), range(min(len(lines), 600)))
+    for marker in (small_print, start_marker):
+        if marker is not None and marker + 1 > start:
+            start = marker + 1
+    end = len(lines)
+    end_marker = find(
+        lambda s: s.startswith("*** END OF") or s.startswith("***END OF")
+        or s.lower().startswith("end of the project gutenberg")
+        or s.lower().startswith("end of project gutenberg"),
+        range(start, len(lines)))
+    if end_marker is not None:
+        end = end_marker
+    return "\n".join(lines[start:end]).strip("\n") + "\n"
+
+
+# === In-graph readers ===
+
+
+def read_text_file(filename):
+    """Reads a file as one tf.string, with `\\r\\n` turned into `\\n`."""
+    content = tf.io.read_file(filename)
+    return tf.strings.regex_replace(content, "\r\n", "\n")
+
+
+def split_sentences(text):
+    """Splits raw text into sentences, in the graph.
+
+    The rule: a sentence ends at a blank line (paragraph break), or after
+    `.`, `!` or `?` followed by any closing quotes or brackets and then
+    whitespace. A period after a common title abbreviation (Mr, Mrs, Ms, Dr,
+    St, Mt, Jr, Sr, Prof, Rev, Gen, Col, Capt, Lt, Sgt, Hon, Messrs, Mme,
+    Mlle, No, vs; matched case-sensitively) does not end a sentence. Line
+    breaks inside a paragraph are ordinary spaces. Empty sentences are
+    dropped.
+
+    Args:
+        text: scalar tf.string.
+
+    Returns:
+        tf.string `[sentences]`.
+    """
+    # A title's period keeps its sentence open: the following whitespace is
+    # replaced by \x01, a control character that the tokenizer deletes (the
+    # period itself is punctuation, so "Mr.\x01Smith" tokenizes as "Mr. Smith").
+    text = tf.strings.regex_replace(
+        text,
+        r"\b(Mr|Mrs|Ms|Dr|St|Mt|Jr|Sr|Prof|Rev|Gen|Col|Capt|Lt|Sgt|Hon|"
+        r"Messrs|Mme|Mlle|No|vs)\.[ \t]*\n?[ \t]*",
+        "\\1.\x01")
+    text = tf.strings.regex_replace(text, r"\n[ \t]*\n\s*", "\x00")
+    text = tf.strings.regex_replace(
+        text, "([.!?][\"'\u2019\u201d)\\]]*)\\s+", "\\1\x00")
+    sentences = tf.strings.split(text, "\x00")
+    sentences = tf.strings.strip(sentences)
+    return tf.boolean_mask(sentences, tf.strings.length(sentences) > 0)
+
+
+def _documents_from_sentences(tokens, doc_ids):
+    """Groups tokenized sentences `[S, None]` by sorted `doc_ids` `[S]`.
+
+    Sentences without tokens are dropped (the original skips them without
+    starting a new document), then empty documents vanish.
+    """
+    keep = tokens.row_lengths() > 0
+    tokens = tf.ragged.boolean_mask(tokens, keep)
+    doc_ids = tf.boolean_mask(doc_ids, keep)
+    # Renumber documents 0, 1, ... so that none is empty.
+    is_new = tf.concat([tf.ones_like(doc_ids[:1], tf.bool),
+                        doc_ids[1:] != doc_ids[:-1]], axis=0)
+    compact = tf.cumsum(tf.cast(is_new, tf.int64)) - 1
+    return tf.RaggedTensor.from_value_rowids(
+        tokens, compact, nrows=tf.reduce_sum(tf.cast(is_new, tf.int64)))
+
+
+def sentence_file_documents(filename, tokenizer):
+    """Original format -> ragged int32 `[docs, sentences, tokens]`."""
+    content = read_text_file(filename)
+    lines = tf.strings.split(content, "\n")
+    # Like the original, invalid UTF-8 is dropped before the blank-line test.
+    lines = drop_invalid_utf8(lines)
+    blank = tf.strings.regex_full_match(lines, _BLANK_LINE)
+    doc_ids = tf.cumsum(tf.cast(blank, tf.int64))
+    lines = tf.boolean_mask(lines, tf.logical_not(blank))
+    doc_ids = tf.boolean_mask(doc_ids, tf.logical_not(blank))
+    return _documents_from_sentences(tokenizer(lines), doc_ids)
+
+
+def text_file_documents(filename, tokenizer, text_document="file"):
+    """Raw text -> ragged int32 `[docs, sentences, tokens]`."""
+    content = read_text_file(filename)
+    if text_document == "block":
+        blocks = tf.strings.split(
+            tf.strings.regex_replace(content, r"\n[ \t]*\n\s*", "\x00"), "\x00")
+    else:
+        blocks = tf.reshape(content, [1])
+    sentences = tf.map_fn(
+        split_sentences, blocks,
+        fn_output_signature=tf.RaggedTensorSpec([None], tf.string, 0))
+    doc_ids = sentences.value_rowids()
+    return _documents_from_sentences(tokenizer(sentences.flat_values), doc_ids)
+
+
+def tfrecord_documents(serialized):
+    """One serialized Example -> ragged int32 `[sentences, tokens]`."""
+    spec = {
+        "document": tf.io.RaggedFeature(
+            tf.int64, value_key="token_ids",
+            partitions=[tf.io.RaggedFeature.RowLengths("sentence_lengths")],
+            row_splits_dtype=tf.int64),
+    }
+    document = tf.io.parse_single_example(serialized, spec)["document"]
+    return tf.cast(document, tf.int32)
+
+
+# === Offline TFRecord shards ===
+
+
+def _vocab_sha256(vocab_file):
+    with tf.io.gfile.GFile(vocab_file, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
+                          corpus_format="sentences", lower_case=True,
+                          num_shards=16, text_document="file"):
+    """Tokenizes a corpus once into TFRecord shards of documents.
+
+    Masking and pair construction stay dynamic: read the shards back with
+    `pretraining_dataset(..., corpus_format="tfrecord")`. Documents are dealt
+    round-robin over `num_shards` files `part-XXXXX-of-YYYYY.tfrecord`, and
+    `metadata.json` records the vocabulary's SHA-256 so that shards are never
+    read with another vocabulary.
+
+    Returns:
+        A dict with the shard paths and document/sentence/token counts.
+    """
+    from pipelines.bert_tokenizer import BertTokenizer
+
+    if corpus_format not in ("sentences", "text"):
+        raise CorpusError(
+            "`corpus_format` for writing shards must be 'sentences' or "
+            f"'text'. Received: corpus_format={corpus_format!r}")
+    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
+    files = list_files(file_pattern, corpus_format)
+    documents = documents_dataset(
+        files, tokenizer, corpus_format=corpus_format,
+        text_document=text_document, shuffle=False, seed=None)
+    tf.io.gfile.makedirs(output_dir)
+    paths = [os.path.join(output_dir,
+                          f"part-{i:05d}-of-{num_shards:05d}.tfrecord")
+             for i in range(num_shards)]
+    writers = [tf.io.TFRecordWriter(p) for p in paths]
+    counts = {"documents": 0, "sentences": 0, "tokens": 0}
+    try:
+        for document in documents:
+            lengths = document.row_lengths().numpy()
+            example = tf.train.Example(features=tf.train.Features(feature={
+                "token_ids": tf.train.Feature(int64_list=tf.train.Int64List(
+                    value=document.flat_values.numpy())),
+                "sentence_lengths": tf.train.Feature(
+                    int64_list=tf.train.Int64List(value=lengths)),
+            }))
+            writers[counts["documents"] % num_shards].write(
+                example.SerializeToString())
+            counts["documents"] += 1
+            counts["sentences"] += len(lengths)
+            counts["tokens"] += int(lengths.sum())
+    finally:
+        for w in writers:
+            w.close()
+    metadata = {
+        "vocab_file": os.path.abspath(vocab_file),
+        "vocab_sha256": _vocab_sha256(vocab_file),
+        "vocab_size": tokenizer.vocab_size,
+        "lower_case": tokenizer.lower_case,
+        "corpus_format": corpus_format,
+        "input_files": len(files),
+        **counts,
+    }
+    with tf.io.gfile.GFile(os.path.join(output_dir, TFRECORD_METADATA), "w") as f:
+        json.dump(metadata, f, indent=2)
+    return {"shards": paths, **counts}
+
+
+def check_tfrecord_vocabulary(files, vocab_file):
+    """Raises `CorpusError` if shards were written with another vocabulary."""
+    expected = _vocab_sha256(vocab_file)
+    for directory in sorted({os.path.dirname(f) for f in files}):
+        path = os.path.join(directory, TFRECORD_METADATA)
+        if not tf.io.gfile.exists(path):
+            continue
+        with tf.io.gfile.GFile(path) as f:
+            metadata = json.load(f)
+        if metadata.get("vocab_sha256") != expected:
+            raise CorpusError(
+                f"TFRecord shards in {directory!r} were written with vocabulary "
+                f"{metadata.get('vocab_file')!r}, not {vocab_file!r} (SHA-256 "
+                "differs); rewrite them with `python -m keras_bert.data`.")
+
+
+# === Documents dataset ===
+
+
+def documents_dataset(files, tokenizer, *, corpus_format="sentences",
+                      text_document="file", shuffle=True, seed=None,
+                      repeat=False, input_context=None, cycle_length=4):
+    """Files -> `tf.data.Dataset` of documents, ragged int32 `[S, T]`.
+
+    Files are sharded by `input_context.input_pipeline_id` (file level, so
+    workers never read the same document), shuffled each epoch, read
+    `cycle_length` at a time with a deterministic parallel interleave.
+    """
+    files = list(files)
+    if text_document not in TEXT_DOCUMENTS:
+        raise CorpusError(
+            f"`text_document` must be one of {TEXT_DOCUMENTS}. Received: "
+            f"text_document={text_document!r}")
+    ds = tf.data.Dataset.from_tensor_slices(files)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        if len(files) < input_context.num_input_pipelines:
+            raise CorpusError(
+                f"{len(files)} corpus file(s) cannot be sharded over "
+                f"{input_context.num_input_pipelines} input pipelines; split "
+                "the corpus into more files (e.g. `python -m keras_bert.data "
+                "--num_shards N`).")
+        ds = ds.shard(input_context.num_input_pipelines,
+                      input_context.input_pipeline_id)
+    if shuffle:
+        ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+
+    if corpus_format == "tfrecord":
+        return ds.interleave(
+            lambda f: tf.data.TFRecordDataset(f).map(tfrecord_documents),
+            cycle_length=cycle_length, num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True)
+
+    if corpus_format == "sentences":
+        def read(filename):
+            return sentence_file_documents(filename, tokenizer)
+    else:
+        def read(filename):
+            return text_file_documents(filename, tokenizer, text_document)
+
+    return ds.interleave(
+        lambda f: tf.data.Dataset.from_tensors(read(f)).unbatch(),
+        cycle_length=cycle_length, num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True)

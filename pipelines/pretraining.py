@@ -1,0 +1,175 @@
+"""The BERT pre-training dataset: files -> masked, packed NSP batches.
+
+    files --(shard by input pipeline, shuffle, interleave)--> documents
+          --(shuffle, group)--> next-sentence pairs (create_pairs)
+          --(unbatch, shuffle, batch)--> packed batches
+          --(mask_batch, fresh every step)--> (features, labels, weights)
+
+Everything after the file names runs as TensorFlow ops inside tf.data (no
+Python generator, no `tf.py_function`), so the same dataset feeds CPUs, GPUs,
+TPUs and every Keras backend. Each random stage takes its stateless seed
+from a `tf.data.Dataset.random(seed)` stream zipped in after `repeat`, so a
+given `seed` gives the same batches and every epoch gets new pairs and masks.
+"""
+
+import logging
+
+import tensorflow as tf
+
+from pipelines import corpus
+from pipelines.bert_tokenizer import BertTokenizer
+from pipelines.masking import mask_batch
+from pipelines.next_sentence import create_pairs
+
+logger = logging.getLogger(__name__)
+
+# Documents per pair-construction call; NotNext segments come from the other
+# documents of the group.
+DOCUMENTS_PER_GROUP = 16
+DOCUMENT_SHUFFLE_BUFFER = 256
+# Pairs are first permuted inside their group (cheap, in the graph), then
+# mixed across groups by this element buffer (larger buffers cost ~25 us a
+# pair in tf.data).
+PAIR_SHUFFLE_BUFFER = 2048
+
+
+def _check(condition, message):
+    if not condition:
+        raise ValueError(message)
+
+
+def _seed_stream(seed, salt):
+    """Infinite stream of `[2]` int64 stateless seeds."""
+    stream_seed = None if seed is None else seed * 1000 + salt
+    return tf.data.Dataset.random(seed=stream_seed).batch(2)
+
+
+def _sub_seed(seed, salt):
+    return None if seed is None else seed * 1000 + salt
+
+
+def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
+                        max_predictions=20, batch_size=32,
+                        corpus_format="sentences", lower_case=True,
+                        mask_rate=0.15, short_seq_prob=0.1,
+                        whole_word_masking=False, seed=None, shuffle=True,
+                        repeat=True, input_context=None,
+                        text_document="file"):
+    """Builds the BERT masked-LM + next-sentence pre-training dataset.
+
+    Args:
+        file_pattern: str or list of str, corpus files or globs.
+        vocab_file: str, WordPiece vocabulary (validated).
+        seq_len: int, packed sequence length T (128 or 512 in BERT).
+        max_predictions: int P, masked positions per sequence (20 at 128,
+            80 at 512).
+        batch_size: int B, sequences per batch yielded by this dataset (per
+            input pipeline; with `tf.distribute` pass the per-replica size).
+        corpus_format: `"sentences"` (one sentence a line, blank line between
+            documents), `"text"` (raw text, sentence-split in the graph; see
+            `pipelines.corpus.split_sentences`) or `"tfrecord"` (shards from
+            `python -m keras_bert.data`).
+        lower_case: bool, uncased tokenization; must match the vocabulary.
+        mask_rate: float, share of tokens predicted.
+        short_seq_prob: float, chance a document targets a shorter length.
+        whole_word_masking: bool, mask the `##` pieces of a word together.
+        seed: int or None. With an int, the same batches every run.
+        shuffle: bool, shuffle files, documents and pairs.
+        repeat: bool, repeat forever (new pairs and masks every epoch).
+        input_context: `tf.distribute.InputContext` or None; files are
+            sharded by `input_pipeline_id` (each pipeline needs >= 1 file).
+        text_document: `"file"` or `"block"`, what a document is in the
+            `"text"` format: a whole file or a blank-line-separated block.
+
+    Returns:
+        A `tf.data.Dataset` of `(features, labels, sample_weights)`:
+        features `{"token_ids": int32 (B, T), "segment_ids": int32 (B, T),
+        "padding_mask": bool (B, T), "mask_positions": int32 (B, P)}`,
+        labels `{"mlm": int32 (B, P) original ids at mask_positions,
+        "nsp": int32 (B,) 0 = IsNext, 1 = NotNext (as in the original BERT)}`,
+        sample_weights `{"mlm": float32 (B, P), 1.0 for real predictions}`.
+        Batches drop the remainder; all shapes are static.
+
+    Raises:
+        pipelines.VocabularyError: the vocabulary is missing or invalid.
+        pipelines.CorpusError: no usable corpus file.
+        ValueError: an argument out of range (the message echoes it).
+
+    Example:
+
+    >>> ds = pretraining_dataset("data/corpus/*/*.txt",
+    ...                          "data/vocab/bert_uncased_vocab.txt",
+    ...                          corpus_format="text", seed=0)
+    >>> features, labels, weights = next(iter(ds))
+    """
+    _check(isinstance(seq_len, int) and seq_len >= 5,
+           f"`seq_len` must be an int >= 5. Received: seq_len={seq_len!r}")
+    _check(isinstance(max_predictions, int) and 1 <= max_predictions <= seq_len,
+           "`max_predictions` must be an int in [1, seq_len]. Received: "
+           f"max_predictions={max_predictions!r}, seq_len={seq_len}")
+    _check(isinstance(batch_size, int) and batch_size >= 1,
+           f"`batch_size` must be an int >= 1. Received: batch_size={batch_size!r}")
+    _check(0.0 < mask_rate < 1.0,
+           f"`mask_rate` must be in (0, 1). Received: mask_rate={mask_rate!r}")
+    _check(0.0 <= short_seq_prob <= 1.0,
+           "`short_seq_prob` must be in [0, 1]. Received: "
+           f"short_seq_prob={short_seq_prob!r}")
+    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
+    files = corpus.list_files(file_pattern, corpus_format)
+    if corpus_format == "tfrecord":
+        corpus.check_tfrecord_vocabulary(files, tokenizer.vocab_file)
+    logger.info("Pre-training data: %d %s file(s) from %r.", len(files),
+                corpus_format, file_pattern)
+
+    documents = corpus.documents_dataset(
+        files, tokenizer, corpus_format=corpus_format,
+        text_document=text_document, shuffle=shuffle,
+        seed=_sub_seed(seed, 1), repeat=repeat, input_context=input_context)
+    if shuffle:
+        documents = documents.shuffle(DOCUMENT_SHUFFLE_BUFFER,
+                                      seed=_sub_seed(seed, 2))
+    groups = documents.ragged_batch(DOCUMENTS_PER_GROUP)
+
+    def make_pairs(group, pair_seed):
+        pairs = create_pairs(
+            group, pair_seed, seq_len=seq_len, short_seq_prob=short_seq_prob,
+            cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
+            pad_id=tokenizer.pad_id)
+        if not shuffle:
+            return pairs
+        order = tf.argsort(tf.random.stateless_uniform(
+            tf.shape(pairs["next_sentence_label"]),
+            tf.random.experimental.stateless_fold_in(pair_seed, 99)))
+        return {k: tf.gather(v, order) for k, v in pairs.items()}
+
+    pairs = tf.data.Dataset.zip((groups, _seed_stream(seed, 3))).map(
+        make_pairs, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    pairs = pairs.unbatch()
+    if shuffle:
+        pairs = pairs.shuffle(PAIR_SHUFFLE_BUFFER, seed=_sub_seed(seed, 4))
+    batches = pairs.batch(batch_size, drop_remainder=True)
+
+    special_ids = [tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id]
+
+    def mask(batch, mask_seed):
+        token_ids, mask_positions, mask_ids, mask_weights = mask_batch(
+            batch["token_ids"], mask_seed, max_predictions=max_predictions,
+            mask_rate=mask_rate, mask_id=tokenizer.mask_id,
+            pad_id=tokenizer.pad_id, special_ids=special_ids,
+            random_token_ids=tokenizer.random_token_ids,
+            is_suffix=tokenizer.is_suffix,
+            whole_word_masking=whole_word_masking)
+        features = {
+            "token_ids": token_ids,
+            "segment_ids": batch["segment_ids"],
+            "padding_mask": batch["token_ids"] != tokenizer.pad_id,
+            "mask_positions": mask_positions,
+        }
+        labels = {"mlm": mask_ids, "nsp": batch["next_sentence_label"]}
+        return features, labels, {"mlm": mask_weights}
+
+    batches = tf.data.Dataset.zip((batches, _seed_stream(seed, 5))).map(
+        mask, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    options = tf.data.Options()
+    options.deterministic = seed is not None
+    return batches.with_options(options).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,133 @@
+"""WordPiece vocabulary files: loading, validation and learning.
+
+A vocabulary file holds one token per line; the line number is the id. It
+must contain the five BERT special tokens and no duplicate or empty lines.
+`learn_vocabulary` learns one from a corpus with tensorflow-text's WordPiece
+learner, splitting words exactly as `BertTokenizer` does.
+"""
+
+import collections
+import logging
+import os
+
+import tensorflow as tf
+
+from pipelines.errors import VocabularyError
+
+PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
+SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+SUFFIX_INDICATOR = "##"
+
+logger = logging.getLogger(__name__)
+
+
+def load_vocabulary(vocab_file):
+    """Reads and validates a vocabulary file.
+
+    Args:
+        vocab_file: str, path to a UTF-8 file with one token per line.
+
+    Returns:
+        A list of tokens; the index of a token is its id.
+
+    Raises:
+        VocabularyError: the file is missing or unreadable, is not UTF-8, has
+            an empty line or a duplicate token, or lacks one of
+            `[PAD] [UNK] [CLS] [SEP] [MASK]`. The message names the file.
+    """
+    vocab_file = os.fspath(vocab_file)
+    if not tf.io.gfile.exists(vocab_file):
+        raise VocabularyError(f"Vocabulary file not found: {vocab_file!r}")
+    try:
+        with tf.io.gfile.GFile(vocab_file, "rb") as f:
+            raw = f.read()
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise VocabularyError(
+            f"Vocabulary file {vocab_file!r} is not valid UTF-8: {e}") from None
+    except (OSError, tf.errors.OpError) as e:
+        raise VocabularyError(
+            f"Cannot read vocabulary file {vocab_file!r}: {e}") from None
+    # Like the original `load_vocab`, surrounding whitespace is stripped.
+    tokens = [line.strip() for line in text.splitlines()]
+    if not tokens:
+        raise VocabularyError(f"Vocabulary file {vocab_file!r} is empty.")
+    seen = {}
+    for index, token in enumerate(tokens):
+        if not token:
+            raise VocabularyError(
+                f"Vocabulary file {vocab_file!r} has an empty token on line "
+                f"{index + 1}.")
+        if token in seen:
+            raise VocabularyError(
+                f"Vocabulary file {vocab_file!r} has duplicate token "
+                f"{token!r} on lines {seen[token] + 1} and {index + 1}.")
+        seen[token] = index
+    missing = [t for t in SPECIAL_TOKENS if t not in seen]
+    if missing:
+        raise VocabularyError(
+            f"Vocabulary file {vocab_file!r} lacks the special token(s) "
+            f"{', '.join(missing)}; a BERT vocabulary needs all of "
+            f"{' '.join(SPECIAL_TOKENS)}.")
+    return tokens
+
+
+def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
+                     corpus_format="text", max_word_chars=50,
+                     max_unique_chars=1000):
+    """Learns a WordPiece vocabulary from text files.
+
+    Words are produced by `BertTokenizer`'s own normalisation and splitting
+    (so the vocabulary fits the tokenizer it will be used with), counted,
+    and handed to tensorflow-text's WordPiece learner
+    (`wordpiece_tokenizer_learner_lib.learn`, a threshold search over
+    candidate pieces). The reserved tokens `[PAD] [UNK] [CLS] [SEP] [MASK]`
+    take ids 0-4.
+
+    Args:
+        file_pattern: str or list of str, globs of UTF-8 text files. Line and
+            document structure do not matter here.
+        vocab_size: int, the maximum size of the vocabulary (the learner
+            accepts sizes down to 5% below it).
+        lower_case: bool, lower-case and strip accents (uncased model).
+        corpus_format: "sentences" or "text"; only used to validate files.
+        max_word_chars: int, longer words are not counted.
+        max_unique_chars: int, size of the single-character alphabet.
+
+    Returns:
+        A list of tokens.
+    """
+    from tensorflow_text.tools.wordpiece_vocab import (
+        wordpiece_tokenizer_learner_lib as learner)
+
+    from pipelines import corpus
+    from pipelines.bert_tokenizer import basic_split
+
+    files = corpus.list_files(file_pattern, corpus_format=corpus_format)
+    lines = tf.data.Dataset.from_tensor_slices(files).map(
+        corpus.read_text_file).map(lambda t: tf.strings.split(t, "\n")).unbatch()
+    lines = lines.batch(4096).map(
+        lambda x: basic_split(x, lower_case=lower_case).flat_values,
+        num_parallel_calls=tf.data.AUTOTUNE)
+    counts = collections.Counter()
+    for words in lines.as_numpy_iterator():
+        counts.update(words.tolist())
+    word_counts = [(w.decode("utf-8"), c) for w, c in counts.items()]
+    logger.info("Learning a %d-token vocabulary from %d distinct words.",
+                vocab_size, len(word_counts))
+    vocab = learner.learn(
+        word_counts,
+        vocab_size=vocab_size,
+        reserved_tokens=list(SPECIAL_TOKENS),
+        max_token_length=max_word_chars,
+        max_unique_chars=max_unique_chars,
+        include_joiner_token=False,
+        joiner=SUFFIX_INDICATOR,
+    )
+    return vocab
+
+
+def write_vocabulary(tokens, path):
+    """Writes one token per line (UTF-8)."""
+    with tf.io.gfile.GFile(os.fspath(path), "w") as f:
+        f.write("".join(t + "\n" for t in tokens))
