@@ -8,6 +8,7 @@ so a wrong entry in the map cannot hide behind the same wrong fixture.
 import json
 import os
 
+import keras
 import numpy as np
 
 # BertBackbone arguments of the tiny model every test uses.
@@ -142,4 +143,4 @@ def run_model(model, inputs, mask_positions=None):
     if mask_positions is not None:
         features["mask_positions"] = mask_positions
     outputs = model(features, training=False)
-    return {k: np.asarray(v) for k, v in outputs.items()}
+    return {k: keras.ops.convert_to_numpy(v) for k, v in outputs.items()}

@@ -1,0 +1,78 @@
+"""`python -m keras_bert.convert`: report, one-line errors, atomic writes."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_bert.convert.__main__ import main
+from tests.convert.tiny_bert import original_shapes, random_weights, write_google_checkpoint
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_report(tmp_path, capsys):
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
+
+    report = capsys.readouterr().out
+    assert "source:  Google BERT checkpoint" in report
+    assert "config:  L=2 H=8 A=2 I=16 V=40" in report
+    assert "pooler carried" in report
+    assert "vocab: 40 tokens" in report
+    assert "(Hugging Face BertModel)" in report
+    assert sorted(os.listdir(tmp_path / "hf")) == ["config.json", "model.safetensors", "vocab.txt"]
+
+
+def test_existing_destination_needs_overwrite(tmp_path, capsys):
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
+    os.makedirs(tmp_path / "hf")
+    (tmp_path / "hf" / "keep.txt").write_text("mine")
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert os.listdir(tmp_path / "hf") == ["keep.txt"]
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "hf"), "--overwrite"]) == 0
+    assert "keep.txt" not in os.listdir(tmp_path / "hf")
+    assert sorted(os.listdir(tmp_path)) == ["google", "hf"]  # No temporaries left.
+
+
+def test_error_is_one_line(tmp_path, capsys):
+    weights = random_weights(original_shapes())
+    del weights["cls/seq_relationship/output_bias"]
+    write_google_checkpoint(tmp_path / "google", weights)
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "out.keras")]) == 1
+
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith("error: Google BERT checkpoint")
+    assert "1 missing: cls/seq_relationship/output_bias" in captured.err
+    assert sorted(os.listdir(tmp_path)) == ["google"]
+
+
+@pytest.mark.slow
+def test_entry_point_exits_non_zero_without_traceback(tmp_path):
+    weights = random_weights(original_shapes())
+    weights["bert/pooler/dense/kernel"] = np.zeros((8, 3), "float32")
+    write_google_checkpoint(tmp_path / "google", weights)
+
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_bert.convert", str(tmp_path / "google"), str(tmp_path / "out.keras")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
+
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1
+    assert "bert/pooler/dense/kernel (8, 3) vs (8, 8)" in errors[0]
+    assert "Traceback" not in result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["google"]
