@@ -68,11 +68,10 @@ class BertClassifier(keras.Model):
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        self.backbone = backbone
-        self.output_dropout = keras.layers.Dropout(
+        output_dropout = keras.layers.Dropout(
             dropout, dtype=dtype, name="output_dropout"
         )
-        self.output_dense = keras.layers.Dense(
+        output_dense = keras.layers.Dense(
             num_classes,
             kernel_initializer=bert_initializer(),
             dtype=dtype,
@@ -82,11 +81,15 @@ class BertClassifier(keras.Model):
         # === Functional Model ===
         inputs = dict(backbone.input)
         pooled = backbone(inputs)["pooled_output"]  # (B, H)
-        logits = self.output_dense(self.output_dropout(pooled))  # (B, C)
+        logits = output_dense(output_dropout(pooled))  # (B, C)
         logits = keras.layers.Activation(
             "linear", dtype="float32", name="logits"
         )(logits)
         super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
+        # Attached after `super().__init__()` (the torch backend requires it).
+        self.backbone = backbone
+        self.output_dropout = output_dropout
+        self.output_dense = output_dense
 
         # === Config ===
         self.num_classes = num_classes

@@ -9,6 +9,19 @@ from keras_bert.layers.bert_embeddings import bert_initializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
+class FoldChoices(keras.layers.Layer):
+    """(B, C, T) → (B·C, T), reading T at call time (dynamic padding)."""
+
+    def call(self, x):
+        return keras.ops.reshape(x, (-1, keras.ops.shape(x)[-1]))
+
+    def compute_output_shape(self, input_shape):
+        batch, choices, length = input_shape
+        folded = None if batch is None or choices is None else batch * choices
+        return (folded, length)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
 class BertMultipleChoice(keras.Model):
     """Scores C `[CLS] context [SEP] ending [SEP]` sequences against each other.
 
@@ -55,11 +68,10 @@ class BertMultipleChoice(keras.Model):
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        self.backbone = backbone
-        self.output_dropout = keras.layers.Dropout(
+        output_dropout = keras.layers.Dropout(
             dropout, dtype=dtype, name="output_dropout"
         )
-        self.output_dense = keras.layers.Dense(
+        output_dense = keras.layers.Dense(
             1,
             kernel_initializer=bert_initializer(),
             dtype=dtype,
@@ -72,17 +84,20 @@ class BertMultipleChoice(keras.Model):
             for name in ("token_ids", "segment_ids", "padding_mask")
         }
         flat = {
-            # (B, C, T) -> (B * C, T)
-            name: keras.ops.reshape(x, (-1, keras.ops.shape(x)[-1]))
+            name: FoldChoices(dtype="int32", name=f"fold_{name}")(x)
             for name, x in inputs.items()
-        }
+        }  # (B, C, T) -> (B * C, T)
         pooled = backbone(flat)["pooled_output"]  # (B * C, H)
-        scores = self.output_dense(self.output_dropout(pooled))  # (B * C, 1)
+        scores = output_dense(output_dropout(pooled))  # (B * C, 1)
         logits = keras.ops.reshape(scores, (-1, num_choices))  # (B, C)
         logits = keras.layers.Activation(
             "linear", dtype="float32", name="logits"
         )(logits)
         super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
+        # Attached after `super().__init__()` (the torch backend requires it).
+        self.backbone = backbone
+        self.output_dropout = output_dropout
+        self.output_dense = output_dense
 
         # === Config ===
         self.num_choices = num_choices

@@ -45,11 +45,10 @@ class BertRegressor(keras.Model):
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        self.backbone = backbone
-        self.output_dropout = keras.layers.Dropout(
+        output_dropout = keras.layers.Dropout(
             dropout, dtype=dtype, name="output_dropout"
         )
-        self.output_dense = keras.layers.Dense(
+        output_dense = keras.layers.Dense(
             1,
             kernel_initializer=bert_initializer(),
             dtype=dtype,
@@ -59,11 +58,15 @@ class BertRegressor(keras.Model):
         # === Functional Model ===
         inputs = dict(backbone.input)
         pooled = backbone(inputs)["pooled_output"]  # (B, H)
-        score = self.output_dense(self.output_dropout(pooled))  # (B, 1)
+        score = output_dense(output_dropout(pooled))  # (B, 1)
         score = keras.layers.Activation(
             "linear", dtype="float32", name="score"
         )(score[:, 0])  # (B,)
         super().__init__(inputs=inputs, outputs=score, dtype=dtype, **kwargs)
+        # Attached after `super().__init__()` (the torch backend requires it).
+        self.backbone = backbone
+        self.output_dropout = output_dropout
+        self.output_dense = output_dense
 
         # === Config ===
         self.dropout = dropout

@@ -49,8 +49,7 @@ class BertSpanLabeler(keras.Model):
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        self.backbone = backbone
-        self.output_dense = keras.layers.Dense(
+        output_dense = keras.layers.Dense(
             2,
             kernel_initializer=bert_initializer(),
             dtype=dtype,
@@ -60,7 +59,7 @@ class BertSpanLabeler(keras.Model):
         # === Functional Model ===
         inputs = dict(backbone.input)
         sequence = backbone(inputs)["sequence_output"]  # (B, T, H)
-        logits = self.output_dense(sequence)  # (B, T, 2)
+        logits = output_dense(sequence)  # (B, T, 2)
         to_float32 = dict(activation="linear", dtype="float32")
         outputs = {
             "start_logits": keras.layers.Activation(
@@ -71,6 +70,9 @@ class BertSpanLabeler(keras.Model):
             )(logits[:, :, 1]),  # (B, T)
         }
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+        # Attached after `super().__init__()` (the torch backend requires it).
+        self.backbone = backbone
+        self.output_dense = output_dense
 
     def get_config(self):
         return {

@@ -66,11 +66,10 @@ class BertTokenClassifier(keras.Model):
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        self.backbone = backbone
-        self.output_dropout = keras.layers.Dropout(
+        output_dropout = keras.layers.Dropout(
             dropout, dtype=dtype, name="output_dropout"
         )
-        self.output_dense = keras.layers.Dense(
+        output_dense = keras.layers.Dense(
             num_labels,
             kernel_initializer=bert_initializer(),
             dtype=dtype,
@@ -80,11 +79,15 @@ class BertTokenClassifier(keras.Model):
         # === Functional Model ===
         inputs = dict(backbone.input)
         sequence = backbone(inputs)["sequence_output"]  # (B, T, H)
-        logits = self.output_dense(self.output_dropout(sequence))  # (B, T, N)
+        logits = output_dense(output_dropout(sequence))  # (B, T, N)
         logits = keras.layers.Activation(
             "linear", dtype="float32", name="logits"
         )(logits)
         super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
+        # Attached after `super().__init__()` (the torch backend requires it).
+        self.backbone = backbone
+        self.output_dropout = output_dropout
+        self.output_dense = output_dense
 
         # === Config ===
         self.num_labels = num_labels
