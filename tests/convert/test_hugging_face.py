@@ -21,7 +21,12 @@ from tests.convert.tiny_bert import (
 )
 from tests.reference_bert import bert_forward, pretraining_heads
 
-REFERENCE = os.path.join(os.path.dirname(__file__), "minilm_reference.npz")
+HERE = os.path.dirname(os.path.abspath(__file__))
+REFERENCE = os.path.join(HERE, "minilm_reference.npz")
+# A seeded random BertForPreTraining saved by transformers, and its outputs
+# (both from make_minilm_reference.py).
+TINY_PRETRAINING = os.path.join(HERE, "tiny_pretraining")
+TINY_REFERENCE = os.path.join(HERE, "tiny_pretraining_reference.npz")
 # What transformers 5.23 `BertForPreTraining.save_pretrained` writes (one
 # layer shown), so the rename is checked against real names.
 TRANSFORMERS_PRETRAINING_NAMES = {
@@ -111,6 +116,26 @@ def test_minilm_matches_transformers():
     assert pooled_diff.max() < 1e-4, pooled_diff.max()
 
 
+def test_pretraining_heads_match_transformers():
+    reference = np.load(TINY_REFERENCE)
+    model = read_hugging_face(TINY_PRETRAINING).to_model()
+    assert isinstance(model, keras_bert.BertPretrainer)
+
+    features = {k: reference[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+    length = features["token_ids"].shape[1]
+    every_position = np.tile(np.arange(length, dtype="int32"), (2, 1))
+    outputs = model(dict(features, mask_positions=every_position), training=False)
+    encoded = model.backbone(features, training=False)
+
+    for actual, key in (
+        (encoded["sequence_output"], "sequence_output"),
+        (encoded["pooled_output"], "pooled_output"),
+        (outputs["mlm"], "mlm_logits"),
+        (outputs["nsp"], "nsp_logits"),
+    ):
+        np.testing.assert_allclose(_numpy(actual), reference[key], atol=1e-4, err_msg=key)
+
+
 @pytest.mark.slow
 def test_minilm_round_trip_keeps_every_tensor(tmp_path):
     source = _minilm_dir()
@@ -169,6 +194,16 @@ def test_hf_to_ours_to_hf_is_identical(tmp_path, heads):
     assert (tmp_path / "back" / "vocab.txt").read_text().split() == VOCAB
     config = json.loads((tmp_path / "back" / "config.json").read_text())
     assert backbone_config_from_json(config) == TINY
+
+
+def test_transformers_folder_round_trips_identically(tmp_path):
+    convert(TINY_PRETRAINING, tmp_path / "model.keras")
+    convert(tmp_path / "model.keras", tmp_path / "back")
+    original = load_file(os.path.join(TINY_PRETRAINING, "model.safetensors"))
+    written = load_file(tmp_path / "back" / "model.safetensors")
+    assert sorted(written) == sorted(original)
+    for name in original:
+        np.testing.assert_array_equal(written[name], original[name], err_msg=name)
 
 
 def test_ours_to_hf_to_ours_is_identical(tmp_path, inputs, mask_positions):
