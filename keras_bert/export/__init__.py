@@ -1,5 +1,13 @@
-"""Export for TF Serving: SavedModels whose graphs use core TensorFlow only."""
+"""Export for TF Serving: SavedModels whose graphs use core TensorFlow only.
+
+    from keras_bert.export import export_for_serving
+    export_for_serving(model, "/models/my_model")  # -> "/models/my_model/1"
+"""
 
 from keras_bert.export.core_ops_bert_tokenizer import CoreOpsBertTokenizer
+from keras_bert.export.serving_export import (
+    export_for_serving,
+    find_model_file,
+)
 
-__all__ = ["CoreOpsBertTokenizer"]
+__all__ = ["CoreOpsBertTokenizer", "export_for_serving", "find_model_file"]

@@ -17,6 +17,8 @@ core ops too. Signatures:
   (B, P)); returns the Keras model's own outputs.
 """
 
+import functools
+
 import tensorflow as tf
 
 from keras_bert.export import packing
@@ -24,6 +26,12 @@ from keras_bert.export import task_adapters
 from keras_bert.export.core_ops_bert_tokenizer import CoreOpsBertTokenizer
 
 MASK_IN_TEXT = "[MASK]"
+
+
+def _function(fn):
+    # No AutoGraph: nothing here branches on tensors in Python, and
+    # converting Keras' call stack costs seconds per signature.
+    return tf.function(fn, autograph=False)
 
 
 class BertServingModule(tf.Module):
@@ -56,9 +64,20 @@ class BertServingModule(tf.Module):
         max_answer_length=30,
     ):
         super().__init__(name="bert_serving")
-        self.model = model
+        # Track the weights, not the Keras model: saving a tracked Keras
+        # model would also trace and save its own call functions.
+        object.__setattr__(self, "model", model)
+        self.model_variables = list(model.variables)
         self.adapter = task_adapters.adapter_for(model)
         self.tokenizer = CoreOpsBertTokenizer(vocabulary, lower_case=lower_case)
+        # One traced tokenizer shared by every signature (tracing is slow).
+        self.tokenize = tf.function(
+            autograph=False,
+            func=functools.partial(
+                self.tokenizer.tokenize, max_words_per_row=seq_len
+            ),
+            input_signature=[tf.TensorSpec([None], tf.string)],
+        )
         self.vocab_asset = tf.saved_model.Asset(vocab_file)
         self.id_to_token = tf.lookup.StaticHashTable(
             tf.lookup.TextFileInitializer(
@@ -92,13 +111,11 @@ class BertServingModule(tf.Module):
     def _tokenize(self, texts, split_masks=False):
         """(N,) strings -> dict of ragged (N, None) per-piece features."""
         if not split_masks:
-            return self.tokenizer.tokenize(texts, max_words_per_row=self.seq_len)
+            return self.tokenize(texts)
         # A literal "[MASK]" in a fill-mask request is the mask token; the
         # text between masks is tokenized as usual.
         parts = tf.strings.split(texts, sep=MASK_IN_TEXT)  # (N, S)
-        pieces = self.tokenizer.tokenize(
-            parts.flat_values, max_words_per_row=self.seq_len
-        )["token_ids"]  # (sum S, None)
+        pieces = self.tokenize(parts.flat_values)["token_ids"]  # (sum S, None)
         # Every segment but the last of its row is followed by a [MASK].
         segment = tf.range(tf.size(parts.flat_values, out_type=tf.int64))
         is_last = segment == tf.gather(
@@ -110,9 +127,12 @@ class BertServingModule(tf.Module):
                 tf.constant(self.special_ids["mask"], tf.int32),
             ),
             tf.cast(~is_last, tf.int64),
+            validate=False,
         )
         joined = tf.concat([pieces, mask_ids], axis=1)
-        ids = tf.RaggedTensor.from_row_splits(joined, parts.row_splits)
+        ids = tf.RaggedTensor.from_row_splits(
+            joined, parts.row_splits, validate=False
+        )
         return {"token_ids": ids.merge_dims(1, 2)}
 
     def preprocess(self, text_a, text_b=None, split_masks=False, extras=()):
@@ -149,6 +169,11 @@ class BertServingModule(tf.Module):
             fills,
         )
         features["token_ids"] = tf.cast(features["token_ids"], tf.int32)
+        if "word_index" in extras:  # Taggers answer per word of text A.
+            for name in ("word_start_offsets", "word_end_offsets"):
+                features[name] = seg_a[name].to_tensor(
+                    default_value=-1, shape=[None, self.seq_len]
+                )
         return features
 
     def model_inputs(self, features):
@@ -166,26 +191,26 @@ class BertServingModule(tf.Module):
         kind = self.adapter.text_inputs
         signatures = {}
         if kind == "pair":
-            signatures["serving_default"] = tf.function(
+            signatures["serving_default"] = _function(
                 lambda text_a, text_b: self.adapter.serve_text(
                     self, text_a, text_b
                 )
             ).get_concrete_function(text_a=text, text_b=text)
-            signatures["serve_text"] = tf.function(
+            signatures["serve_text"] = _function(
                 lambda text_a: self.adapter.serve_text(self, text_a, None)
             ).get_concrete_function(text_a=text)
         elif kind == "question_context":
-            signatures["serving_default"] = tf.function(
+            signatures["serving_default"] = _function(
                 lambda text_a, text_b: self.adapter.serve_text(
                     self, text_a, text_b
                 )
             ).get_concrete_function(text_a=text, text_b=text)
         elif kind == "single":
-            signatures["serving_default"] = tf.function(
+            signatures["serving_default"] = _function(
                 lambda text_a: self.adapter.serve_text(self, text_a, None)
             ).get_concrete_function(text_a=text)
         elif kind == "choices":
-            signatures["serving_default"] = tf.function(
+            signatures["serving_default"] = _function(
                 lambda text_a, text_b: self.adapter.serve_text(
                     self, text_a, text_b
                 )
@@ -194,7 +219,7 @@ class BertServingModule(tf.Module):
             )
         ids = tf.TensorSpec(self.adapter.ids_shape, tf.int32)
         if self.adapter.mask_positions:
-            signatures["serve_token_ids"] = tf.function(
+            signatures["serve_token_ids"] = _function(
                 lambda token_ids, segment_ids, padding_mask, mask_positions: (
                     self.adapter.serve_ids(
                         self,
@@ -213,7 +238,7 @@ class BertServingModule(tf.Module):
                 mask_positions=tf.TensorSpec([None, None], tf.int32),
             )
         else:
-            signatures["serve_token_ids"] = tf.function(
+            signatures["serve_token_ids"] = _function(
                 lambda token_ids, segment_ids, padding_mask: (
                     self.adapter.serve_ids(
                         self,

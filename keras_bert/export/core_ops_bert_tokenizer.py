@@ -379,7 +379,7 @@ class CoreOpsBertTokenizer(tf.Module):
         cp, piece_word = w["codepoints"], w["piece_word"]
         num_words = _num_ids(piece_word)
         chars = tf.RaggedTensor.from_value_rowids(
-            cp, piece_word, nrows=num_words
+            cp, piece_word, nrows=num_words, validate=False
         )  # (W, None)
         first_char = chars.row_starts()  # (W,)
         word_src = tf.gather(w["src"], first_char)
@@ -431,7 +431,7 @@ class CoreOpsBertTokenizer(tf.Module):
 
         def ragged(values, value_rowids):
             return tf.RaggedTensor.from_value_rowids(
-                values, value_rowids, nrows=batch
+                values, value_rowids, nrows=batch, validate=False
             )
 
         return {

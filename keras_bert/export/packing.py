@@ -25,20 +25,6 @@ def truncated_lengths(len_a, len_b, has_b, seq_len):
     return tf.where(fits, len_a, new_a), tf.where(fits, len_b, new_b)
 
 
-def _head(rt, lengths):
-    """First `lengths[i]` values of each row of ragged (B, None) `rt`."""
-    keep = tf.ragged.range(rt.row_lengths()) < lengths[:, None]
-    return tf.ragged.boolean_mask(rt, keep)
-
-
-def _column(values, present):
-    """Ragged (B, None) with one `values[i]` in rows where `present`."""
-    present = tf.cast(present, tf.int64)
-    return tf.RaggedTensor.from_row_lengths(
-        tf.boolean_mask(values, present > 0), present
-    )
-
-
 def pack(segment_a, segment_b, has_b, seq_len, fills):
     """Packs ragged per-piece features into dense (B, T) tensors.
 
@@ -53,52 +39,41 @@ def pack(segment_a, segment_b, has_b, seq_len, fills):
         dict name -> dense (B, T) tensor, plus `segment_ids` and
         `padding_mask` (int32).
     """
-    first = next(iter(segment_a))
-    batch = segment_a[first].nrows()
+    first = next(iter(fills))
     len_a = segment_a[first].row_lengths()
     if segment_b is None:
-        segment_b = {k: tf.RaggedTensor.from_row_lengths(
-            tf.zeros([0], v.dtype), tf.zeros([batch], tf.int64))
-            for k, v in segment_a.items()}
-        has_b = tf.zeros([batch], tf.bool)
-    len_b = segment_b[first].row_lengths()
+        len_b = tf.zeros_like(len_a)
+        has_b = tf.zeros_like(len_a, tf.bool)
+    else:
+        len_b = segment_b[first].row_lengths()
     keep_a, keep_b = truncated_lengths(len_a, len_b, has_b, seq_len)
-    ones = tf.ones([batch], tf.bool)
+    # Where each output position reads from, computed once for all features.
+    t = tf.range(seq_len, dtype=tf.int64)[None, :]  # (1, T)
+    sep_a = keep_a[:, None] + 1  # (B, 1)
+    b_begin = sep_a + 1
+    b_end = b_begin + keep_b[:, None]
+    total = b_end + tf.cast(has_b, tf.int64)[:, None]
+    is_cls = t == 0
+    in_a = (t >= 1) & (t < sep_a)  # (B, T)
+    in_b = (t >= b_begin) & (t < b_end)
+    is_sep = (t == sep_a) | ((t == b_end) & has_b[:, None])
+    index_a = tf.clip_by_value(t - 1, 0, seq_len - 1) * tf.ones_like(sep_a)
+    index_b = tf.clip_by_value(t - b_begin, 0, seq_len - 1)
     packed = {}
-    features = dict(segment_a)
-    # Segment ids ride along as one more feature: 0 for A, 1 for B.
-    features["segment_ids"] = tf.ragged.map_flat_values(
-        tf.zeros_like, tf.cast(segment_a[first], tf.int32)
-    )
-    fills = dict(fills, segment_ids=(0, 0, 0))
     for name, (cls_value, sep_value, pad_value) in fills.items():
-        a = features[name]
-        if name == "segment_ids":
-            b = tf.ragged.map_flat_values(
-                tf.ones_like, tf.cast(segment_b[first], tf.int32)
-            )
-            b_sep = 1
+        dense_a = segment_a[name].to_tensor(shape=[None, seq_len])
+        if segment_b is None:
+            dense_b = tf.zeros_like(dense_a)
         else:
-            b = segment_b[name]
-            b_sep = sep_value
-        dtype = a.dtype
-
-        def full(value, dtype=dtype):
-            return tf.fill([batch], tf.cast(value, dtype))
-
-        row = tf.concat(
-            [
-                _column(full(cls_value), ones),
-                _head(a, keep_a),
-                _column(full(sep_value), ones),
-                _head(b, keep_b),
-                _column(full(b_sep), has_b),
-            ],
-            axis=1,
-        )
-        packed[name] = row.to_tensor(
-            default_value=tf.cast(pad_value, dtype), shape=[None, seq_len]
-        )
-    lengths = 2 + keep_a + keep_b + tf.cast(has_b, tf.int64)
-    packed["padding_mask"] = tf.sequence_mask(lengths, seq_len, tf.int32)
+            dense_b = segment_b[name].to_tensor(shape=[None, seq_len])
+        dtype = dense_a.dtype
+        value = tf.fill(tf.shape(dense_a), tf.cast(pad_value, dtype))
+        value = tf.where(is_cls, tf.cast(cls_value, dtype), value)
+        value = tf.where(is_sep, tf.cast(sep_value, dtype), value)
+        value = tf.where(in_a, tf.gather(dense_a, index_a, batch_dims=1), value)
+        value = tf.where(in_b, tf.gather(dense_b, index_b, batch_dims=1), value)
+        packed[name] = value
+    in_second = in_b | ((t == b_end) & has_b[:, None])
+    packed["segment_ids"] = tf.cast(in_second, tf.int32)
+    packed["padding_mask"] = tf.cast(t < total, tf.int32)
     return packed

@@ -1,0 +1,275 @@
+"""Writes a versioned TF Serving SavedModel, atomically.
+
+TF Serving watches `EXPORT_DIR/<integer version>/`; it ignores other names.
+The model is written to a hidden sibling `EXPORT_DIR/.tmp-<version>-*`,
+checked, and renamed into place in one `os.rename`, so a failed or killed
+export never leaves a half-written version for the server to load.
+
+The graph is always built under the TensorFlow backend, where a Keras model
+traces to plain TensorFlow ops. A model living under JAX or PyTorch is
+saved to a temporary `.keras` archive (weights are backend-neutral) and
+exported by `python -m keras_bert.export` in a child process with
+`KERAS_BACKEND=tensorflow`.
+"""
+
+import importlib
+import os
+import pkgutil
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+
+MODEL_FILES = ("model.keras", "pretrainer.keras", "backbone.keras")
+SMOKE_TEXTS = ["", " \t\n", "Hello, World!", "\x00\ufffd\u200f中文 😀", "a" * 300]
+
+
+def find_model_file(model_dir):
+    """The model to export in a training output dir.
+
+    `model.keras` (a fine-tuned task model) first, then `pretrainer.keras`,
+    then `backbone.keras`.
+    """
+    for name in MODEL_FILES:
+        path = os.path.join(model_dir, name)
+        if os.path.exists(path):
+            return path
+    raise FileNotFoundError(
+        f"`model_dir` must contain one of {', '.join(MODEL_FILES)}. "
+        f"Received: model_dir={model_dir!r} with "
+        f"{sorted(os.listdir(model_dir)) if os.path.isdir(model_dir) else 'no such directory'}"
+    )
+
+
+def next_version(output_dir):
+    """1 + the highest integer version under `output_dir` (1 when none)."""
+    versions = [
+        int(name)
+        for name in (os.listdir(output_dir) if os.path.isdir(output_dir) else [])
+        if re.fullmatch(r"[0-9]+", name)
+    ]
+    return max(versions, default=0) + 1
+
+
+def _import_models():
+    """Registers every keras_bert model class for `.keras` deserialisation."""
+    import keras_bert.models as models
+
+    for info in pkgutil.iter_modules(models.__path__):
+        importlib.import_module(f"keras_bert.models.{info.name}")
+
+
+def load_model(path):
+    """Loads a `.keras` archive with keras_bert's classes registered."""
+    import keras
+
+    _import_models()
+    return keras.saving.load_model(path, compile=False)
+
+
+def _backbone_of(model):
+    return getattr(model, "backbone", model)
+
+
+def infer_lower_case(vocabulary):
+    """Uncased unless a regular token has an upper-case letter."""
+    return not any(
+        token != token.lower()
+        for token in vocabulary
+        if not (token.startswith("[") and token.endswith("]"))
+    )
+
+
+def _read_vocabulary(path):
+    with open(path, encoding="utf-8") as f:
+        return [line.strip() for line in f.read().splitlines()]
+
+
+def export_for_serving(
+    model,
+    output_dir,
+    *,
+    vocabulary=None,
+    lower_case=None,
+    seq_len=128,
+    version=None,
+    top_k=5,
+    max_masks=20,
+    max_answer_length=30,
+):
+    """Exports `model` for TF Serving as `output_dir/<version>/`.
+
+    The SavedModel answers raw UTF-8 text with tokenization built from core
+    TensorFlow ops (no tensorflow-text kernels needed; see
+    `CoreOpsBertTokenizer`) and carries the vocabulary as the asset
+    `vocab.txt`. Signatures are described in `bert_serving_module.py`;
+    outputs per model class in `task_adapters.py`.
+
+    Args:
+        model: a Keras `BertBackbone`, `BertPretrainer` or task model (any
+            backend), or a str path to a `.keras` archive of one.
+        output_dir: str. The TF Serving model base path.
+        vocabulary: list of str or a str path to `vocab.txt`. Defaults to
+            the backbone's `vocabulary` attribute.
+        lower_case: bool or None. Uncased tokenization; None infers it from
+            the vocabulary (cased vocabularies have upper-case tokens).
+        seq_len: int. Requests are truncated to this many pieces. Defaults
+            to 128; at most the backbone's `max_sequence_length`.
+        version: int or None. Defaults to 1 + the highest existing version.
+        top_k: int. Fill-mask candidates per `[MASK]` (pretrainers).
+        max_masks: int. `[MASK]` tokens answered per request (pretrainers).
+        max_answer_length: int. Longest span answer in pieces.
+
+    Returns:
+        str, the path of the version directory written.
+
+    Example:
+    >>> export_for_serving(classifier, "/models/sst2")  # doctest: +SKIP
+    '/models/sst2/1'
+    """
+    import keras
+
+    options = dict(
+        seq_len=seq_len,
+        top_k=top_k,
+        max_masks=max_masks,
+        max_answer_length=max_answer_length,
+    )
+    for name, value in options.items():
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(
+                f"`{name}` must be a positive int. Received: {name}={value!r}"
+            )
+    if seq_len < 3:
+        raise ValueError(
+            f"`seq_len` must be at least 3 ([CLS] A [SEP] B [SEP] needs "
+            f"room). Received: seq_len={seq_len}"
+        )
+    os.makedirs(output_dir, exist_ok=True)
+    version = next_version(output_dir) if version is None else int(version)
+    final_dir = os.path.join(output_dir, str(version))
+    if os.path.exists(final_dir):
+        raise FileExistsError(
+            f"`version` must be new; {final_dir!r} already exists. "
+            f"Received: version={version}"
+        )
+    if isinstance(vocabulary, (str, os.PathLike)):
+        vocabulary = _read_vocabulary(vocabulary)
+
+    model_path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
+    if keras.backend.backend() != "tensorflow":
+        return _export_in_subprocess(
+            model_path or model, output_dir, version, vocabulary, lower_case, options
+        )
+    if model_path:
+        model = load_model(model_path)
+
+    vocabulary = vocabulary or _backbone_of(model).vocabulary
+    if not vocabulary:
+        raise ValueError(
+            "`vocabulary` must be given when the model carries none. "
+            f"Received: vocabulary=None and {type(model).__name__} whose "
+            "backbone.vocabulary is None"
+        )
+    vocabulary = [token.strip() for token in vocabulary]
+    if lower_case is None:
+        lower_case = infer_lower_case(vocabulary)
+    backbone = _backbone_of(model)
+    if seq_len > backbone.max_sequence_length:
+        raise ValueError(
+            "`seq_len` must be at most the backbone's max_sequence_length "
+            f"({backbone.max_sequence_length}). Received: seq_len={seq_len}"
+        )
+    vocab_size = getattr(backbone, "vocabulary_size", len(vocabulary))
+    if len(vocabulary) != vocab_size:
+        raise ValueError(
+            "`vocabulary` must have one token per embedding row. Received: "
+            f"{len(vocabulary)} tokens for vocabulary_size={vocab_size}"
+        )
+    missing = [
+        t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]") if t not in vocabulary
+    ]
+    if missing:
+        raise ValueError(
+            f"`vocabulary` must contain {missing}. Received: "
+            f"{len(vocabulary)} tokens starting {vocabulary[:5]}"
+        )
+
+    staging = os.path.join(output_dir, f".tmp-{version}-{uuid.uuid4().hex[:8]}")
+    try:
+        _write_saved_model(
+            model, staging, vocabulary, lower_case, options
+        )
+        os.rename(staging, final_dir)  # Atomic on one filesystem.
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return final_dir
+
+
+def _write_saved_model(model, path, vocabulary, lower_case, options):
+    import tensorflow as tf
+
+    from keras_bert.export.bert_serving_module import BertServingModule
+
+    # The asset's source file lives outside the version directory.
+    with tempfile.TemporaryDirectory() as scratch:
+        vocab_file = os.path.join(scratch, "vocab.txt")
+        with open(vocab_file, "w", encoding="utf-8") as f:
+            f.write("".join(token + "\n" for token in vocabulary))
+        module = BertServingModule(
+            model, vocabulary, vocab_file, lower_case, **options
+        )
+        signatures = module.signatures()
+        # Smoke-test the raw-text signature before anything is written.
+        smoke = tf.constant(SMOKE_TEXTS)
+        default = signatures["serving_default"]
+        args = {"text_a": smoke}
+        kind = module.adapter.text_inputs
+        if kind == "choices":
+            args["text_b"] = tf.reshape(
+                tf.repeat(smoke, model.num_choices), [-1, model.num_choices]
+            )
+        elif kind != "single":
+            args["text_b"] = smoke
+        default(**args)
+        tf.saved_model.save(module, path, signatures=signatures)
+
+
+def _export_in_subprocess(model, output_dir, version, vocabulary, lower_case, options):
+    """Re-runs the export under the TensorFlow backend in a child process."""
+    with tempfile.TemporaryDirectory() as scratch:
+        if isinstance(model, str):
+            model_path = model
+        else:
+            model_path = os.path.join(scratch, "model.keras")
+            model.save(model_path)
+        command = [
+            sys.executable,
+            "-m",
+            "keras_bert.export",
+            "--model",
+            model_path,
+            "--output",
+            output_dir,
+            "--version",
+            str(version),
+        ]
+        if vocabulary is not None:
+            vocab_file = os.path.join(scratch, "vocab.txt")
+            with open(vocab_file, "w", encoding="utf-8") as f:
+                f.write("".join(token + "\n" for token in vocabulary))
+            command += ["--vocab", vocab_file]
+        if lower_case is not None:
+            command += ["--lower_case" if lower_case else "--cased"]
+        for name, value in options.items():
+            command += [f"--{name}", str(value)]
+        env = dict(os.environ, KERAS_BACKEND="tensorflow")
+        result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode:
+        raise RuntimeError(
+            f"Export under the TensorFlow backend failed (exit "
+            f"{result.returncode}):\n{result.stderr[-4000:]}"
+        )
+    return os.path.join(output_dir, str(version))
