@@ -1,0 +1,64 @@
+"""Fine-tuning task readers: files → examples → packed ids → tf.data.
+
+* GLUE TSVs (`GLUE_TASKS`, `read_glue`) and generic CSV/TSV/JSONL files
+  (`read_table`), packed by `classification_features`.
+* SQuAD v1.1/v2.0 JSON (`read_squad`, `squad_features`).
+* CoNLL-2003 IOB1/IOB2 files (`read_conll`, `tagging_features`).
+* SWAG CSV (`read_swag`, `choice_features`).
+* `make_dataset`: dynamically padded (and, for training, length-bucketed)
+  batches from any of the above.
+
+Bad input raises `TaskDataError` (a `pipelines.PipelineInputError`) naming
+the file and line. No Keras here.
+"""
+
+from pipelines.tasks.conll import TaggedSentence, read_conll, tag_names, tagging_features
+from pipelines.tasks.errors import TaskDataError
+from pipelines.tasks.features import (
+    IGNORED_LABEL,
+    make_dataset,
+    pack_pair,
+    tokenize_texts,
+    truncated_lengths,
+)
+from pipelines.tasks.squad import SquadExample, SquadFeature, read_squad, squad_features
+from pipelines.tasks.swag import NUM_CHOICES, ChoiceExample, choice_features, read_swag
+from pipelines.tasks.tables import (
+    GLUE_DIRS,
+    GLUE_TASKS,
+    Example,
+    classification_features,
+    find_split_file,
+    glue_data_dir,
+    read_glue,
+    read_table,
+)
+
+__all__ = [
+    "ChoiceExample",
+    "Example",
+    "GLUE_DIRS",
+    "GLUE_TASKS",
+    "IGNORED_LABEL",
+    "NUM_CHOICES",
+    "SquadExample",
+    "SquadFeature",
+    "TaggedSentence",
+    "TaskDataError",
+    "choice_features",
+    "classification_features",
+    "find_split_file",
+    "glue_data_dir",
+    "make_dataset",
+    "pack_pair",
+    "read_conll",
+    "read_glue",
+    "read_squad",
+    "read_swag",
+    "read_table",
+    "squad_features",
+    "tag_names",
+    "tagging_features",
+    "tokenize_texts",
+    "truncated_lengths",
+]

@@ -1,0 +1,231 @@
+"""Sentence and sentence-pair datasets: GLUE TSVs and generic CSV/TSV/JSONL.
+
+Each reader returns a list of `Example`s; `classification_features` turns
+them into packed ids for `features.make_dataset`. Column layouts follow the
+GLUE distribution (and `run_classifier.py`'s processors): CoLA's train and
+dev files have no header, every other file has one.
+"""
+
+import csv
+import dataclasses
+import json
+import os
+
+from pipelines.tasks.errors import TaskDataError
+from pipelines.tasks.features import pack_pair, tokenize_texts
+
+# Some GLUE sentences (QQP, MNLI parses) exceed csv's default 128 KiB field.
+csv.field_size_limit(2**31 - 1)
+
+
+@dataclasses.dataclass
+class Example:
+    """One sentence (pair) with its label (str, float or None)."""
+
+    text_a: str
+    text_b: str = None
+    label: object = None
+    guid: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueTask:
+    """Where a GLUE task keeps its columns, and its label names.
+
+    Columns are 0-based indices; a negative index counts from the end (MNLI
+    has a variable number of annotator columns before `gold_label`).
+    `label_names` is None for regression (STS-B).
+    """
+
+    text_a: int
+    text_b: int
+    label: int
+    label_names: tuple
+    header: bool = True
+    dev_files: tuple = ("dev.tsv",)
+
+
+GLUE_TASKS = {
+    "cola": GlueTask(3, None, 1, ("0", "1"), header=False),
+    "sst2": GlueTask(0, None, 1, ("0", "1")),
+    "mrpc": GlueTask(3, 4, 0, ("0", "1")),
+    "qqp": GlueTask(3, 4, 5, ("0", "1")),
+    "stsb": GlueTask(7, 8, 9, None),
+    "mnli": GlueTask(
+        8,
+        9,
+        -1,
+        ("contradiction", "entailment", "neutral"),
+        dev_files=("dev_matched.tsv", "dev_mismatched.tsv"),
+    ),
+    "qnli": GlueTask(1, 2, 3, ("entailment", "not_entailment")),
+    "rte": GlueTask(1, 2, 3, ("entailment", "not_entailment")),
+    "wnli": GlueTask(1, 2, 3, ("0", "1")),
+}
+GLUE_DIRS = {
+    "cola": "CoLA",
+    "sst2": "SST-2",
+    "mrpc": "MRPC",
+    "qqp": "QQP",
+    "stsb": "STS-B",
+    "mnli": "MNLI",
+    "qnli": "QNLI",
+    "rte": "RTE",
+    "wnli": "WNLI",
+}
+
+
+def glue_data_dir(task, data_dir):
+    """`data_dir` itself, or its GLUE sub-folder (`glue/SST-2`) if present."""
+    nested = os.path.join(data_dir, GLUE_DIRS[task])
+    return nested if os.path.isdir(nested) else data_dir
+
+
+def read_glue(task, path):
+    """Examples of one GLUE TSV file (`train.tsv`, `dev.tsv`, ...).
+
+    Raises:
+        TaskDataError: missing file, a row with too few columns, an unknown
+            label or a non-numeric STS-B score, naming file and line.
+    """
+    spec = GLUE_TASKS[task]
+    examples = []
+    for line_number, row in _read_tsv(path, skip_header=spec.header):
+        columns = [spec.text_a, spec.label] + ([spec.text_b] if spec.text_b is not None else [])
+        needed = max(c + 1 if c >= 0 else -c for c in columns)
+        if len(row) < needed:
+            raise TaskDataError(
+                f"{path}:{line_number}: expected at least {needed} tab-separated "
+                f"columns for {task}, found {len(row)}"
+            )
+        label = _parse_label(row[spec.label], spec.label_names, path, line_number)
+        examples.append(
+            Example(
+                text_a=row[spec.text_a],
+                text_b=row[spec.text_b] if spec.text_b is not None else None,
+                label=label,
+                guid=f"{os.path.basename(path)}-{line_number}",
+            )
+        )
+    return examples
+
+
+def _parse_label(value, label_names, path, line_number):
+    value = value.strip()
+    if label_names is None:
+        try:
+            return float(value)
+        except ValueError:
+            raise TaskDataError(
+                f"{path}:{line_number}: score {value!r} is not a number"
+            ) from None
+    if value not in label_names:
+        raise TaskDataError(
+            f"{path}:{line_number}: unknown label {value!r}; "
+            f"expected one of {list(label_names)}"
+        )
+    return value
+
+
+def _read_tsv(path, skip_header):
+    if not os.path.isfile(path):
+        raise TaskDataError(f"{path}: no such file")
+    with open(path, encoding="utf-8", newline="") as f:
+        # GLUE files are plain tab-separated, without quoting (as the
+        # original processors read them: `quotechar=None`).
+        reader = csv.reader(f, delimiter="\t", quotechar=None)
+        for index, row in enumerate(reader):
+            if index == 0 and skip_header:
+                continue
+            if not row or not any(cell.strip() for cell in row):
+                continue
+            yield reader.line_num, row
+
+
+def read_table(path, text_column, text_b_column=None, label_column=None):
+    """Examples from a CSV, TSV or JSONL file with named columns.
+
+    The format comes from the extension (`.csv`, `.tsv`, `.jsonl`/`.json`).
+    CSV and TSV need a header row naming the columns; each JSONL line is an
+    object. Labels are returned as read (str for CSV/TSV); the caller turns
+    them into class ids or floats.
+
+    Raises:
+        TaskDataError: missing file, unknown extension, a missing column or
+            an unparsable line, naming file and line.
+    """
+    if not os.path.isfile(path):
+        raise TaskDataError(f"{path}: no such file")
+    wanted = [c for c in (text_column, text_b_column, label_column) if c]
+    extension = os.path.splitext(path)[1].lower()
+    examples = []
+    if extension in (".csv", ".tsv"):
+        with open(path, encoding="utf-8", newline="") as f:
+            reader = csv.DictReader(f, delimiter="," if extension == ".csv" else "\t")
+            missing = [c for c in wanted if c not in (reader.fieldnames or [])]
+            if missing:
+                raise TaskDataError(
+                    f"{path}:1: header has no column(s) {missing}; "
+                    f"found {reader.fieldnames}"
+                )
+            for row in reader:
+                if None in row or any(row[c] is None for c in wanted):
+                    raise TaskDataError(
+                        f"{path}:{reader.line_num}: expected {len(reader.fieldnames)} "
+                        "columns as in the header"
+                    )
+                examples.append(_table_example(row, text_column, text_b_column, label_column, path, reader.line_num))
+    elif extension in (".jsonl", ".json"):
+        with open(path, encoding="utf-8") as f:
+            for line_number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise TaskDataError(f"{path}:{line_number}: invalid JSON: {error.msg}") from None
+                missing = [c for c in wanted if not isinstance(row, dict) or c not in row]
+                if missing:
+                    raise TaskDataError(f"{path}:{line_number}: missing key(s) {missing}")
+                examples.append(_table_example(row, text_column, text_b_column, label_column, path, line_number))
+    else:
+        raise TaskDataError(
+            f"{path}: unknown file type {extension!r}; use .csv, .tsv or .jsonl"
+        )
+    return examples
+
+
+def _table_example(row, text_column, text_b_column, label_column, path, line_number):
+    return Example(
+        text_a=str(row[text_column]),
+        text_b=str(row[text_b_column]) if text_b_column else None,
+        label=row[label_column] if label_column else None,
+        guid=f"{os.path.basename(path)}-{line_number}",
+    )
+
+
+def find_split_file(data_dir, split):
+    """`data_dir/{split}.{tsv,csv,jsonl,json}`, the first that exists."""
+    for extension in (".tsv", ".csv", ".jsonl", ".json"):
+        path = os.path.join(data_dir, split + extension)
+        if os.path.isfile(path):
+            return path
+    raise TaskDataError(
+        f"{data_dir}: no {split}.tsv, {split}.csv or {split}.jsonl file"
+    )
+
+
+def classification_features(examples, tokenizer, max_seq_length):
+    """Packed `token_ids` / `segment_ids` lists for `make_dataset`."""
+    ids_a = tokenize_texts(tokenizer, [e.text_a for e in examples])
+    has_b = [e.text_b is not None for e in examples]
+    ids_b = tokenize_texts(tokenizer, [e.text_b for e in examples if e.text_b is not None])
+    ids_b = iter(ids_b)
+    token_ids, segment_ids = [], []
+    for a, b in zip(ids_a, has_b):
+        tokens, segments = pack_pair(
+            a, next(ids_b) if b else None, max_seq_length, tokenizer.cls_id, tokenizer.sep_id
+        )
+        token_ids.append(tokens)
+        segment_ids.append(segments)
+    return {"token_ids": token_ids, "segment_ids": segment_ids}

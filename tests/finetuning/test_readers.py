@@ -1,0 +1,207 @@
+"""Task readers on the small files in tests/finetuning/fixtures/."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import pipelines.tasks as tasks
+from keras_bert.finetuning.squad_postprocess import final_text, squad_predictions
+
+
+def reference_truncate(len_a, len_b, budget):
+    # run_classifier.py's _truncate_seq_pair, popping one token at a time.
+    while len_a + len_b > budget:
+        if len_a > len_b:
+            len_a -= 1
+        else:
+            len_b -= 1
+    return len_a, len_b
+
+
+def test_truncated_lengths_match_the_original_loop():
+    for a, b, budget in itertools.product(range(12), range(12), range(1, 15)):
+        assert tasks.truncated_lengths(a, b, budget) == reference_truncate(a, b, budget)
+
+
+def test_pack_pair():
+    tokens, segments = tasks.pack_pair([5, 6, 7], [8, 9], 7, cls_id=2, sep_id=3)
+    # budget 4: A keeps 2 (longer, popped first), B keeps 2.
+    assert tokens == [2, 5, 6, 3, 8, 9, 3]
+    assert segments == [0, 0, 0, 0, 1, 1, 1]
+    tokens, segments = tasks.pack_pair([5, 6, 7], None, 4, cls_id=2, sep_id=3)
+    assert tokens == [2, 5, 6, 3] and segments == [0, 0, 0, 0]
+
+
+def test_glue_layouts(fixtures):
+    sst2 = tasks.read_glue("sst2", fixtures / "glue/SST-2/train.tsv")
+    assert len(sst2) == 6 and sst2[0].text_a == "a great and moving film ."
+    assert sst2[0].label == "1" and sst2[0].text_b is None
+    cola = tasks.read_glue("cola", fixtures / "glue/CoLA/train.tsv")  # No header.
+    assert len(cola) == 4 and cola[1].text_a == "cat the mat on sat ." and cola[1].label == "0"
+    stsb = tasks.read_glue("stsb", fixtures / "glue/STS-B/train.tsv")
+    assert stsb[2].text_b == "a great movie" and stsb[2].label == pytest.approx(4.2)
+    mnli = tasks.read_glue("mnli", fixtures / "glue/MNLI/dev_matched.tsv")
+    assert [e.label for e in mnli] == ["entailment", "contradiction", "neutral"]
+    assert mnli[0].text_b == "the cat sat ."
+
+
+def test_malformed_rows_name_file_and_line(fixtures, tmp_path):
+    with pytest.raises(tasks.TaskDataError, match=r"bad/train.tsv:3: expected at least 2"):
+        tasks.read_glue("sst2", fixtures / "bad/train.tsv")
+    bad_label = tmp_path / "train.tsv"
+    bad_label.write_text("sentence\tlabel\nok\t1\nok\tpositive\n")
+    with pytest.raises(tasks.TaskDataError, match=r"train.tsv:3: unknown label 'positive'"):
+        tasks.read_glue("sst2", bad_label)
+    bad_json = tmp_path / "train.jsonl"
+    bad_json.write_text('{"text": "a", "label": 1}\n{"text": "b"\n')
+    with pytest.raises(tasks.TaskDataError, match=r"train.jsonl:2: invalid JSON"):
+        tasks.read_table(bad_json, "text", label_column="label")
+    with pytest.raises(tasks.TaskDataError, match=r"no such file"):
+        tasks.read_glue("sst2", tmp_path / "missing.tsv")
+
+
+def test_generic_tables(fixtures):
+    csv_rows = tasks.read_table(fixtures / "generic/train.csv", "text", label_column="label")
+    assert csv_rows[0].text_a == "a great, moving film" and csv_rows[0].label == "pos"
+    jsonl = tasks.read_table(fixtures / "generic/train.jsonl", "text", "text_b", "label")
+    assert jsonl[1].text_b == "a great film" and jsonl[1].label == 0
+    tsv = tasks.read_table(fixtures / "generic/reg_train.tsv", "text", label_column="score")
+    assert tsv[0].label == "4.5"
+    with pytest.raises(tasks.TaskDataError, match=r"header has no column\(s\) \['sentence'\]"):
+        tasks.read_table(fixtures / "generic/train.csv", "sentence")
+
+
+def test_dynamic_padding_and_buckets(fixtures, tokenizer):
+    examples = tasks.read_glue("sst2", fixtures / "glue/SST-2/train.tsv")
+    features = tasks.classification_features(examples, tokenizer, max_seq_length=128)
+    lengths = [len(t) for t in features["token_ids"]]
+    assert features["token_ids"][0][0] == tokenizer.cls_id
+    assert features["token_ids"][0][-1] == tokenizer.sep_id
+    labels = [int(e.label) for e in examples]
+    batches = list(tasks.make_dataset(features, labels, batch_size=4))
+    x, y = batches[0]
+    # Each batch is padded only to its own longest sequence.
+    assert x["token_ids"].shape == (4, max(lengths[:4]))
+    np.testing.assert_array_equal(x["padding_mask"].numpy().sum(axis=1), lengths[:4])
+    np.testing.assert_array_equal(y.numpy(), labels[:4])
+    seen = []
+    for x, y in tasks.make_dataset(features, labels, batch_size=2, training=True, bucket_boundaries=(8,)):
+        seen.extend(y.numpy().tolist())
+        assert x["token_ids"].shape[1] == x["padding_mask"].numpy().sum(axis=1).max()
+    assert sorted(seen) == sorted(labels)
+
+
+def test_pair_segments(fixtures, tokenizer):
+    examples = tasks.read_glue("stsb", fixtures / "glue/STS-B/train.tsv")
+    features = tasks.classification_features(examples, tokenizer, max_seq_length=128)
+    tokens, segments = features["token_ids"][0], features["segment_ids"][0]
+    # "the cat sat ." twice: [CLS] 4 [SEP] 4 [SEP].
+    assert len(tokens) == 11 and segments == [0] * 6 + [1] * 5
+
+
+def test_conll_first_subword_carries_the_label(fixtures, tokenizer):
+    sentences = tasks.read_conll(fixtures / "conll/train.txt")
+    assert len(sentences) == 2
+    assert sentences[0].words == ["John", "Smith", "visited", "Paris", "."]
+    names = tasks.tag_names(sentences)
+    assert names[0] == "O" and "B-ORG" in names
+    features, labels, starts = tasks.tagging_features(sentences, tokenizer, 128, names)
+    # "visited" → visit ##ed: label on "visit", -1 on "##ed".
+    assert starts[0] == [1, 2, 3, 5, 6]
+    index = {n: i for i, n in enumerate(names)}
+    assert labels[0] == [-1, index["B-PER"], index["I-PER"], index["O"], -1, index["B-LOC"], index["O"], -1]
+    # Truncation: words that do not fit are marked -1.
+    _, _, starts = tasks.tagging_features(sentences, tokenizer, 5, names)
+    assert starts[0] == [1, 2, -1, -1, -1]
+
+
+def test_conll_iob1_and_bad_tags(fixtures, tmp_path):
+    sentences = tasks.read_conll(fixtures / "conll/iob1.txt")
+    assert sentences[0].tags[-1] == "B-PER"
+    bad = tmp_path / "bad.txt"
+    bad.write_text("John B-PER\nSmith PER\n")
+    with pytest.raises(tasks.TaskDataError, match=r"bad.txt:2: 'PER' is not an IOB tag"):
+        tasks.read_conll(bad)
+
+
+def test_swag_choices(fixtures, tokenizer):
+    examples = tasks.read_swag(fixtures / "swag/train.csv")
+    assert examples[0].endings[1] == "The cat ran to Paris."
+    assert [e.label for e in examples] == [0, 1, 2]
+    features = tasks.choice_features(examples, tokenizer, 32)
+    (x, y), = list(tasks.make_dataset(features, [e.label for e in examples], batch_size=3, num_choices=4))
+    assert x["token_ids"].shape[:2] == (3, 4)
+    # Shorter choices are padded inside the example, and masked.
+    mask = x["padding_mask"].numpy()
+    assert (mask.sum(axis=-1) == (x["token_ids"].numpy() != 0).sum(axis=-1)).all()
+    assert mask.min() == 0
+
+
+def test_squad_windows_and_positions(fixtures, tokenizer):
+    examples = tasks.read_squad(fixtures / "squad/train-v1.1.json", training=True)
+    assert len(examples) == 4
+    features = tasks.squad_features(examples, tokenizer, max_seq_length=384, training=True)
+    assert len(features) == 4
+    for example, feature in zip(examples, features):
+        pieces = feature.token_ids[feature.start_position : feature.end_position + 1]
+        assert tokenizer.detokenize([pieces]).numpy()[0].decode() == example.answers[0].lower()
+    # Small windows: several features per question, each context token's
+    # best window marked exactly once.
+    features = tasks.squad_features(
+        examples[:1], tokenizer, max_seq_length=24, doc_stride=4, max_query_length=8, training=True
+    )
+    assert len(features) > 2
+    assert all(len(f.token_ids) <= 24 for f in features)
+    best = {}
+    for f in features:
+        for position, is_max in f.token_is_max_context.items():
+            if is_max:
+                key = (f.token_to_word[position], f.token_ids[position])
+                best[key] = best.get(key, 0) + 1
+    assert best and all(v >= 1 for v in best.values())
+    answered = [f for f in features if f.start_position > 0]
+    assert answered and all(f.start_position <= f.end_position for f in answered)
+
+
+def test_squad_v2_unanswerable(fixtures, tokenizer):
+    examples = tasks.read_squad(fixtures / "squad/train-v2.0.json", version_2=True, training=True)
+    impossible = [e for e in examples if e.is_impossible]
+    assert len(impossible) == 1 and impossible[0].answers == []
+    features = tasks.squad_features(impossible, tokenizer, training=True)
+    assert (features[0].start_position, features[0].end_position) == (0, 0)
+
+
+def test_final_text_maps_back_to_the_original():
+    # Word "(a" tokenized as "( a": the answer "a" is trimmed out of it.
+    assert final_text("a team", "(a team)", "( a team )") == "a team"
+    assert final_text("denver broncos", "Denver Broncos", "denver broncos") == "Denver Broncos"
+    assert final_text("1920s", "1920s,", "1920s ,") == "1920s"
+    # Not found: the whole original words.
+    assert final_text("xyz", "Paris", "paris") == "Paris"
+
+
+def test_squad_predictions_with_oracle_logits(fixtures, tokenizer):
+    path = fixtures / "squad/dev-v1.1.json"
+    train = {e.qid: e for e in tasks.read_squad(path, training=True)}
+    examples = tasks.read_squad(path)
+    features = tasks.squad_features(examples, tokenizer)
+    oracle = tasks.squad_features([train[e.qid] for e in examples], tokenizer, training=True)
+    starts = np.full((len(features), 384), -5.0)
+    ends = starts.copy()
+    for i, f in enumerate(oracle):
+        starts[i, f.start_position] = 5.0
+        ends[i, f.end_position] = 5.0
+    predictions, _ = squad_predictions(examples, features, starts, ends, tokenizer.vocabulary)
+    assert predictions == {
+        "q1": "Denver Broncos",
+        "q2": "California",
+        "q3": "London",
+        "q4": "John Smith",
+    }
+    # v2: a strong [CLS] score means "no answer".
+    starts[:, 0] = ends[:, 0] = 50.0
+    predictions, odds = squad_predictions(
+        examples, features, starts, ends, tokenizer.vocabulary, version_2=True
+    )
+    assert set(predictions.values()) == {""} and all(v > 0 for v in odds.values())
