@@ -64,10 +64,12 @@ class BertServingModule(tf.Module):
         max_answer_length=30,
     ):
         super().__init__(name="bert_serving")
-        # Track the weights, not the Keras model: saving a tracked Keras
-        # model would also trace and save its own call functions.
+        # Not tracked: saving a tracked Keras model would also trace and save
+        # its own call functions. `signatures()` tracks the tf.Variables the
+        # traced graphs capture instead (as keras' ExportArchive does); the
+        # Keras wrappers would be saved as separate, unrestored copies that
+        # the TF1-style loaders of TF Serving and saved_model_cli reject.
         object.__setattr__(self, "model", model)
-        self.model_variables = list(model.variables)
         self.adapter = task_adapters.adapter_for(model)
         self.tokenizer = CoreOpsBertTokenizer(vocabulary, lower_case=lower_case)
         # One traced tokenizer shared by every signature (tracing is slow).
@@ -252,4 +254,9 @@ class BertServingModule(tf.Module):
             ).get_concrete_function(
                 token_ids=ids, segment_ids=ids, padding_mask=ids
             )
+        captured = {}
+        for function in signatures.values():
+            for variable in function.variables:
+                captured.setdefault(id(variable), variable)
+        self.captured_variables = list(captured.values())
         return signatures
