@@ -54,10 +54,11 @@ _OTHER_WHITESPACE = r"[^\P{Zs} ]|[\p{Zl}\p{Zp}]"
 # Characters that can be part of a word after basic tokenization: not
 # whitespace, not punctuation (the original `_is_punctuation`).
 _PUNCT = r"!-/:-@\[-`{-~\pP"
-_LONG_WORD = r"[^ \t\n\r" + _PUNCT + "]{%d,}" % (MAX_CHARS_PER_WORD + 1)
-# A cheap superset of _LONG_WORD, so the slow exact pattern only runs on the
-# rare strings that may hold a long word.
-_MAYBE_LONG_WORD = r"(?s).*[^ \t\n\r]{%d}.*" % (MAX_CHARS_PER_WORD + 1)
+# A run of more than 200 non-whitespace characters. Strings that have one
+# first get spaces around punctuation (which does not change the tokens, as
+# punctuation is always a word of its own) so that the run is a word.
+_LONG_WORD = r"[^ \t\n\r]{%d,}" % (MAX_CHARS_PER_WORD + 1)
+_MAYBE_LONG_WORD = r"(?s).*" + _LONG_WORD + ".*"
 
 
 def _apply_where(mask, fn, strings):
@@ -116,7 +117,8 @@ def normalize(texts, lower_case=True, long_word_replacement="\ue000"):
     flat = _apply_where(
         tf.strings.regex_full_match(flat, _MAYBE_LONG_WORD),
         lambda t: tf.strings.regex_replace(
-            t, _LONG_WORD, f" {long_word_replacement} "),
+            tf.strings.regex_replace(t, "([" + _PUNCT + "])", r" \1 "),
+            _LONG_WORD, f" {long_word_replacement} "),
         flat)
     return tf.reshape(flat, tf.shape(texts))
 

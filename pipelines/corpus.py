@@ -416,9 +416,13 @@ def documents_dataset(files, tokenizer, *, corpus_format="sentences",
     if repeat:
         ds = ds.repeat()
 
+    # Autograph is off for every pipeline function: they use explicit
+    # tf.cond/tf.while_loop, and converting them costs seconds per dataset.
+    no_autograph = tf.autograph.experimental.do_not_convert
     if corpus_format == "tfrecord":
         return ds.interleave(
-            lambda f: tf.data.TFRecordDataset(f).map(tfrecord_documents),
+            no_autograph(lambda f: tf.data.TFRecordDataset(f).map(
+                no_autograph(tfrecord_documents))),
             cycle_length=cycle_length, num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True)
 
@@ -430,6 +434,6 @@ def documents_dataset(files, tokenizer, *, corpus_format="sentences",
             return text_file_documents(filename, tokenizer, text_document)
 
     return ds.interleave(
-        lambda f: tf.data.Dataset.from_tensors(read(f)).unbatch(),
+        no_autograph(lambda f: tf.data.Dataset.from_tensors(read(f)).unbatch()),
         cycle_length=cycle_length, num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True)

@@ -60,9 +60,9 @@ def _select_whole_words(candidates, is_suffix, count, seed):
     word = tf.where(candidates, word, seq_len)     # non-candidates: dummy word T
     num_words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)     # (B,)
     flat_word = word + tf.range(batch)[:, tf.newaxis] * (seq_len + 1)
+    flat_word = tf.reshape(flat_word, [-1])
     size = tf.math.unsorted_segment_sum(
-        tf.ones_like(flat_word), tf.reshape(flat_word, [-1]),
-        batch * (seq_len + 1))
+        tf.ones_like(flat_word), flat_word, batch * (seq_len + 1))
     size = tf.reshape(size, [batch, seq_len + 1])[:, :seq_len]        # (B, T)
     keys = tf.random.stateless_uniform([batch, seq_len], seed)
     keys = tf.where(tf.range(seq_len)[tf.newaxis, :] < num_words[:, tf.newaxis],

@@ -26,11 +26,11 @@ logger = logging.getLogger(__name__)
 # Documents per pair-construction call; NotNext segments come from the other
 # documents of the group.
 DOCUMENTS_PER_GROUP = 16
-DOCUMENT_SHUFFLE_BUFFER = 256
+DOCUMENT_SHUFFLE_BUFFER = 64
 # Pairs are first permuted inside their group (cheap, in the graph), then
 # mixed across groups by this element buffer (larger buffers cost ~25 us a
 # pair in tf.data).
-PAIR_SHUFFLE_BUFFER = 2048
+PAIR_SHUFFLE_BUFFER = 1024
 
 
 def _check(condition, message):
@@ -142,8 +142,11 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
             tf.random.experimental.stateless_fold_in(pair_seed, 99)))
         return {k: tf.gather(v, order) for k, v in pairs.items()}
 
+    # Autograph is off: the functions use explicit tf.cond/tf.while_loop, and
+    # converting them costs seconds per dataset.
+    no_autograph = tf.autograph.experimental.do_not_convert
     pairs = tf.data.Dataset.zip((groups, _seed_stream(seed, 3))).map(
-        make_pairs, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        no_autograph(make_pairs), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     pairs = pairs.unbatch()
     if shuffle:
         pairs = pairs.shuffle(PAIR_SHUFFLE_BUFFER, seed=_sub_seed(seed, 4))
@@ -169,7 +172,7 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
         return features, labels, {"mlm": mask_weights}
 
     batches = tf.data.Dataset.zip((batches, _seed_stream(seed, 5))).map(
-        mask, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        no_autograph(mask), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     options = tf.data.Options()
     options.deterministic = seed is not None
     return batches.with_options(options).prefetch(tf.data.AUTOTUNE)

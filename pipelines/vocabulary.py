@@ -104,10 +104,12 @@ def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
     from pipelines.bert_tokenizer import basic_split
 
     files = corpus.list_files(file_pattern, corpus_format=corpus_format)
+    no_autograph = tf.autograph.experimental.do_not_convert
     lines = tf.data.Dataset.from_tensor_slices(files).map(
-        corpus.read_text_file).map(lambda t: tf.strings.split(t, "\n")).unbatch()
+        no_autograph(lambda f: tf.strings.split(corpus.read_text_file(f), "\n"))
+    ).unbatch()
     lines = lines.batch(4096).map(
-        lambda x: basic_split(x, lower_case=lower_case).flat_values,
+        no_autograph(lambda x: basic_split(x, lower_case=lower_case).flat_values),
         num_parallel_calls=tf.data.AUTOTUNE)
     counts = collections.Counter()
     for words in lines.as_numpy_iterator():

@@ -1,0 +1,267 @@
+"""`pipelines.pretraining_dataset`: contract, determinism, pairs, bad input."""
+
+import glob
+import logging
+import os
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import pipelines
+from pipelines import corpus
+from tests.pipelines.common import CORPUS, VOCAB
+
+CLS, SEP, PAD = 101, 102, 0
+SOURCES = sorted(glob.glob(os.path.join(CORPUS, "inaugural", "18*.txt")))[:12]
+
+
+def _sentences(text):
+    text = re.sub(r"\s+", " ", text)
+    return [s for s in re.split(r"(?<=[.!?]) ", text) if s.strip()]
+
+
+@pytest.fixture(scope="module")
+def sentence_corpus(tmp_path_factory):
+    """Two files in the original format, 6 documents each."""
+    root = tmp_path_factory.mktemp("sentences")
+    documents = []
+    for i in range(2):
+        with open(root / f"part-{i}.txt", "w", encoding="utf-8") as f:
+            for path in SOURCES[6 * i:6 * i + 6]:
+                doc = _sentences(open(path, encoding="utf-8").read())
+                documents.append(doc)
+                f.write("\n".join(doc) + "\n\n")
+    return str(root / "*.txt"), documents
+
+
+def _dataset(pattern, **kwargs):
+    kwargs.setdefault("seed", 0)
+    kwargs.setdefault("batch_size", 16)
+    return pipelines.pretraining_dataset(pattern, VOCAB, **kwargs)
+
+
+def _take(ds, n):
+    return [tf.nest.map_structure(lambda t: t.numpy(), b) for b in ds.take(n)]
+
+
+def _unmask(features, labels, weights):
+    ids = features["token_ids"].copy()
+    rows, cols = np.nonzero(weights["mlm"])
+    ids[rows, features["mask_positions"][rows, cols]] = labels["mlm"][rows, cols]
+    return ids
+
+
+def test_contract(sentence_corpus):
+    pattern, _ = sentence_corpus
+    ds = _dataset(pattern, seq_len=64, max_predictions=10, batch_size=8)
+    features, labels, weights = ds.element_spec
+    expected = {
+        "token_ids": ([8, 64], tf.int32), "segment_ids": ([8, 64], tf.int32),
+        "padding_mask": ([8, 64], tf.bool), "mask_positions": ([8, 10], tf.int32),
+    }
+    assert {k: (v.shape.as_list(), v.dtype) for k, v in features.items()} == expected
+    assert {k: (v.shape.as_list(), v.dtype) for k, v in labels.items()} == {
+        "mlm": ([8, 10], tf.int32), "nsp": ([8], tf.int32)}
+    assert {k: (v.shape.as_list(), v.dtype) for k, v in weights.items()} == {
+        "mlm": ([8, 10], tf.float32)}
+    for f, l, w in _take(ds, 5):
+        ids = _unmask(f, l, w)
+        assert (ids[:, 0] == CLS).all()
+        np.testing.assert_array_equal(f["padding_mask"], ids != PAD)
+        assert ((ids == SEP).sum(axis=1) == 2).all()
+        assert set(np.unique(l["nsp"])) <= {0, 1}
+        assert set(np.unique(f["segment_ids"])) <= {0, 1}
+        assert (f["segment_ids"][~f["padding_mask"]] == 0).all()
+        assert (w["mlm"].sum(axis=1) >= 1).all()
+
+
+def test_same_seed_same_batches(sentence_corpus):
+    pattern, _ = sentence_corpus
+    first = _take(_dataset(pattern, seed=7), 3)
+    second = _take(_dataset(pattern, seed=7), 3)
+    for a, b in zip(tf.nest.flatten(first), tf.nest.flatten(second)):
+        np.testing.assert_array_equal(a, b)
+    other = _take(_dataset(pattern, seed=8), 3)
+    assert not np.array_equal(other[0][0]["token_ids"], first[0][0]["token_ids"])
+
+
+def test_is_next_b_follows_a_in_source(sentence_corpus, tokenizer):
+    pattern, documents = sentence_corpus
+    streams = []
+    for doc in documents:
+        ids = tokenizer(tf.constant(doc)).flat_values.numpy().astype(np.int32)
+        streams.append(ids.tobytes())
+
+    def locate(segment):
+        """(document, token offset) of a contiguous run, or None."""
+        needle = np.asarray(segment, np.int32).tobytes()
+        for d, stream in enumerate(streams):
+            at = stream.find(needle)
+            while at != -1 and at % 4:
+                at = stream.find(needle, at + 1)
+            if at != -1:
+                return d, at // 4
+        return None
+
+    nsp = []
+    for f, l, w in _take(_dataset(pattern, repeat=False), 10):
+        ids = _unmask(f, l, w)
+        for row, label in zip(ids, l["nsp"]):
+            seps = np.flatnonzero(row == SEP)
+            a, b = row[1:seps[0]], row[seps[0] + 1:seps[1]]
+            where_a, where_b = locate(a), locate(b)
+            assert where_a is not None and where_b is not None
+            if label == 0:
+                assert where_a[0] == where_b[0]
+                assert where_a[1] + len(a) <= where_b[1]
+            nsp.append(label)
+    assert 0 < np.mean(nsp) < 1
+
+
+def test_next_sentence_rate_on_bundled_corpus():
+    ds = _dataset(os.path.join(CORPUS, "*", "*.txt"), corpus_format="text",
+                  batch_size=64, seq_len=128)
+    labels = np.concatenate([l["nsp"] for _, l, _ in _take(ds, 40)])
+    # NotNext is forced for one-sentence chunks, so slightly above 1/2.
+    assert abs(labels.mean() - 0.5) < 0.06, labels.mean()
+
+
+def test_finite_without_repeat_and_sharding(sentence_corpus, tokenizer):
+    pattern, documents = sentence_corpus
+    files = corpus.list_files(pattern)
+    seen = []
+    for pipeline_id in range(2):
+        context = tf.distribute.InputContext(2, pipeline_id, 1)
+        docs = corpus.documents_dataset(files, tokenizer, input_context=context,
+                                        shuffle=False)
+        seen.append({tuple(d.flat_values.numpy()[:8]) for d in docs})
+    assert not seen[0] & seen[1]
+    assert len(seen[0] | seen[1]) == len(documents)
+    batches = list(_dataset(pattern, repeat=False, batch_size=8))
+    assert 0 < len(batches) < 1000
+
+
+def test_text_format_and_sentence_split(tmp_path):
+    text = ("Mr. Smith went to Washington. He said: \"Hello!\" Then he left?\n"
+            "Yes.\n\nA new paragraph starts here\nand goes on.")
+    sentences = corpus.split_sentences(tf.constant(text)).numpy().tolist()
+    assert sentences == [b"Mr.\x01Smith went to Washington.",
+                         b"He said: \"Hello!\"", b"Then he left?", b"Yes.",
+                         b"A new paragraph starts here\nand goes on."]
+    path = tmp_path / "doc.txt"
+    path.write_text(text * 20)
+    f, _, _ = _take(_dataset(str(path), corpus_format="text", batch_size=4), 1)[0]
+    assert f["token_ids"].shape == (4, 128)
+
+
+def test_tfrecord_shards_round_trip(sentence_corpus, tokenizer, tmp_path):
+    pattern, documents = sentence_corpus
+    info = pipelines.write_tfrecord_shards(pattern, str(tmp_path), VOCAB,
+                                           num_shards=3)
+    assert info["documents"] == len(documents)
+    from_text = corpus.documents_dataset(corpus.list_files(pattern), tokenizer,
+                                         shuffle=False)
+    from_shards = corpus.documents_dataset(
+        corpus.list_files(str(tmp_path / "*.tfrecord"), "tfrecord"), tokenizer,
+        corpus_format="tfrecord", shuffle=False)
+    key = lambda d: d.to_list()  # noqa: E731
+    assert sorted(map(key, from_text)) == sorted(map(key, from_shards))
+    ds = _dataset(str(tmp_path / "*.tfrecord"), corpus_format="tfrecord")
+    f, l, w = _take(ds, 1)[0]
+    assert f["token_ids"].shape == (16, 128)
+    # Shards remember their vocabulary.
+    other_vocab = tmp_path / "vocab.txt"
+    other_vocab.write_text(open(VOCAB, encoding="utf-8").read() + "zzzextrazzz\n")
+    with pytest.raises(pipelines.CorpusError, match="vocab"):
+        pipelines.pretraining_dataset(str(tmp_path / "*.tfrecord"),
+                                      str(other_vocab), corpus_format="tfrecord")
+
+
+def test_split_files():
+    pattern = os.path.join(CORPUS, "*", "*.txt")
+    train, heldout = pipelines.split_files(pattern, 0.1, seed=0)
+    assert set(train).isdisjoint(heldout)
+    assert sorted(train + heldout) == corpus.list_files(pattern)
+    assert len(heldout) == round(0.1 * len(train + heldout))
+    assert pipelines.split_files(pattern, 0.1, seed=0) == (train, heldout)
+    assert pipelines.split_files(pattern, 0.1, seed=1)[1] != heldout
+
+
+# === Bad input ===
+
+
+def test_missing_vocabulary(sentence_corpus, tmp_path):
+    missing = str(tmp_path / "nope.txt")
+    with pytest.raises(pipelines.VocabularyError, match="nope.txt"):
+        pipelines.pretraining_dataset(sentence_corpus[0], missing)
+
+
+def test_vocabulary_without_mask_or_with_duplicates(tmp_path):
+    tokens = open(VOCAB, encoding="utf-8").read().splitlines()
+    no_mask = tmp_path / "no_mask.txt"
+    no_mask.write_text("\n".join(t for t in tokens if t != "[MASK]") + "\n")
+    with pytest.raises(pipelines.VocabularyError, match=r"no_mask.txt.*\[MASK\]"):
+        pipelines.BertTokenizer(str(no_mask))
+    duplicate = tmp_path / "duplicate.txt"
+    duplicate.write_text("\n".join(tokens + ["the"]) + "\n")
+    with pytest.raises(pipelines.VocabularyError, match="duplicate.txt.*'the'"):
+        pipelines.BertTokenizer(str(duplicate))
+    assert issubclass(pipelines.VocabularyError, ValueError)
+
+
+def test_pattern_without_files(tmp_path):
+    with pytest.raises(pipelines.CorpusError, match="nothing-here"):
+        _dataset(str(tmp_path / "nothing-here*.txt"))
+
+
+def test_empty_and_blank_files(sentence_corpus, tmp_path, caplog):
+    (tmp_path / "empty.txt").write_bytes(b"")
+    (tmp_path / "blank.txt").write_text("\n\n   \n\t\n" * 100)
+    with pytest.raises(pipelines.CorpusError, match="empty.txt"):
+        _dataset(str(tmp_path / "*.txt"))
+    good = sentence_corpus[0]
+    with caplog.at_level(logging.WARNING):
+        ds = _dataset([good, str(tmp_path / "*.txt")])
+    assert "Skipping 2 empty or blank" in caplog.text
+    assert "blank.txt" in caplog.text and "empty.txt" in caplog.text
+    assert len(_take(ds, 1)) == 1
+
+
+def test_one_sentence_document(tmp_path):
+    path = tmp_path / "one.txt"
+    path.write_text("Only one sentence lives in this document.\n")
+    f, l, _ = _take(_dataset(str(path), batch_size=4, shuffle=False), 1)[0]
+    # Paired with itself as the "random" document, as the original does when
+    # there is no other document.
+    assert (l["nsp"] == 1).all()
+    assert f["token_ids"].shape == (4, 128)
+
+
+def test_megabyte_line_without_spaces_and_invalid_utf8(tmp_path, tokenizer,
+                                                       reference):
+    long_line = b"x" * (1 << 20)
+    bad = b"caf\xc3 \xff\xfe broken \xed\xa0\x80 bytes."
+    path = tmp_path / "bad.txt"
+    path.write_bytes(b"First sentence here.\n" + long_line + b"\n" + bad +
+                     b"\nLast one.\n\nSecond doc.\nWith two lines.\n")
+    ids = tokenizer(tf.constant([long_line, bad])).to_list()
+    assert ids[0] == [tokenizer.unk_id]
+    assert ids[1] == reference.ids(bad)
+    ds = _dataset(str(path), batch_size=4, seq_len=32, shuffle=False)
+    f, l, w = _take(ds, 1)[0]
+    assert f["token_ids"].shape == (4, 32)
+    assert tokenizer.unk_id in _unmask(f, l, w)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"seq_len": 4}, "seq_len=4"),
+    ({"max_predictions": 200}, "max_predictions=200"),
+    ({"batch_size": 0}, "batch_size=0"),
+    ({"mask_rate": 1.5}, "mask_rate=1.5"),
+    ({"corpus_format": "json"}, "corpus_format='json'"),
+])
+def test_bad_arguments(sentence_corpus, kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _dataset(sentence_corpus[0], **kwargs)
