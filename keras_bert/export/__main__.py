@@ -35,6 +35,7 @@ def main(argv=None):
     parser.add_argument("--top_k", type=int, default=5)
     parser.add_argument("--max_masks", type=int, default=20)
     parser.add_argument("--max_answer_length", type=int, default=30)
+    parser.add_argument("--max_query_length", type=int, default=64)
     args = parser.parse_args(argv)
 
     from keras_bert.export.serving_export import (
@@ -53,6 +54,7 @@ def main(argv=None):
         top_k=args.top_k,
         max_masks=args.max_masks,
         max_answer_length=args.max_answer_length,
+        max_query_length=args.max_query_length,
     )
     print(f"Exported {model} to {path}")
     return path

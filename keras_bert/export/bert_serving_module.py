@@ -34,6 +34,24 @@ def _function(fn):
     return tf.function(fn, autograph=False)
 
 
+PIECE_FEATURES = ("token_ids", "start_offsets", "end_offsets", "word_index")
+
+
+def _whole_words(segment, budget):
+    """Per-piece ragged features cut before the first word that overflows.
+
+    Words are runs of increasing `word_index`, so a word fits entirely iff
+    its index is below that of the piece at position `budget`.
+    """
+    word = segment["word_index"]  # (B, None)
+    cut = word.to_tensor(default_value=tf.int32.max, shape=[None, budget + 1])
+    keep = word < cut[:, budget][:, None]
+    return {
+        k: tf.ragged.boolean_mask(v, keep) if k in PIECE_FEATURES else v
+        for k, v in segment.items()
+    }
+
+
 class BertServingModule(tf.Module):
     """Tokenizer + packer + model + task post-processing, as tf.functions.
 
@@ -50,6 +68,9 @@ class BertServingModule(tf.Module):
         max_masks: int P. `[MASK]` tokens answered per row. Defaults to 20.
         max_answer_length: int. Longest span answer in pieces. Defaults to
             30, as in the original `run_squad.py`.
+        max_query_length: int. Span labelers keep this many question
+            pieces, then fill the rest with context (`run_squad.py`; one
+            window, no doc stride). Defaults to 64.
     """
 
     def __init__(
@@ -62,6 +83,7 @@ class BertServingModule(tf.Module):
         top_k=5,
         max_masks=20,
         max_answer_length=30,
+        max_query_length=64,
     ):
         super().__init__(name="bert_serving")
         # Not tracked: saving a tracked Keras model would also trace and save
@@ -106,6 +128,7 @@ class BertServingModule(tf.Module):
         self.top_k = top_k
         self.max_masks = max_masks
         self.max_answer_length = max_answer_length
+        self.max_query_length = max_query_length
         self.lower_case = lower_case
 
     # --- Preprocessing ------------------------------------------------------
@@ -137,11 +160,26 @@ class BertServingModule(tf.Module):
         )
         return {"token_ids": ids.merge_dims(1, 2)}
 
-    def preprocess(self, text_a, text_b=None, split_masks=False, extras=()):
+    def preprocess(
+        self,
+        text_a,
+        text_b=None,
+        split_masks=False,
+        extras=(),
+        max_len_a=None,
+        whole_words=False,
+    ):
         """Raw strings (B,) -> packed dense (B, T) features.
 
-        `extras` names tokenizer features to pack alongside the ids
-        (`start_offsets`, `end_offsets`, `word_index`).
+        Args:
+            text_a, text_b: string (B,); text_b None for single segments.
+            split_masks: bool. A literal "[MASK]" is the mask token.
+            extras: names of tokenizer features to pack alongside the ids
+                (`start_offsets`, `end_offsets`, `word_index`).
+            max_len_a: optional int. SQuAD truncation (question first).
+            whole_words: bool. Cut single segments at a word boundary, as
+                the tagging reader does (a word that does not fit is
+                dropped with all that follows).
         """
         text_a = tf.convert_to_tensor(text_a, tf.string)
         batch = tf.shape(text_a)[0]
@@ -163,12 +201,15 @@ class BertServingModule(tf.Module):
         for name in extras:
             fills[name] = (-1, -1, -1)
         keep = list(fills)
+        if whole_words:
+            seg_a = _whole_words(seg_a, self.seq_len - 2)
         features = packing.pack(
             {k: seg_a[k] for k in keep},
             None if seg_b is None else {k: seg_b[k] for k in keep},
             has_b,
             self.seq_len,
             fills,
+            max_len_a=max_len_a,
         )
         features["token_ids"] = tf.cast(features["token_ids"], tf.int32)
         if "word_index" in extras:  # Taggers answer per word of text A.

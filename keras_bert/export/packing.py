@@ -25,7 +25,16 @@ def truncated_lengths(len_a, len_b, has_b, seq_len):
     return tf.where(fits, len_a, new_a), tf.where(fits, len_b, new_b)
 
 
-def pack(segment_a, segment_b, has_b, seq_len, fills):
+def question_first_lengths(len_a, len_b, has_b, seq_len, max_len_a):
+    """SQuAD's `run_squad.py` budget: A (the question) cut to `max_len_a`
+    pieces first, B (the context) gets what is left."""
+    has_b = tf.cast(has_b, tf.int64)
+    budget = seq_len - 2 - has_b
+    keep_a = tf.minimum(tf.minimum(len_a, max_len_a), budget)
+    return keep_a, tf.minimum(len_b * has_b, budget - keep_a)
+
+
+def pack(segment_a, segment_b, has_b, seq_len, fills, max_len_a=None):
     """Packs ragged per-piece features into dense (B, T) tensors.
 
     Args:
@@ -34,6 +43,8 @@ def pack(segment_a, segment_b, has_b, seq_len, fills):
         has_b: bool (B,): rows that are pairs.
         seq_len: int T.
         fills: dict name -> (value for [CLS], value for [SEP], padding).
+        max_len_a: optional int. Truncate as `question_first_lengths`
+            instead of longest-first.
 
     Returns:
         dict name -> dense (B, T) tensor, plus `segment_ids` and
@@ -46,7 +57,12 @@ def pack(segment_a, segment_b, has_b, seq_len, fills):
         has_b = tf.zeros_like(len_a, tf.bool)
     else:
         len_b = segment_b[first].row_lengths()
-    keep_a, keep_b = truncated_lengths(len_a, len_b, has_b, seq_len)
+    if max_len_a is None:
+        keep_a, keep_b = truncated_lengths(len_a, len_b, has_b, seq_len)
+    else:
+        keep_a, keep_b = question_first_lengths(
+            len_a, len_b, has_b, seq_len, max_len_a
+        )
     # Where each output position reads from, computed once for all features.
     t = tf.range(seq_len, dtype=tf.int64)[None, :]  # (1, T)
     sep_a = keep_a[:, None] + 1  # (B, 1)

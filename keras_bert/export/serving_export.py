@@ -98,6 +98,7 @@ def export_for_serving(
     top_k=5,
     max_masks=20,
     max_answer_length=30,
+    max_query_length=64,
 ):
     """Exports `model` for TF Serving as `output_dir/<version>/`.
 
@@ -121,6 +122,7 @@ def export_for_serving(
         top_k: int. Fill-mask candidates per `[MASK]` (pretrainers).
         max_masks: int. `[MASK]` tokens answered per request (pretrainers).
         max_answer_length: int. Longest span answer in pieces.
+        max_query_length: int. Question pieces kept by span labelers.
 
     Returns:
         str, the path of the version directory written.
@@ -136,6 +138,7 @@ def export_for_serving(
         top_k=top_k,
         max_masks=max_masks,
         max_answer_length=max_answer_length,
+        max_query_length=max_query_length,
     )
     for name, value in options.items():
         if not isinstance(value, int) or value < 1:

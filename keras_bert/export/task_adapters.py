@@ -118,7 +118,10 @@ def _regressor_text(module, text_a, text_b):
 
 def _span_text(module, question, context):
     features = module.preprocess(
-        question, context, extras=("start_offsets", "end_offsets")
+        question,
+        context,
+        extras=("start_offsets", "end_offsets"),
+        max_len_a=module.max_query_length,
     )
     outputs = _call(module, module.model_inputs(features))
     starts = features["start_offsets"]  # (B, T), -1 for special tokens.
@@ -159,7 +162,9 @@ def _span_text(module, question, context):
 
 def _tagger_text(module, text_a, text_b):
     del text_b  # Taggers read one segment.
-    features = module.preprocess(text_a, extras=("word_index",))
+    features = module.preprocess(
+        text_a, extras=("word_index",), whole_words=True
+    )
     logits = _call(module, module.model_inputs(features))  # (B, T, N)
     label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (B, T)
     word = features["word_index"]  # (B, T), -1 for special tokens.
