@@ -25,7 +25,11 @@ _erf = np.vectorize(math.erf, otypes=["float64"])
 def gelu(x, approximate=False):
     """GELU: x·Φ(x) with the erf CDF, or the tanh approximation."""
     if approximate:
-        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+        return (
+            0.5
+            * x
+            * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+        )
     return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
 
 
@@ -77,15 +81,22 @@ def bert_forward(
         + _get(weights, f"{e}/position_embeddings")[:length][None]
     )  # (B, T, H)
     x = layer_norm(
-        x, _get(weights, f"{e}/LayerNorm/gamma"), _get(weights, f"{e}/LayerNorm/beta"), eps
+        x,
+        _get(weights, f"{e}/LayerNorm/gamma"),
+        _get(weights, f"{e}/LayerNorm/beta"),
+        eps,
     )
     hidden = x.shape[-1]
     head_dim = hidden // num_heads
     # The original adds -10000 to the scores of padded keys.
-    mask_bias = (1.0 - np.asarray(padding_mask, "float64"))[:, None, None, :] * -10000.0
+    mask_bias = (1.0 - np.asarray(padding_mask, "float64"))[
+        :, None, None, :
+    ] * -10000.0
 
     def split_heads(t):  # (B, T, H) -> (B, N, T, D)
-        return t.reshape(batch, length, num_heads, head_dim).transpose(0, 2, 1, 3)
+        return t.reshape(batch, length, num_heads, head_dim).transpose(
+            0, 2, 1, 3
+        )
 
     layer = 0
     while f"bert/encoder/layer_{layer}/attention/self/query/kernel" in weights:
@@ -93,23 +104,44 @@ def bert_forward(
         q = split_heads(_dense(weights, f"{scope}/attention/self/query", x))
         k = split_heads(_dense(weights, f"{scope}/attention/self/key", x))
         v = split_heads(_dense(weights, f"{scope}/attention/self/value", x))
-        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(head_dim)  # (B, N, T, T)
+        scores = (
+            q @ k.transpose(0, 1, 3, 2) / math.sqrt(head_dim)
+        )  # (B, N, T, T)
         context = _softmax(scores + mask_bias) @ v  # (B, N, T, D)
         context = context.transpose(0, 2, 1, 3).reshape(batch, length, hidden)
         attended = _dense(weights, f"{scope}/attention/output/dense", context)
         ln = f"{scope}/attention/output/LayerNorm"
-        x = layer_norm(x + attended, _get(weights, f"{ln}/gamma"), _get(weights, f"{ln}/beta"), eps)
-        inner = gelu(_dense(weights, f"{scope}/intermediate/dense", x), approximate_gelu)
+        x = layer_norm(
+            x + attended,
+            _get(weights, f"{ln}/gamma"),
+            _get(weights, f"{ln}/beta"),
+            eps,
+        )
+        inner = gelu(
+            _dense(weights, f"{scope}/intermediate/dense", x), approximate_gelu
+        )
         out = _dense(weights, f"{scope}/output/dense", inner)  # (B, T, H)
         ln = f"{scope}/output/LayerNorm"
-        x = layer_norm(x + out, _get(weights, f"{ln}/gamma"), _get(weights, f"{ln}/beta"), eps)
+        x = layer_norm(
+            x + out,
+            _get(weights, f"{ln}/gamma"),
+            _get(weights, f"{ln}/beta"),
+            eps,
+        )
         layer += 1
-    pooled = np.tanh(_dense(weights, "bert/pooler/dense", x[:, 0]))  # [CLS]: (B, H)
+    pooled = np.tanh(
+        _dense(weights, "bert/pooler/dense", x[:, 0])
+    )  # [CLS]: (B, H)
     return x, pooled
 
 
 def pretraining_heads(
-    weights, sequence_output, pooled_output, mask_positions, eps=1e-12, approximate_gelu=False
+    weights,
+    sequence_output,
+    pooled_output,
+    mask_positions,
+    eps=1e-12,
+    approximate_gelu=False,
 ):
     """Masked-LM logits (B, P, V) at `mask_positions` and NSP logits (B, 2).
 
@@ -123,7 +155,12 @@ def pretraining_heads(
     )  # (B, P, H)
     t = "cls/predictions/transform"
     h = gelu(_dense(weights, f"{t}/dense", gathered), approximate_gelu)
-    h = layer_norm(h, _get(weights, f"{t}/LayerNorm/gamma"), _get(weights, f"{t}/LayerNorm/beta"), eps)
+    h = layer_norm(
+        h,
+        _get(weights, f"{t}/LayerNorm/gamma"),
+        _get(weights, f"{t}/LayerNorm/beta"),
+        eps,
+    )
     mlm = h @ _get(weights, "bert/embeddings/word_embeddings").T + _get(
         weights, "cls/predictions/output_bias"
     )  # (B, P, V)

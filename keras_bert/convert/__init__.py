@@ -9,7 +9,10 @@ from keras_bert.convert.bert_checkpoint import BertCheckpoint
 from keras_bert.convert.checkpoint_error import CheckpointError
 from keras_bert.convert.converter import convert, read_checkpoint
 from keras_bert.convert.google_checkpoint import read_google_checkpoint
-from keras_bert.convert.hugging_face import read_hugging_face, write_hugging_face
+from keras_bert.convert.hugging_face import (
+    read_hugging_face,
+    write_hugging_face,
+)
 from keras_bert.convert.keras_hub_checkpoint import read_keras_hub
 
 __all__ = [

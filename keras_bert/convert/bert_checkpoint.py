@@ -78,7 +78,10 @@ class BertCheckpoint:
     def from_model(cls, model, source=""):
         """Reads a `BertBackbone` or `BertPretrainer` (with its vocabulary)."""
         if isinstance(model, BertPretrainer):
-            backbone, mappings = model.backbone, bert_name_map.pretrainer_weight_map(model)
+            backbone, mappings = (
+                model.backbone,
+                bert_name_map.pretrainer_weight_map(model),
+            )
         elif isinstance(model, BertBackbone):
             backbone, mappings = model, bert_name_map.backbone_weight_map(model)
         else:
@@ -98,7 +101,7 @@ class BertCheckpoint:
         return any(name.startswith("cls/") for name in self.weights)
 
     def part_status(self, heads=None):
-        """{part: "carried" | "initialised" | "dropped"} for `to_model(heads)`."""
+        """{part: "carried" | "initialised" | "dropped"} for `to_model`."""
         pretrainer = self.has_heads() if heads is None else heads
         status = {}
         for part, prefix in OPTIONAL_PARTS.items():
@@ -126,7 +129,9 @@ class BertCheckpoint:
         try:
             backbone = BertBackbone(**self.config)
         except ValueError as error:
-            raise CheckpointError(f"{self.source}: bad config: {error}") from None
+            raise CheckpointError(
+                f"{self.source}: bad config: {error}"
+            ) from None
         if pretrainer:
             model = BertPretrainer(backbone)
             mappings = bert_name_map.pretrainer_weight_map(model)
@@ -135,7 +140,9 @@ class BertCheckpoint:
             mappings = bert_name_map.backbone_weight_map(model)
         weights = self.weights
         if heads is False:
-            weights = {k: v for k, v in weights.items() if not k.startswith("cls/")}
+            weights = {
+                k: v for k, v in weights.items() if not k.startswith("cls/")
+            }
         self._check(mappings, weights)
         for mapping in mappings:
             if mapping.name in weights:

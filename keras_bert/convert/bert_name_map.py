@@ -173,7 +173,9 @@ def keras_hub_backbone_weight_map(backbone):
             "bert/embeddings/position_embeddings",
             backbone.position_embedding.position_embeddings,
         ),
-        *_layer_norm("bert/embeddings/LayerNorm", backbone.embeddings_layer_norm),
+        *_layer_norm(
+            "bert/embeddings/LayerNorm", backbone.embeddings_layer_norm
+        ),
     ]
     for i, block in enumerate(backbone.transformer_layers):
         prefix = f"bert/encoder/layer_{i}"

@@ -1,4 +1,4 @@
-"""`convert(src, dst)`: any supported BERT checkpoint to `.keras` or Hugging Face.
+"""`convert(src, dst)`: a BERT checkpoint to `.keras` or Hugging Face.
 
 Sources: an original Google checkpoint, a Hugging Face folder, a keras-hub
 `BertBackbone` (`.keras`, `.weights.h5`, preset folder) or a keras_bert
@@ -40,7 +40,9 @@ def _read_keras_bert(path):
     except Exception as error:  # keras raises many types for bad archives.
         message = str(error).strip().splitlines()[0]
         raise CheckpointError(f"{path}: cannot load: {message}") from None
-    checkpoint = BertCheckpoint.from_model(model, source=f"keras_bert archive {path}")
+    checkpoint = BertCheckpoint.from_model(
+        model, source=f"keras_bert archive {path}"
+    )
     count = len(checkpoint.vocabulary or ())
     checkpoint.notes.append(
         f"vocab: {count} tokens from the archive" if count else "vocab: none"
@@ -104,7 +106,9 @@ def _write_hugging_face(checkpoint, dst):
     try:
         architecture = write_hugging_face(checkpoint, tmp)
         if os.path.exists(dst):  # Only with overwrite=True.
-            old = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.old.", dir=parent)
+            old = tempfile.mkdtemp(
+                prefix=f".{os.path.basename(dst)}.old.", dir=parent
+            )
             os.rmdir(old)
             os.rename(dst, old)
         os.rename(tmp, dst)
@@ -140,7 +144,9 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False):
     """
     src, dst = os.fspath(src), os.fspath(dst)
     if os.path.exists(dst) and not overwrite:
-        raise CheckpointError(f"{dst}: already exists (pass overwrite to replace it).")
+        raise CheckpointError(
+            f"{dst}: already exists (pass overwrite to replace it)."
+        )
     if not os.path.isdir(os.path.dirname(os.path.abspath(dst))):
         raise CheckpointError(f"{dst}: parent folder does not exist.")
     checkpoint = read_checkpoint(src)
@@ -149,7 +155,9 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False):
         if tokens is None:
             raise CheckpointError(f"{vocab}: no such vocabulary file.")
         checkpoint.vocabulary = tokens
-        checkpoint.notes = [n for n in checkpoint.notes if not n.startswith("vocab:")]
+        checkpoint.notes = [
+            n for n in checkpoint.notes if not n.startswith("vocab:")
+        ]
         checkpoint.notes.append(note)
 
     model = checkpoint.to_model(heads)
@@ -158,16 +166,23 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False):
         f"config:  {checkpoint.describe()}",
         f"weights: {len(checkpoint.weights)} tensors checked and loaded",
     ]
-    report += [f"         {note}" for note in checkpoint.notes if not note.startswith("vocab:")]
+    report += [
+        f"         {note}"
+        for note in checkpoint.notes
+        if not note.startswith("vocab:")
+    ]
     status = checkpoint.part_status(heads)
     report.append(
-        "parts:   " + "; ".join(f"{part} {state}" for part, state in status.items())
+        "parts:   "
+        + "; ".join(f"{part} {state}" for part, state in status.items())
     )
     report += [note for note in checkpoint.notes if note.startswith("vocab:")]
     if dst.endswith(".keras"):
         _write_keras(model, dst)
         report.append(f"wrote:   {dst} (keras_bert {type(model).__name__})")
     else:
-        architecture = _write_hugging_face(BertCheckpoint.from_model(model), dst)
+        architecture = _write_hugging_face(
+            BertCheckpoint.from_model(model), dst
+        )
         report.append(f"wrote:   {dst} (Hugging Face {architecture})")
     return report

@@ -61,7 +61,9 @@ def read_google_checkpoint(path):
         with open(config_path) as f:
             config = backbone_config_from_json(json.load(f), config_path)
     except json.JSONDecodeError as error:
-        raise CheckpointError(f"{config_path}: not valid JSON: {error}") from None
+        raise CheckpointError(
+            f"{config_path}: not valid JSON: {error}"
+        ) from None
     try:
         reader = tf.train.load_checkpoint(prefix)
         shapes = reader.get_variable_to_shape_map()

@@ -180,6 +180,8 @@ def write_hugging_face(checkpoint, folder):
         json.dump(config, f, indent=2)
         f.write("\n")
     if checkpoint.vocabulary is not None:
-        with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
+        with open(
+            os.path.join(folder, "vocab.txt"), "w", encoding="utf-8"
+        ) as f:
             f.write("".join(token + "\n" for token in checkpoint.vocabulary))
     return architecture

@@ -32,11 +32,19 @@ _KERAS_HUB_CONFIG_KEYS = (
 
 
 def keras_archive_class(path):
-    """`registered_name` of a `.keras` archive's model, e.g. `keras_hub>BertBackbone`."""
+    """(`registered_name`, config) of a `.keras` archive's model.
+
+    E.g. `"keras_hub>BertBackbone"` or `"keras_bert>BertPretrainer"`.
+    """
     try:
         with zipfile.ZipFile(path) as archive:
             config = json.loads(archive.read("config.json"))
-    except (zipfile.BadZipFile, KeyError, json.JSONDecodeError, OSError) as error:
+    except (
+        zipfile.BadZipFile,
+        KeyError,
+        json.JSONDecodeError,
+        OSError,
+    ) as error:
         raise CheckpointError(
             f"{path}: not a readable .keras archive: {error}"
         ) from None
@@ -66,13 +74,23 @@ def _h5_layout(path):
 def _infer_config(layout, path):
     """keras-hub config from the shapes in a bare `.weights.h5`."""
     try:
-        vocabulary_size, hidden_dim = layout["layers/reversible_embedding/vars/0"]
+        vocabulary_size, hidden_dim = layout[
+            "layers/reversible_embedding/vars/0"
+        ]
         max_sequence_length, _ = layout["layers/position_embedding/vars/0"]
         num_segments, _ = layout["layers/embedding/vars/0"]
-        blocks = {p.split("/")[1] for p in layout if p.startswith("layers/transformer_encoder")}
+        blocks = {
+            p.split("/")[1]
+            for p in layout
+            if p.startswith("layers/transformer_encoder")
+        }
         block = "layers/transformer_encoder"
-        _, num_heads, _ = layout[f"{block}/_self_attention_layer/query_dense/vars/0"]
-        _, intermediate_dim = layout[f"{block}/_feedforward_intermediate_dense/vars/0"]
+        _, num_heads, _ = layout[
+            f"{block}/_self_attention_layer/query_dense/vars/0"
+        ]
+        _, intermediate_dim = layout[
+            f"{block}/_feedforward_intermediate_dense/vars/0"
+        ]
     except (KeyError, ValueError) as error:
         raise CheckpointError(
             f"{path}: not a keras-hub BertBackbone weights file (no "
@@ -96,7 +114,9 @@ def _read(weights_path, config, source, vocab_path):
     try:
         backbone = keras_hub.models.BertBackbone(**config)
     except (TypeError, ValueError) as error:
-        raise CheckpointError(f"{source}: bad keras-hub config: {error}") from None
+        raise CheckpointError(
+            f"{source}: bad keras-hub config: {error}"
+        ) from None
     layout = _h5_layout(weights_path)
     with tempfile.TemporaryDirectory() as tmp:
         reference_path = os.path.join(tmp, "reference.weights.h5")
@@ -108,14 +128,18 @@ def _read(weights_path, config, source, vocab_path):
         ("unexpected", set(layout) - set(expected)),
     ):
         if paths:
-            problems.append(f"{len(paths)} {label}: {', '.join(sorted(paths)[:8])}")
+            problems.append(
+                f"{len(paths)} {label}: {', '.join(sorted(paths)[:8])}"
+            )
     misshaped = [
         f"{p} {layout[p]} vs {expected[p]}"
         for p in sorted(set(layout) & set(expected))
         if layout[p] != expected[p]
     ]
     if misshaped:
-        problems.append(f"{len(misshaped)} mis-shaped: {', '.join(misshaped[:8])}")
+        problems.append(
+            f"{len(misshaped)} mis-shaped: {', '.join(misshaped[:8])}"
+        )
     if problems:
         raise CheckpointError(
             f"{source}: weights do not match a keras-hub BertBackbone with "
@@ -169,7 +193,9 @@ def read_keras_hub(path, vocab_path=None):
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     if vocab_path is None:
         vocab_path = os.path.join(folder, "vocab.txt")
-        preset_vocab = os.path.join(folder, "assets", "tokenizer", "vocabulary.txt")
+        preset_vocab = os.path.join(
+            folder, "assets", "tokenizer", "vocabulary.txt"
+        )
         if os.path.isdir(path) and os.path.isfile(preset_vocab):
             vocab_path = preset_vocab
     if path.endswith(".keras"):
@@ -183,7 +209,10 @@ def read_keras_hub(path, vocab_path=None):
             except (KeyError, zipfile.BadZipFile) as error:
                 raise CheckpointError(f"{source}: {error}") from None
             return _read(
-                os.path.join(tmp, "model.weights.h5"), config, source, vocab_path
+                os.path.join(tmp, "model.weights.h5"),
+                config,
+                source,
+                vocab_path,
             )
     if os.path.isdir(path):
         weights_path = os.path.join(path, "model.weights.h5")

@@ -2,7 +2,8 @@
 
 Not a test (pytest collects only `test_*.py`). Run from the repository root:
 
-    KERAS_BACKEND=tensorflow PYTHONPATH=. .venv/bin/python tests/convert/bench_convert.py
+    KERAS_BACKEND=jax PYTHONPATH=. .venv/bin/python \
+        tests/convert/bench_convert.py
 """
 
 import os
@@ -23,19 +24,21 @@ def main(repeats=3):
     out = tempfile.mkdtemp()
     times = {}
 
-    def timed(label, fn):
+    def timed(label, fn, *args):
         start = time.perf_counter()
-        result = fn()
+        result = fn(*args)
         times.setdefault(label, []).append(time.perf_counter() - start)
         return result
 
     for i in range(repeats):
-        checkpoint = timed("read safetensors", lambda: read_hugging_face(source))
+        keras_path, hf_path = f"{out}/model{i}.keras", f"{out}/hf{i}"
+        checkpoint = timed("read safetensors", read_hugging_face, source)
         model = timed("build + check + assign", checkpoint.to_model)
-        timed("save .keras", lambda: model.save(f"{out}/model{i}.keras"))
-        timed("convert(hf, .keras)", lambda: convert(source, f"{out}/end{i}.keras"))
-        timed("convert(.keras, hf)", lambda: convert(f"{out}/model{i}.keras", f"{out}/hf{i}"))
-    print(f"backend: {keras.backend.backend()}; seconds, min / median of {repeats}")
+        timed("save .keras", model.save, keras_path)
+        timed("convert(hf, .keras)", convert, source, f"{out}/end{i}.keras")
+        timed("convert(.keras, hf)", convert, keras_path, hf_path)
+    backend = keras.backend.backend()
+    print(f"backend: {backend}; seconds, min / median of {repeats}")
     for label, values in times.items():
         print(f"| {label} | {min(values):.2f} / {np.median(values):.2f} |")
 

@@ -8,13 +8,21 @@ import numpy as np
 import pytest
 
 from keras_bert.convert.__main__ import main
-from tests.convert.tiny_bert import original_shapes, random_weights, write_google_checkpoint
+from tests.convert.tiny_bert import (
+    original_shapes,
+    random_weights,
+    write_google_checkpoint,
+)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 
 def test_report(tmp_path, capsys):
-    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
 
     assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
 
@@ -24,11 +32,17 @@ def test_report(tmp_path, capsys):
     assert "pooler carried" in report
     assert "vocab: 40 tokens" in report
     assert "(Hugging Face BertModel)" in report
-    assert sorted(os.listdir(tmp_path / "hf")) == ["config.json", "model.safetensors", "vocab.txt"]
+    assert sorted(os.listdir(tmp_path / "hf")) == [
+        "config.json",
+        "model.safetensors",
+        "vocab.txt",
+    ]
 
 
 def test_existing_destination_needs_overwrite(tmp_path, capsys):
-    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
     os.makedirs(tmp_path / "hf")
     (tmp_path / "hf" / "keep.txt").write_text("mine")
 
@@ -36,9 +50,15 @@ def test_existing_destination_needs_overwrite(tmp_path, capsys):
     assert "already exists" in capsys.readouterr().err
     assert os.listdir(tmp_path / "hf") == ["keep.txt"]
 
-    assert main([str(tmp_path / "google"), str(tmp_path / "hf"), "--overwrite"]) == 0
+    assert (
+        main([str(tmp_path / "google"), str(tmp_path / "hf"), "--overwrite"])
+        == 0
+    )
     assert "keep.txt" not in os.listdir(tmp_path / "hf")
-    assert sorted(os.listdir(tmp_path)) == ["google", "hf"]  # No temporaries left.
+    assert sorted(os.listdir(tmp_path)) == [
+        "google",
+        "hf",
+    ]  # No temporaries left.
 
 
 def test_error_is_one_line(tmp_path, capsys):
@@ -63,7 +83,13 @@ def test_entry_point_exits_non_zero_without_traceback(tmp_path):
     write_google_checkpoint(tmp_path / "google", weights)
 
     result = subprocess.run(
-        [sys.executable, "-m", "keras_bert.convert", str(tmp_path / "google"), str(tmp_path / "out.keras")],
+        [
+            sys.executable,
+            "-m",
+            "keras_bert.convert",
+            str(tmp_path / "google"),
+            str(tmp_path / "out.keras"),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -71,7 +97,9 @@ def test_entry_point_exits_non_zero_without_traceback(tmp_path):
     )
 
     assert result.returncode == 1
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    errors = [
+        line for line in result.stderr.splitlines() if line.startswith("error:")
+    ]
     assert len(errors) == 1
     assert "bert/pooler/dense/kernel (8, 3) vs (8, 8)" in errors[0]
     assert "Traceback" not in result.stderr

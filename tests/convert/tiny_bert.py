@@ -48,11 +48,18 @@ def bert_config_json(config=TINY):
 
 def original_shapes(config=TINY, heads=True, pooler=True):
     """{original name: shape} of BERT as google-research/bert names it."""
-    h, i, v = config["hidden_dim"], config["intermediate_dim"], config["vocabulary_size"]
+    h, i, v = (
+        config["hidden_dim"],
+        config["intermediate_dim"],
+        config["vocabulary_size"],
+    )
     shapes = {
         "bert/embeddings/word_embeddings": (v, h),
         "bert/embeddings/token_type_embeddings": (config["num_segments"], h),
-        "bert/embeddings/position_embeddings": (config["max_sequence_length"], h),
+        "bert/embeddings/position_embeddings": (
+            config["max_sequence_length"],
+            h,
+        ),
         "bert/embeddings/LayerNorm/gamma": (h,),
         "bert/embeddings/LayerNorm/beta": (h,),
     }
@@ -101,8 +108,10 @@ def random_weights(shapes, seed=0):
     return weights
 
 
-def write_google_checkpoint(folder, weights, config=TINY, vocab=VOCAB, slots=False):
-    """Writes `bert_model.ckpt` + `bert_config.json` + `vocab.txt` (TF1 names)."""
+def write_google_checkpoint(
+    folder, weights, config=TINY, vocab=VOCAB, slots=False
+):
+    """Writes `bert_model.ckpt`, `bert_config.json`, `vocab.txt` (TF1 names)."""
     import tensorflow as tf
 
     os.makedirs(folder, exist_ok=True)
@@ -118,7 +127,8 @@ def write_google_checkpoint(folder, weights, config=TINY, vocab=VOCAB, slots=Fal
             for name, value in weights.items():
                 for slot in ("adam_m", "adam_v"):
                     variables[f"{name}/{slot}"] = tf.compat.v1.Variable(
-                        np.zeros_like(value), name=f"{name}_{slot}".replace("/", "_")
+                        np.zeros_like(value),
+                        name=f"{name}_{slot}".replace("/", "_"),
                     )
         saver = tf.compat.v1.train.Saver(variables)
         with tf.compat.v1.Session() as session:
