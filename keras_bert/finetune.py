@@ -1,0 +1,69 @@
+"""`python -m keras_bert.finetune`: fine-tune, evaluate, predict and export.
+
+    python -m keras_bert.finetune --task sst2 --data_dir glue/SST-2 \
+        --init_checkpoint minilm.keras --model_dir runs/sst2 \
+        [--vocab vocab.txt] [--config my.yaml] [--set optimizer.learning_rate=3e-5]
+
+Tasks: sst2 cola mrpc rte stsb qnli qqp mnli wnli (GLUE TSVs), squad_v1
+squad_v2 (JSON), conll2003, swag, and classification / pair_classification
+/ regression for CSV/TSV/JSONL files with named columns. Defaults come from
+`configs/finetune/`. Input errors print one line and exit with status 2.
+"""
+
+import argparse
+import json
+import logging
+import sys
+
+
+def parse_args(argv):
+    from keras_bert.finetuning.task_registry import TASKS
+
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_bert.finetune", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--task", required=True, choices=sorted(TASKS))
+    parser.add_argument("--data_dir", required=True)
+    parser.add_argument(
+        "--init_checkpoint",
+        required=True,
+        help="a .keras file, a checkpoint keras_bert.convert reads, or random:<model config>",
+    )
+    parser.add_argument("--model_dir", required=True)
+    parser.add_argument("--vocab", help="vocab.txt; default: the checkpoint's own")
+    parser.add_argument("--config", help="YAML config (default: configs/finetune/<task kind>.yaml)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE",
+        help="override a config key, e.g. training.epochs=2 (repeatable)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    from pipelines.errors import PipelineInputError
+
+    from keras_bert.convert import CheckpointError
+    from keras_bert.finetuning.config import FinetuneConfigError
+    from keras_bert.finetuning.runner import FinetuneError, run_finetune
+
+    try:
+        results = run_finetune(
+            args.task,
+            args.data_dir,
+            args.init_checkpoint,
+            args.model_dir,
+            vocab=args.vocab,
+            config_file=args.config,
+            overrides=args.set,
+        )
+    except (FinetuneError, FinetuneConfigError, PipelineInputError, CheckpointError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(results, indent=2, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

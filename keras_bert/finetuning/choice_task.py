@@ -1,0 +1,73 @@
+"""SWAG multiple choice (paper section 4.4)."""
+
+import json
+import os
+
+import keras
+import numpy as np
+
+import pipelines.tasks as tasks
+from keras_bert.finetuning import metrics as official
+from keras_bert.finetuning.predict import predict_batches, take_limit
+from keras_bert.models import BertMultipleChoice
+
+
+class ChoiceTask:
+    """Four endings per context; accuracy. Files `train.csv`, `val.csv`."""
+
+    def __init__(self, name, config, data_dir, tokenizer):
+        self.name = name
+        self.config = config
+        self.tokenizer = tokenizer
+        data = config.data
+        train = tasks.read_swag(os.path.join(data_dir, data.train_file or "train.csv"))
+        dev = tasks.read_swag(os.path.join(data_dir, data.dev_file or "val.csv"))
+        for split, examples in (("train", train), ("dev", dev)):
+            if any(e.label is None for e in examples):
+                raise tasks.TaskDataError(f"{data_dir}: the {split} file has no label column")
+        self.train_examples = take_limit(train, data.train_limit, config.training.seed)
+        self.dev_examples = take_limit(dev, data.eval_limit, 0)
+
+    def _dataset(self, examples, training):
+        features = tasks.choice_features(examples, self.tokenizer, self.config.data.max_seq_length)
+        batch = self.config.training.batch_size if training else self.config.training.eval_batch_size
+        return tasks.make_dataset(
+            features,
+            [e.label for e in examples],
+            batch_size=batch,
+            training=training,
+            seed=self.config.training.seed,
+            num_choices=tasks.NUM_CHOICES,
+            pad_id=self.tokenizer.pad_id,
+        )
+
+    @property
+    def num_train_examples(self):
+        return len(self.train_examples)
+
+    def train_dataset(self):
+        return self._dataset(self.train_examples, training=True)
+
+    def build_model(self, backbone):
+        return BertMultipleChoice(
+            backbone, num_choices=tasks.NUM_CHOICES, dropout=self.config.training.dropout
+        )
+
+    def compile_args(self):
+        return dict(
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["sparse_categorical_accuracy"],
+        )
+
+    def evaluate(self, model, model_dir):
+        outputs = predict_batches(model, self._dataset(self.dev_examples, training=False))
+        logits = np.concatenate(outputs, axis=0)
+        predicted = logits.argmax(axis=-1)
+        gold = [e.label for e in self.dev_examples]
+        results = {"accuracy": official.accuracy(gold, predicted), "eval_examples": len(gold)}
+        path = os.path.join(model_dir, "predictions.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            for example, choice in zip(self.dev_examples, predicted):
+                row = {"guid": example.guid, "label": example.label, "prediction": int(choice)}
+                f.write(json.dumps(row) + "\n")
+        return results, path

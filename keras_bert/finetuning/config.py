@@ -1,0 +1,162 @@
+"""The fine-tuning recipe as dataclasses, loaded from `configs/finetune/`.
+
+Field names are the YAML keys; `--set section.key=value` overrides one, and
+an unknown key is an error. Defaults are the paper's (appendix A.3): batch
+32, 3 epochs, learning rate from {5e-5, 3e-5, 2e-5}, 10% warmup, dropout
+0.1 on the task head.
+"""
+
+import dataclasses
+import typing
+from pathlib import Path
+
+import yaml
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "finetune"
+
+
+class FinetuneConfigError(ValueError):
+    """A bad config file, override key or value."""
+
+
+@dataclasses.dataclass
+class DataConfig:
+    """Files, columns and sequence shapes.
+
+    `train_file`/`dev_file` are relative to `--data_dir` (None: the task's
+    usual names). `split_train_from_dev` > 0 trains on that fraction of the
+    dev file's articles/examples and evaluates on the rest (SQuAD without a
+    train set). `train_limit`/`eval_limit` cap the example counts (CPU
+    benchmarks); `lower_case` None infers it from the vocabulary.
+    """
+
+    max_seq_length: int = 128
+    train_file: typing.Optional[str] = None
+    dev_file: typing.Optional[str] = None
+    text_column: str = "text"
+    text_b_column: typing.Optional[str] = None
+    label_column: str = "label"
+    label_names: typing.Optional[list] = None
+    lower_case: typing.Optional[bool] = None
+    split_train_from_dev: float = 0.0
+    train_limit: typing.Optional[int] = None
+    eval_limit: typing.Optional[int] = None
+    doc_stride: int = 128
+    max_query_length: int = 64
+
+
+@dataclasses.dataclass
+class OptimizerConfig:
+    learning_rate: float = 2e-5
+    warmup_fraction: float = 0.1
+    weight_decay: float = 0.01
+    epsilon: float = 1e-6
+    global_clipnorm: typing.Optional[float] = 1.0
+
+
+@dataclasses.dataclass
+class TrainingConfig:
+    batch_size: int = 32
+    eval_batch_size: int = 64
+    epochs: float = 3.0
+    dropout: float = 0.1
+    seed: int = 0
+    verbose: int = 2
+
+
+@dataclasses.dataclass
+class SquadConfig:
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    null_score_diff_threshold: float = 0.0
+
+
+@dataclasses.dataclass
+class ExportConfig:
+    enabled: bool = True
+    seq_len: typing.Optional[int] = None  # None: data.max_seq_length.
+
+
+@dataclasses.dataclass
+class FinetuneConfig:
+    task: str = "sst2"
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
+    training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
+    squad: SquadConfig = dataclasses.field(default_factory=SquadConfig)
+    export: ExportConfig = dataclasses.field(default_factory=ExportConfig)
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+def _apply(obj, key_path, value, where):
+    parts = key_path.split(".")
+    target = obj
+    for part in parts[:-1]:
+        if not dataclasses.is_dataclass(target) or not hasattr(target, part):
+            raise FinetuneConfigError(f"{where}: unknown config key {key_path!r}")
+        target = getattr(target, part)
+    leaf = parts[-1]
+    fields = {f.name: f for f in dataclasses.fields(target)} if dataclasses.is_dataclass(target) else {}
+    if leaf not in fields or dataclasses.is_dataclass(getattr(target, leaf)):
+        known = ", ".join(sorted(fields))
+        raise FinetuneConfigError(
+            f"{where}: unknown config key {key_path!r} (known here: {known})"
+        )
+    setattr(target, leaf, _coerce(value, fields[leaf].type, getattr(target, leaf), key_path, where))
+
+
+def _coerce(value, annotation, current, key, where):
+    if isinstance(value, str):
+        parsed = yaml.safe_load(value) if value != "" else None
+    else:
+        parsed = value
+    if parsed is None:
+        return None
+    kinds = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
+    kind = kinds[0]
+    if kind is float and isinstance(parsed, (int, float)) and not isinstance(parsed, bool):
+        return float(parsed)
+    if kind is int and isinstance(parsed, int) and not isinstance(parsed, bool):
+        return parsed
+    if kind is bool and isinstance(parsed, bool):
+        return parsed
+    if kind is str:
+        return str(parsed)
+    if kind is list and isinstance(parsed, list):
+        return parsed
+    raise FinetuneConfigError(
+        f"{where}: {key} must be {getattr(kind, '__name__', kind)}. Received: {value!r}"
+    )
+
+
+def _flatten(tree, prefix=""):
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            yield from _flatten(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def load_finetune_config(task, config_file=None, overrides=()):
+    """Defaults ← `configs/finetune/<task kind>.yaml` (or `config_file`)
+    ← `overrides` (`"section.key=value"` strings)."""
+    config = FinetuneConfig(task=task)
+    path = Path(config_file) if config_file else None
+    if path is not None:
+        if not path.is_file():
+            raise FinetuneConfigError(f"{path}: no such config file")
+        tree = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(tree, dict):
+            raise FinetuneConfigError(f"{path}: expected a mapping of sections")
+        for key, value in _flatten(tree):
+            if key == "task":
+                continue
+            _apply(config, key, value, str(path))
+    for item in overrides:
+        if "=" not in item:
+            raise FinetuneConfigError(f"--set {item!r}: expected key=value")
+        key, value = item.split("=", 1)
+        _apply(config, key.strip(), value, "--set")
+    return config

@@ -1,0 +1,26 @@
+"""Batch-by-batch prediction that keeps each batch's own (dynamic) length."""
+
+import numpy as np
+from keras import tree
+
+
+def predict_batches(model, dataset):
+    """Model outputs as a list of per-batch NumPy trees, in dataset order.
+
+    `model.predict` concatenates batches and so needs one sequence length;
+    with dynamic padding every batch has its own.
+    """
+    outputs = []
+    for batch in dataset:
+        inputs = batch[0] if isinstance(batch, tuple) else batch
+        result = model.predict_on_batch(inputs)
+        outputs.append(tree.map_structure(np.asarray, result))
+    return outputs
+
+
+def take_limit(items, limit, seed):
+    """`items` shuffled with `seed` and cut to `limit` (None: unchanged)."""
+    if limit is None or limit >= len(items):
+        return items
+    order = np.random.default_rng(seed).permutation(len(items))[:limit]
+    return [items[i] for i in sorted(order)]

@@ -1,0 +1,190 @@
+"""One fine-tuning run: checkpoint → task model → fit → official scores →
+predictions → `.keras` → TF-Serving export.
+
+Files written into `model_dir`: `config.yaml` (the resolved config, before
+training), `vocab.txt`, `model.keras`, `eval_results.json`, the task's
+predictions file, and `export/<version>/` (SavedModel) when
+`keras_bert.export` is available.
+"""
+
+import json
+import logging
+import math
+import os
+import time
+
+import keras
+import yaml
+
+from keras_bert.finetuning.config import load_finetune_config
+from keras_bert.finetuning.optimization import create_finetune_optimizer
+from keras_bert.finetuning.task_registry import TASKS, default_config_file
+
+logger = logging.getLogger("keras_bert.finetune")
+
+
+class FinetuneError(ValueError):
+    """Bad command-line input (checkpoint, vocabulary, task)."""
+
+
+def load_backbone(init_checkpoint):
+    """A `BertBackbone` from a `.keras` archive (backbone, pretrainer or
+    task model), from anything `keras_bert.convert` reads (Hugging Face,
+    Google, keras-hub), or `random:<model config>` for random weights."""
+    from keras_bert.models import BertBackbone
+
+    if init_checkpoint.startswith("random:"):
+        from keras_bert.model_configs import load_model_config
+
+        return BertBackbone(**load_model_config(init_checkpoint[len("random:"):]))
+    if init_checkpoint.endswith(".keras") and os.path.isfile(init_checkpoint):
+        try:
+            model = keras.saving.load_model(init_checkpoint, compile=False)
+        except Exception as error:  # Keras raises many types for bad files.
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise FinetuneError(f"{init_checkpoint}: cannot load: {first}") from None
+        if isinstance(model, BertBackbone):
+            return model
+        if isinstance(getattr(model, "backbone", None), BertBackbone):
+            return model.backbone
+        raise FinetuneError(
+            f"{init_checkpoint}: holds a {type(model).__name__}, not a BERT model"
+        )
+    if not os.path.exists(init_checkpoint) and not os.path.exists(init_checkpoint + ".index"):
+        raise FinetuneError(f"{init_checkpoint}: no such checkpoint file or folder")
+    from keras_bert.convert import read_checkpoint
+
+    return read_checkpoint(init_checkpoint).to_model(heads=False)
+
+
+def infer_lower_case(vocabulary):
+    """Uncased vocabularies have no upper-case letters outside [SPECIAL]."""
+    return not any(
+        token != token.lower() for token in vocabulary if not token.startswith("[")
+    )
+
+
+def _tokenizer(backbone, vocab, model_dir, lower_case):
+    import pipelines
+
+    if vocab:
+        vocab_path = vocab
+        if not os.path.isfile(vocab_path):
+            raise FinetuneError(f"--vocab {vocab_path}: no such file")
+    elif backbone.vocabulary:
+        vocab_path = os.path.join(model_dir, "vocab.txt")
+        with open(vocab_path, "w", encoding="utf-8") as f:
+            f.write("".join(t + "\n" for t in backbone.vocabulary))
+    else:
+        raise FinetuneError(
+            "The checkpoint carries no vocabulary: pass --vocab vocab.txt"
+        )
+    vocabulary = pipelines.load_vocabulary(vocab_path)
+    if len(vocabulary) != backbone.vocabulary_size:
+        raise FinetuneError(
+            f"{vocab_path}: {len(vocabulary)} tokens, but the checkpoint's "
+            f"vocabulary_size is {backbone.vocabulary_size}"
+        )
+    if lower_case is None:
+        lower_case = infer_lower_case(vocabulary)
+    backbone.vocabulary = list(vocabulary)
+    return pipelines.BertTokenizer(vocab_path, lower_case=lower_case)
+
+
+def _export(model, model_dir, config):
+    try:
+        from keras_bert.export import export_for_serving
+    except ImportError:
+        logger.warning("export skipped: keras_bert.export.export_for_serving is unavailable")
+        return None
+    seq_len = min(
+        config.export.seq_len or config.data.max_seq_length,
+        model.backbone.max_sequence_length,
+    )
+    return export_for_serving(
+        model,
+        os.path.join(model_dir, "export"),
+        vocabulary=model.backbone.vocabulary,
+        seq_len=seq_len,
+        max_answer_length=config.squad.max_answer_length,
+    )
+
+
+def run_finetune(
+    task,
+    data_dir,
+    init_checkpoint,
+    model_dir,
+    vocab=None,
+    config_file=None,
+    overrides=(),
+):
+    """Fine-tunes, evaluates, predicts and exports; returns the results dict."""
+    if task not in TASKS:
+        raise FinetuneError(
+            f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}"
+        )
+    if not os.path.isdir(data_dir):
+        raise FinetuneError(f"--data_dir {data_dir}: no such directory")
+    config = load_finetune_config(task, config_file or default_config_file(task), overrides)
+    os.makedirs(model_dir, exist_ok=True)
+    with open(os.path.join(model_dir, "config.yaml"), "w") as f:
+        yaml.safe_dump(
+            {**config.to_dict(), "init_checkpoint": init_checkpoint, "data_dir": data_dir},
+            f,
+            sort_keys=False,
+        )
+    keras.utils.set_random_seed(config.training.seed)
+
+    backbone = load_backbone(init_checkpoint)
+    if config.data.max_seq_length > backbone.max_sequence_length:
+        raise FinetuneError(
+            f"data.max_seq_length={config.data.max_seq_length} exceeds the "
+            f"checkpoint's max_sequence_length={backbone.max_sequence_length}"
+        )
+    tokenizer = _tokenizer(backbone, vocab, model_dir, config.data.lower_case)
+    handler_class = TASKS[task][0]
+    handler = handler_class(task, config, data_dir, tokenizer)
+    model = handler.build_model(backbone)
+
+    batch_size = config.training.batch_size
+    steps_per_epoch = max(1, math.ceil(handler.num_train_examples / batch_size))
+    total_steps = max(1, math.ceil(config.training.epochs * steps_per_epoch))
+    epochs = max(1, math.ceil(config.training.epochs))
+    model.compile(
+        optimizer=create_finetune_optimizer(config.optimizer, total_steps),
+        **handler.compile_args(),
+    )
+    logger.info(
+        "%s: %d training examples, %d steps (batch %d), lr %g",
+        task, handler.num_train_examples, total_steps, batch_size,
+        config.optimizer.learning_rate,
+    )
+    start = time.time()
+    history = model.fit(
+        handler.train_dataset().repeat(),
+        epochs=epochs,
+        steps_per_epoch=math.ceil(total_steps / epochs),
+        verbose=config.training.verbose,
+    )
+    train_seconds = time.time() - start
+
+    start = time.time()
+    results, predictions_path = handler.evaluate(model, model_dir)
+    results.update(
+        task=task,
+        train_examples=handler.num_train_examples,
+        train_steps=total_steps,
+        train_seconds=round(train_seconds, 1),
+        eval_seconds=round(time.time() - start, 1),
+        final_train_loss=float(history.history["loss"][-1]),
+        predictions_file=os.path.basename(predictions_path),
+    )
+    model.save(os.path.join(model_dir, "model.keras"))
+    if config.export.enabled:
+        export_path = _export(model, model_dir, config)
+        if export_path:
+            results["export_dir"] = os.path.relpath(export_path, model_dir)
+    with open(os.path.join(model_dir, "eval_results.json"), "w") as f:
+        json.dump(results, f, indent=2, sort_keys=True)
+    return results

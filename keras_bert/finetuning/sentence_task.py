@@ -1,0 +1,170 @@
+"""GLUE and generic CSV/TSV/JSONL sentence(-pair) classification/regression."""
+
+import json
+import os
+
+import keras
+import numpy as np
+
+import pipelines.tasks as tasks
+from keras_bert.finetuning import metrics as official
+from keras_bert.finetuning.predict import predict_batches, take_limit
+from keras_bert.models import BertClassifier, BertRegressor
+
+GLUE_METRICS = {
+    "cola": ("matthews_corrcoef", "accuracy"),
+    "mrpc": ("accuracy", "f1"),
+    "qqp": ("accuracy", "f1"),
+    "stsb": ("pearson", "spearman"),
+}
+GENERIC = ("classification", "pair_classification", "regression")
+
+
+class SentenceTask:
+    """Reads, batches, builds the head for and scores one sentence task.
+
+    GLUE tasks use the GLUE file layout (`pipelines.tasks.GLUE_TASKS`);
+    `classification`, `pair_classification` and `regression` read
+    `train.*`/`dev.*` (csv, tsv or jsonl) with columns named in
+    `config.data`. Scores: GLUE's official metric(s) per task; generic
+    classification reports accuracy, Matthews correlation and (for two
+    classes) F1 of the second label; regression Pearson and Spearman.
+    """
+
+    def __init__(self, name, config, data_dir, tokenizer):
+        self.name = name
+        self.config = config
+        self.tokenizer = tokenizer
+        self.regression = name in ("stsb", "regression")
+        data = config.data
+        if name in tasks.GLUE_TASKS:
+            self.data_dir = tasks.glue_data_dir(name, data_dir)
+            spec = tasks.GLUE_TASKS[name]
+            train_path = os.path.join(self.data_dir, data.train_file or "train.tsv")
+            dev_names = [data.dev_file] if data.dev_file else list(spec.dev_files)
+            read = lambda path: tasks.read_glue(name, path)
+            self.label_names = list(spec.label_names) if spec.label_names else None
+        else:
+            self.data_dir = data_dir
+            train_path = os.path.join(data_dir, data.train_file) if data.train_file else tasks.find_split_file(data_dir, "train")
+            dev_names = [data.dev_file] if data.dev_file else [os.path.basename(tasks.find_split_file(data_dir, "dev"))]
+            text_b = data.text_b_column or ("text_b" if name == "pair_classification" else None)
+            read = lambda path: tasks.read_table(path, data.text_column, text_b, data.label_column)
+            self.label_names = None
+        self.train_examples = take_limit(read(train_path), data.train_limit, config.training.seed)
+        self.dev_sets = {
+            n: take_limit(read(os.path.join(self.data_dir, n)), data.eval_limit, 0)
+            for n in dev_names
+        }
+        if not self.regression and self.label_names is None:
+            self.label_names = data.label_names or sorted(
+                {str(e.label) for e in self.train_examples}
+            )
+        for split, examples in [("train", self.train_examples)] + list(self.dev_sets.items()):
+            self._check_labels(split, examples)
+
+    def _check_labels(self, split, examples):
+        for e in examples:
+            if self.regression:
+                try:
+                    e.label = float(e.label)
+                except (TypeError, ValueError):
+                    raise tasks.TaskDataError(
+                        f"{e.guid}: label {e.label!r} is not a number ({split})"
+                    ) from None
+            elif str(e.label) not in self.label_names:
+                raise tasks.TaskDataError(
+                    f"{e.guid}: label {e.label!r} is not one of {self.label_names} "
+                    f"({split}); set data.label_names to list every label"
+                )
+
+    def _labels(self, examples):
+        if self.regression:
+            return [float(e.label) for e in examples]
+        index = {n: i for i, n in enumerate(self.label_names)}
+        return [index[str(e.label)] for e in examples]
+
+    def _dataset(self, examples, training):
+        features = tasks.classification_features(
+            examples, self.tokenizer, self.config.data.max_seq_length
+        )
+        batch = self.config.training.batch_size if training else self.config.training.eval_batch_size
+        return tasks.make_dataset(
+            features,
+            self._labels(examples),
+            batch_size=batch,
+            training=training,
+            seed=self.config.training.seed,
+            pad_id=self.tokenizer.pad_id,
+        )
+
+    @property
+    def num_train_examples(self):
+        return len(self.train_examples)
+
+    def train_dataset(self):
+        return self._dataset(self.train_examples, training=True)
+
+    def build_model(self, backbone):
+        if self.regression:
+            return BertRegressor(backbone, dropout=self.config.training.dropout)
+        return BertClassifier(
+            backbone,
+            num_classes=len(self.label_names),
+            dropout=self.config.training.dropout,
+            label_names=self.label_names,
+        )
+
+    def compile_args(self):
+        if self.regression:
+            return dict(loss="mse")
+        return dict(
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["sparse_categorical_accuracy"],
+        )
+
+    def evaluate(self, model, model_dir):
+        """Official scores on every dev file; writes `predictions.jsonl`."""
+        results, rows = {}, []
+        for index, (dev_name, examples) in enumerate(self.dev_sets.items()):
+            outputs = predict_batches(model, self._dataset(examples, training=False))
+            values = np.concatenate(outputs, axis=0) if outputs else np.zeros([0])
+            gold = self._labels(examples)
+            scores = self._score(gold, values)
+            # MNLI: the matched dev set gives the plain names, mismatched
+            # gets a suffix.
+            suffix = "" if index == 0 else "_" + dev_name.rsplit(".", 1)[0].split("_")[-1]
+            results.update({k + suffix: v for k, v in scores.items()})
+            results["eval_examples" + suffix] = len(examples)
+            for example, value in zip(examples, values):
+                row = {"file": dev_name, "guid": example.guid, "text_a": example.text_a}
+                if example.text_b is not None:
+                    row["text_b"] = example.text_b
+                row["label"] = example.label
+                if self.regression:
+                    row["prediction"] = float(value)
+                else:
+                    row["prediction"] = self.label_names[int(value.argmax())]
+                rows.append(row)
+        path = os.path.join(model_dir, "predictions.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return results, path
+
+    def _score(self, gold, values):
+        if self.regression:
+            return {
+                "pearson": official.pearson(gold, values),
+                "spearman": official.spearman(gold, values),
+            }
+        predicted = values.argmax(axis=-1)
+        names = GLUE_METRICS.get(self.name, ("accuracy",))
+        if self.name in GENERIC:
+            names = ("accuracy", "matthews_corrcoef") + (("f1",) if len(self.label_names) == 2 else ())
+        functions = {
+            "accuracy": official.accuracy,
+            "f1": official.binary_f1,
+            "matthews_corrcoef": official.matthews_corrcoef,
+        }
+        return {n: functions[n](gold, predicted) for n in names}

@@ -1,0 +1,136 @@
+"""SQuAD v1.1 / v2.0 extractive question answering (paper 4.2, 4.3)."""
+
+import json
+import os
+
+import keras
+import numpy as np
+
+import pipelines.tasks as tasks
+from keras_bert.finetuning import metrics as official
+from keras_bert.finetuning.predict import predict_batches, take_limit
+from keras_bert.finetuning.squad_postprocess import squad_predictions
+from keras_bert.models import BertSpanLabeler
+
+
+class SquadTask:
+    """Sliding-window span extraction scored with the official script.
+
+    Files (relative to `--data_dir`): `train-v1.1.json`/`dev-v1.1.json`
+    (`-v2.0` for squad_v2) unless `data.train_file`/`data.dev_file` say
+    otherwise. With `data.split_train_from_dev` = f > 0 only the dev file is
+    read: the first f of its paragraphs (in file order, so whole articles
+    apart from the one at the cut) train, the rest are evaluated.
+    """
+
+    def __init__(self, name, config, data_dir, tokenizer):
+        self.name = name
+        self.config = config
+        self.tokenizer = tokenizer
+        self.version_2 = name == "squad_v2"
+        suffix = "v2.0" if self.version_2 else "v1.1"
+        data = config.data
+        dev_path = os.path.join(data_dir, data.dev_file or f"dev-{suffix}.json")
+        if data.split_train_from_dev > 0:
+            if not 0 < data.split_train_from_dev < 1:
+                raise tasks.TaskDataError(
+                    "data.split_train_from_dev must be in (0, 1). "
+                    f"Received: {data.split_train_from_dev}"
+                )
+            train_all = tasks.read_squad(dev_path, self.version_2, training=True)
+            eval_all = tasks.read_squad(dev_path, self.version_2, training=False)
+            contexts = list(dict.fromkeys(e.context for e in eval_all))
+            cut = set(contexts[: int(len(contexts) * data.split_train_from_dev)])
+            train = [e for e in train_all if e.context in cut]
+            dev = [e for e in eval_all if e.context not in cut]
+        else:
+            train_path = os.path.join(data_dir, data.train_file or f"train-{suffix}.json")
+            train = tasks.read_squad(train_path, self.version_2, training=True)
+            dev = tasks.read_squad(dev_path, self.version_2, training=False)
+        self.train_examples = take_limit(train, data.train_limit, config.training.seed)
+        self.dev_examples = take_limit(dev, data.eval_limit, 0)
+        self._train_features = None
+
+    def _features(self, examples, training):
+        data = self.config.data
+        return tasks.squad_features(
+            examples,
+            self.tokenizer,
+            max_seq_length=data.max_seq_length,
+            doc_stride=data.doc_stride,
+            max_query_length=data.max_query_length,
+            training=training,
+        )
+
+    @property
+    def num_train_examples(self):
+        # Steps are counted in windows, not questions.
+        if self._train_features is None:
+            self._train_features = self._features(self.train_examples, training=True)
+        return len(self._train_features)
+
+    def train_dataset(self):
+        features = self._train_features or self._features(self.train_examples, True)
+        return tasks.make_dataset(
+            {"token_ids": [f.token_ids for f in features], "segment_ids": [f.segment_ids for f in features]},
+            {
+                "start_logits": [f.start_position for f in features],
+                "end_logits": [f.end_position for f in features],
+            },
+            batch_size=self.config.training.batch_size,
+            training=True,
+            seed=self.config.training.seed,
+            pad_id=self.tokenizer.pad_id,
+            bucket_boundaries=(64, 128, 192, 256, 320),
+        )
+
+    def build_model(self, backbone):
+        return BertSpanLabeler(backbone)
+
+    def compile_args(self):
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        # run_squad.py: total loss = (start loss + end loss) / 2.
+        return dict(
+            loss={"start_logits": loss, "end_logits": loss},
+            loss_weights={"start_logits": 0.5, "end_logits": 0.5},
+        )
+
+    def evaluate(self, model, model_dir):
+        """Official EM/F1; writes `predictions.json` (and `null_odds.json`)."""
+        features = self._features(self.dev_examples, training=False)
+        dataset = tasks.make_dataset(
+            {"token_ids": [f.token_ids for f in features], "segment_ids": [f.segment_ids for f in features]},
+            batch_size=self.config.training.eval_batch_size,
+            pad_id=self.tokenizer.pad_id,
+        )
+        starts, ends = [], []
+        for batch in predict_batches(model, dataset):
+            starts.extend(np.asarray(batch["start_logits"], np.float32))
+            ends.extend(np.asarray(batch["end_logits"], np.float32))
+        squad = self.config.squad
+        predictions, null_odds = squad_predictions(
+            self.dev_examples,
+            features,
+            starts,
+            ends,
+            self.tokenizer.vocabulary,
+            lower_case=self.tokenizer.lower_case,
+            n_best_size=squad.n_best_size,
+            max_answer_length=squad.max_answer_length,
+            version_2=self.version_2,
+            null_score_diff_threshold=squad.null_score_diff_threshold,
+        )
+        gold = {e.qid: e.answers for e in self.dev_examples}
+        if self.version_2:
+            results = official.squad_v2_scores(gold, predictions)
+        else:
+            results = official.squad_v1_scores(gold, predictions)
+        results["eval_examples"] = len(self.dev_examples)
+        results["eval_features"] = len(features)
+        path = os.path.join(model_dir, "predictions.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(predictions, f, ensure_ascii=False, indent=1)
+        if self.version_2:
+            with open(os.path.join(model_dir, "null_odds.json"), "w") as f:
+                json.dump(null_odds, f, indent=1)
+        return results, path

@@ -1,0 +1,95 @@
+"""CoNLL-2003 named-entity recognition (paper section 5.3)."""
+
+import os
+
+import keras
+import numpy as np
+
+import pipelines.tasks as tasks
+from keras_bert.finetuning import metrics as official
+from keras_bert.finetuning.predict import predict_batches, take_limit
+from keras_bert.models import BertTokenClassifier
+
+
+class TaggingTask:
+    """Word tagging with a label on each word's first WordPiece.
+
+    Files: `train.txt` and `valid.txt` in `--data_dir` (CoNLL-2003 names;
+    `data.train_file`/`data.dev_file` override). The tag set comes from the
+    training file (IOB1 or IOB2, kept as is); scores are seqeval's entity
+    precision/recall/F1 on words. `predictions.txt` is `word gold predicted`
+    per line, blank lines between sentences (conlleval input).
+    """
+
+    def __init__(self, name, config, data_dir, tokenizer):
+        self.name = name
+        self.config = config
+        self.tokenizer = tokenizer
+        data = config.data
+        train = tasks.read_conll(os.path.join(data_dir, data.train_file or "train.txt"))
+        dev = tasks.read_conll(os.path.join(data_dir, data.dev_file or "valid.txt"))
+        self.label_names = data.label_names or tasks.tag_names(train)
+        self.train_sentences = take_limit(train, data.train_limit, config.training.seed)
+        self.dev_sentences = take_limit(dev, data.eval_limit, 0)
+
+    def _dataset(self, sentences, training):
+        features, labels, starts = tasks.tagging_features(
+            sentences, self.tokenizer, self.config.data.max_seq_length, self.label_names
+        )
+        batch = self.config.training.batch_size if training else self.config.training.eval_batch_size
+        dataset = tasks.make_dataset(
+            features,
+            labels,
+            batch_size=batch,
+            training=training,
+            seed=self.config.training.seed,
+            pad_id=self.tokenizer.pad_id,
+        )
+        return dataset, starts
+
+    @property
+    def num_train_examples(self):
+        return len(self.train_sentences)
+
+    def train_dataset(self):
+        return self._dataset(self.train_sentences, training=True)[0]
+
+    def build_model(self, backbone):
+        return BertTokenClassifier(
+            backbone,
+            num_labels=len(self.label_names),
+            dropout=self.config.training.dropout,
+            label_names=self.label_names,
+        )
+
+    def compile_args(self):
+        return dict(
+            loss=keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, ignore_class=tasks.IGNORED_LABEL
+            )
+        )
+
+    def predict_tags(self, model, sentences):
+        """One predicted tag per word; words cut by max_seq_length get O."""
+        dataset, starts = self._dataset(sentences, training=False)
+        predicted, i = [], 0
+        for logits in predict_batches(model, dataset):
+            for row in np.asarray(logits).argmax(axis=-1):
+                predicted.append(
+                    [self.label_names[row[p]] if p >= 0 else "O" for p in starts[i]]
+                )
+                i += 1
+        return predicted
+
+    def evaluate(self, model, model_dir):
+        predicted = self.predict_tags(model, self.dev_sentences)
+        gold = [s.tags for s in self.dev_sentences]
+        results = official.entity_scores(gold, predicted)
+        results["eval_examples"] = len(self.dev_sentences)
+        path = os.path.join(model_dir, "predictions.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            for sentence, tags in zip(self.dev_sentences, predicted):
+                for word, gold_tag, tag in zip(sentence.words, sentence.tags, tags):
+                    f.write(f"{word} {gold_tag} {tag}\n")
+                f.write("\n")
+        return results, path

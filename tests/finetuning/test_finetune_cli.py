@@ -1,0 +1,172 @@
+"""`python -m keras_bert.finetune` end to end on the fixtures: train,
+evaluate with the official metric, predict, save and export.
+
+TensorFlow backend only (the export writes a TF SavedModel and the runs are
+the slowest part of the suite); the models and metrics are tested on every
+backend elsewhere.
+"""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert.finetune import main
+from keras_bert.models import BertBackbone
+
+pytestmark = pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="end-to-end fine-tuning tests run on the TensorFlow backend",
+)
+
+QUICK = ["training.epochs=1", "training.batch_size=4", "training.verbose=0"]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory, fixtures):
+    backbone = BertBackbone(
+        vocabulary_size=174,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=384,
+    )
+    backbone.vocabulary = (fixtures / "vocab.txt").read_text().splitlines()
+    path = tmp_path_factory.mktemp("ckpt") / "tiny.keras"
+    backbone.save(path)
+    return str(path)
+
+
+def finetune(task, data_dir, checkpoint, model_dir, *overrides, export=False):
+    args = ["--task", task, "--data_dir", str(data_dir), "--init_checkpoint", checkpoint,
+            "--model_dir", str(model_dir)]
+    for item in QUICK + [f"export.enabled={str(export).lower()}"] + list(overrides):
+        args += ["--set", item]
+    assert main(args) == 0
+    return json.loads((model_dir / "eval_results.json").read_text())
+
+
+def test_classification_end_to_end_with_export(checkpoint, fixtures, tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    results = finetune("sst2", fixtures / "glue", checkpoint, tmp_path, export=True)
+    assert results["task"] == "sst2" and results["eval_examples"] == 4
+    assert 0.0 <= results["accuracy"] <= 1.0
+    rows = [json.loads(l) for l in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 and {r["prediction"] for r in rows} <= {"0", "1"}
+    assert (tmp_path / "config.yaml").read_text().startswith("task: sst2")
+    restored = keras.saving.load_model(tmp_path / "model.keras")
+    assert restored.label_names == ["0", "1"]
+    # The exported SavedModel answers raw text like the Keras model.
+    served = tf.saved_model.load(str(tmp_path / results["export_dir"]))
+    out = served.signatures["serve_text"](text_a=tf.constant(["a great story ."]))
+    assert out["probabilities"].shape == (1, 2)
+    assert out["label"].numpy()[0].decode() in ("0", "1")
+
+
+def test_regression_end_to_end(checkpoint, fixtures, tmp_path):
+    results = finetune("stsb", fixtures / "glue", checkpoint, tmp_path)
+    assert set(results) >= {"pearson", "spearman"}
+    rows = [json.loads(l) for l in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    assert all(isinstance(r["prediction"], float) for r in rows)
+
+
+def test_generic_csv_classification(checkpoint, fixtures, tmp_path):
+    results = finetune("classification", fixtures / "generic", checkpoint, tmp_path)
+    assert set(results) >= {"accuracy", "matthews_corrcoef", "f1"}
+    assert keras.saving.load_model(tmp_path / "model.keras").label_names == ["neg", "pos"]
+
+
+def test_squad_end_to_end(checkpoint, fixtures, tmp_path):
+    results = finetune("squad_v1", fixtures / "squad", checkpoint, tmp_path,
+                       "data.max_seq_length=64", "data.doc_stride=16")
+    assert set(results) >= {"exact_match", "f1"} and results["eval_examples"] == 4
+    predictions = json.loads((tmp_path / "predictions.json").read_text())
+    assert set(predictions) == {"q1", "q2", "q3", "q4"}
+
+
+def test_ner_end_to_end(checkpoint, fixtures, tmp_path):
+    results = finetune("conll2003", fixtures / "conll", checkpoint, tmp_path)
+    assert set(results) >= {"f1", "precision", "recall"}
+    lines = (tmp_path / "predictions.txt").read_text().split("\n\n")
+    assert lines[0].splitlines()[0].startswith("John B-PER ")
+
+
+def test_multiple_choice_end_to_end(checkpoint, fixtures, tmp_path):
+    results = finetune("swag", fixtures / "swag", checkpoint, tmp_path)
+    assert results["eval_examples"] == 3 and 0.0 <= results["accuracy"] <= 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "task, folder, overrides",
+    [
+        ("squad_v2", "squad", ["data.split_train_from_dev=0.5"]),
+        ("conll2003", "conll", []),
+        ("swag", "swag", []),
+        ("mnli", "glue", []),
+        ("cola", "glue", []),
+        ("pair_classification", "generic", ["data.train_file=train.jsonl", "data.dev_file=dev.jsonl"]),
+        ("regression", "generic", ["data.train_file=reg_train.tsv", "data.dev_file=reg_dev.tsv",
+                                   "data.label_column=score"]),
+    ],
+)
+def test_every_task_exports(checkpoint, fixtures, tmp_path, task, folder, overrides):
+    results = finetune(task, fixtures / folder, checkpoint, tmp_path, *overrides, export=True)
+    assert (tmp_path / results["export_dir"] / "saved_model.pb").is_file()
+
+
+@pytest.mark.slow
+def test_tiny_model_learns_sst2_fixture(checkpoint, fixtures, tmp_path):
+    results = finetune("sst2", fixtures / "glue", checkpoint, tmp_path,
+                       "training.epochs=40", "optimizer.learning_rate=1e-3",
+                       "data.dev_file=train.tsv")
+    assert results["accuracy"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--set", "optimizer.lr=1"], "unknown config key 'optimizer.lr'"),
+        (["--set", "training.epochs=many"], "training.epochs must be float"),
+        (["--data_dir", "/nonexistent"], "--data_dir /nonexistent: no such directory"),
+        (["--init_checkpoint", "/nonexistent.keras"], "/nonexistent.keras: no such checkpoint"),
+    ],
+)
+def test_input_errors_are_one_line(checkpoint, fixtures, tmp_path, capsys, args, message):
+    base = {"--task": "sst2", "--data_dir": str(fixtures / "glue"),
+            "--init_checkpoint": checkpoint, "--model_dir": str(tmp_path)}
+    extra = []
+    for flag, value in zip(args[::2], args[1::2]):
+        if flag in base:
+            base[flag] = value
+        else:
+            extra += [flag, value]
+    argv = [x for pair in base.items() for x in pair] + extra
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and "\n" not in err
+
+
+def test_malformed_data_is_one_line(checkpoint, fixtures, tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.tsv").write_text((fixtures / "bad/train.tsv").read_text())
+    (data / "dev.tsv").write_text("sentence\tlabel\nok\t1\n")
+    argv = ["--task", "sst2", "--data_dir", str(data), "--init_checkpoint", checkpoint,
+            "--model_dir", str(tmp_path / "out")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {data}/train.tsv:3: expected at least 2 tab-separated columns for sst2, found 1"
+
+
+def test_missing_vocabulary_needs_vocab_flag(fixtures, tmp_path, capsys):
+    backbone = BertBackbone(vocabulary_size=174, num_layers=1, num_heads=2,
+                            hidden_dim=8, intermediate_dim=16)
+    path = str(tmp_path / "novocab.keras")
+    backbone.save(path)
+    argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"), "--init_checkpoint", path,
+            "--model_dir", str(tmp_path / "out")]
+    assert main(argv) == 2
+    assert "pass --vocab" in capsys.readouterr().err
