@@ -1,0 +1,91 @@
+"""Atomic, rotating training checkpoints: weights + optimizer + JSON state."""
+
+import json
+import os
+import re
+import shutil
+import tempfile
+
+WEIGHTS_FILE = "model.weights.h5"
+STATE_FILE = "state.json"
+_CHECKPOINT_RE = re.compile(r"^ckpt-(\d+)$")
+
+
+class CheckpointManager:
+    """Writes `ckpt-<step>/` directories under `directory` and keeps the last K.
+
+    Each checkpoint holds `model.weights.h5` (Keras' `save_weights` of a
+    compiled model: every model variable and every optimizer variable,
+    including the step counter that drives the learning-rate schedule, the
+    Adam moments and any gradient accumulators) and `state.json` (global
+    step, phase, data position). It is written into a temporary sibling
+    directory and renamed into place, so a crash (even `kill -9`) leaves
+    either a complete checkpoint or none; leftovers are removed on start.
+
+    Args:
+        directory: str. Usually `<model_dir>/checkpoints`.
+        keep: int. Checkpoints kept; older ones are deleted after a save.
+        is_chief: bool. Only the chief writes; other workers only read.
+    """
+
+    def __init__(self, directory, keep=3, is_chief=True):
+        self.directory = directory
+        self.keep = keep
+        self.is_chief = is_chief
+        if is_chief:
+            os.makedirs(directory, exist_ok=True)
+            for name in os.listdir(directory):
+                if name.startswith(".tmp-"):
+                    shutil.rmtree(os.path.join(directory, name),
+                                  ignore_errors=True)
+
+    def checkpoints(self):
+        """`(step, path)` of complete checkpoints, oldest first."""
+        if not os.path.isdir(self.directory):
+            return []
+        found = []
+        for name in os.listdir(self.directory):
+            match = _CHECKPOINT_RE.match(name)
+            path = os.path.join(self.directory, name)
+            if match and os.path.exists(os.path.join(path, STATE_FILE)):
+                found.append((int(match.group(1)), path))
+        return sorted(found)
+
+    def latest(self):
+        """Path of the newest complete checkpoint, or None."""
+        found = self.checkpoints()
+        return found[-1][1] if found else None
+
+    def save(self, model, state):
+        """Saves `model` (compiled: optimizer included) and `state` (dict
+        with an int `"step"`). Returns the checkpoint path."""
+        path = os.path.join(self.directory, f"ckpt-{state['step']:08d}")
+        if not self.is_chief:
+            return path
+        temp = tempfile.mkdtemp(prefix=".tmp-", dir=self.directory)
+        model.save_weights(os.path.join(temp, WEIGHTS_FILE))
+        # state.json last: its presence marks a checkpoint complete.
+        with open(os.path.join(temp, STATE_FILE), "w") as f:
+            json.dump(state, f, indent=2)
+            f.flush()
+            os.fsync(f.fileno())
+        if os.path.exists(path):  # Same step saved twice (e.g. SIGTERM).
+            shutil.rmtree(path)
+        os.rename(temp, path)
+        for _, old in self.checkpoints()[: -self.keep]:
+            shutil.rmtree(old, ignore_errors=True)
+        return path
+
+    @staticmethod
+    def read_state(path):
+        with open(os.path.join(path, STATE_FILE)) as f:
+            return json.load(f)
+
+    @staticmethod
+    def restore(model, path):
+        """Loads weights and optimizer state saved by `save` into `model`,
+        which must be compiled with the same optimizer, and returns the
+        saved state dict."""
+        model.optimizer.build(model.trainable_variables)
+        model.load_weights(os.path.join(path, WEIGHTS_FILE))
+        return CheckpointManager.read_state(path)

@@ -1,0 +1,68 @@
+"""The callback that counts steps, checkpoints, ends phases and handles SIGTERM."""
+
+import signal
+
+import keras
+
+
+class PretrainingCheckpoint(keras.callbacks.Callback):
+    """Advances a `TrainingState` per batch and saves through a
+    `CheckpointManager` every `every_steps` optimizer updates.
+
+    It also stops `fit` at the exact last batch of a phase (epochs are
+    fixed-size logging windows, so the last one may be cut short), and,
+    after `install_sigterm_handler()`, turns SIGTERM (preemption, `kill`)
+    into "save a checkpoint at the next batch boundary and stop": the
+    runner then returns and the process exits 0; running the same command
+    again resumes from that checkpoint.
+
+    Args:
+        manager: `CheckpointManager`.
+        state: `TrainingState`, updated in place.
+        every_steps: int. Save when `state.step` is a multiple of it.
+        gradient_accumulation_steps: int. Batches per optimizer update.
+    """
+
+    def __init__(self, manager, state, every_steps,
+                 gradient_accumulation_steps=1):
+        super().__init__()
+        self.manager = manager
+        self.state = state
+        self.every_steps = every_steps
+        self.gradient_accumulation_steps = gradient_accumulation_steps
+        self.phase_micro_steps = None
+        self.preempted = False
+        self.last_saved_step = None
+
+    def install_sigterm_handler(self):
+        def on_sigterm(signum, frame):
+            print("SIGTERM: saving a checkpoint at the next step boundary.",
+                  flush=True)
+            self.preempted = True
+
+        return signal.signal(signal.SIGTERM, on_sigterm)
+
+    def start_phase(self, phase_micro_steps):
+        """Batches the current phase has in total (the stop point)."""
+        self.phase_micro_steps = phase_micro_steps
+
+    def save(self):
+        self.manager.save(self.model, self.state.to_dict())
+        self.last_saved_step = self.state.step
+
+    def on_train_batch_end(self, batch, logs=None):
+        state = self.state
+        state.micro_step += 1
+        state.phase_micro_step += 1
+        update = state.micro_step % self.gradient_accumulation_steps == 0
+        if update:
+            state.step += 1
+        if self.preempted:
+            self.save()
+            self.model.stop_training = True
+            return
+        if update and state.step % self.every_steps == 0:
+            self.save()
+        if (self.phase_micro_steps is not None
+                and state.phase_micro_step >= self.phase_micro_steps):
+            self.model.stop_training = True

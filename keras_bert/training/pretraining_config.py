@@ -1,0 +1,384 @@
+"""The pre-training recipe as dataclasses, loaded from `configs/pretrain/`.
+
+One `PretrainingConfig` holds every knob of a run; its sections are small
+dataclasses whose field names are the YAML keys. Overrides use dotted keys
+(`optimizer.learning_rate=3e-4`, `phases.1.batch_size=16`) and an unknown
+key is an error, as in tensorflow/models `official/core/train_utils.py`.
+"""
+
+import dataclasses
+import json
+import typing
+from pathlib import Path
+
+import yaml
+
+from keras_bert.training.config_error import ConfigError
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "pretrain"
+STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+OPTIMIZERS = ("adamw", "lamb")
+
+
+@dataclasses.dataclass
+class PhaseConfig:
+    """One pre-training phase: a sequence length and its batch shape.
+
+    BERT trains 90% of the steps at 128 tokens and 10% at 512 (paper §A.2);
+    `steps` fixes a phase's length, `fraction` takes a share of
+    `train_steps` (exactly one of the two). `batch_size` is global: summed
+    over replicas and workers, counted per micro-batch when gradients are
+    accumulated.
+    """
+
+    seq_len: int = 128
+    max_predictions: int = 20
+    batch_size: int = 32
+    steps: typing.Optional[int] = None
+    fraction: typing.Optional[float] = None
+
+
+@dataclasses.dataclass
+class DataConfig:
+    """Where the corpus is and how `pipelines.pretraining_dataset` reads it.
+
+    `eval_files` None holds out `holdout_fraction` of `train_files` (by
+    file) with `pipelines.split_files`. `shuffle: false` reads files,
+    documents and pairs in order (quick start-up for tests and debugging).
+    """
+
+    train_files: typing.Union[str, list] = "data/corpus/*/*.txt"
+    eval_files: typing.Union[str, list, None] = None
+    holdout_fraction: float = 0.05
+    vocab_file: str = "data/vocab/bert_uncased_vocab.txt"
+    corpus_format: str = "text"
+    lower_case: bool = True
+    mask_rate: float = 0.15
+    short_seq_prob: float = 0.1
+    whole_word_masking: bool = False
+    shuffle: bool = True
+    seed: int = 0
+
+
+@dataclasses.dataclass
+class OptimizerConfig:
+    """AdamW or LAMB, warmup + linear decay, clipping, accumulation (§A.2)."""
+
+    name: str = "adamw"
+    learning_rate: float = 1e-4
+    warmup_steps: int = 10_000
+    weight_decay: float = 0.01
+    # Leaf variable names: LayerNorm's `gamma`/`beta` and every `bias`
+    # (`output_bias` of the masked-LM head included) are not decayed.
+    exclude_from_weight_decay: list = dataclasses.field(
+        default_factory=lambda: ["gamma", "beta", "bias"]
+    )
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-6
+    global_clipnorm: typing.Optional[float] = 1.0
+    gradient_accumulation_steps: int = 1
+
+
+@dataclasses.dataclass
+class CheckpointConfig:
+    """Checkpoint every `every_steps` optimizer updates, keep the last `keep`."""
+
+    every_steps: int = 1000
+    keep: int = 3
+
+
+@dataclasses.dataclass
+class PretrainingConfig:
+    """Everything one pre-training run needs.
+
+    Args:
+        model: str. A name in `configs/model/` or a YAML path.
+        model_overrides: dict. `BertBackbone` arguments that replace the
+            named config's, e.g. `{dropout: 0.0}`.
+        data: `DataConfig`.
+        phases: list of `PhaseConfig`, run in order with one optimizer and
+            one learning-rate schedule.
+        train_steps: int. Optimizer updates over all phases; phases given
+            by `fraction` share it.
+        optimizer: `OptimizerConfig`.
+        checkpoint: `CheckpointConfig`.
+        precision: `"float32"`, `"mixed_bfloat16"` or `"mixed_float16"`
+            (the last with dynamic loss scaling).
+        strategy: one of `STRATEGIES`.
+        tpu: str or None. TPU name or `grpc://` address for `strategy=tpu`.
+        jit_compile: `"auto"`, True or False, passed to `Model.compile`.
+        steps_per_loop: int. Updates per Keras epoch: metrics are averaged
+            and logged over this window, like Model Garden's
+            `steps_per_loop`.
+        eval_steps: int. Held-out batches evaluated after each phase.
+        profile_steps: str or None. `"first,last"` optimizer steps traced
+            by the profiler into the TensorBoard log directory.
+        init_checkpoint: str or None. Weights only (no optimizer, no step)
+            from a `.keras` backbone or pretrainer or a checkpoint directory.
+        model_dir: str. Checkpoints, logs, resolved config and exports.
+    """
+
+    model: str = "bert_tiny"
+    model_overrides: dict = dataclasses.field(default_factory=dict)
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    phases: list = dataclasses.field(
+        default_factory=lambda: [
+            PhaseConfig(128, 20, 256, fraction=0.9),
+            PhaseConfig(512, 80, 256, fraction=0.1),
+        ]
+    )
+    train_steps: int = 1_000_000
+    optimizer: OptimizerConfig = dataclasses.field(
+        default_factory=OptimizerConfig
+    )
+    checkpoint: CheckpointConfig = dataclasses.field(
+        default_factory=CheckpointConfig
+    )
+    precision: str = "float32"
+    strategy: str = "auto"
+    tpu: typing.Optional[str] = None
+    jit_compile: typing.Union[str, bool] = "auto"
+    steps_per_loop: int = 100
+    eval_steps: int = 20
+    profile_steps: typing.Optional[str] = None
+    init_checkpoint: typing.Optional[str] = None
+    model_dir: str = "runs/pretrain_default"
+
+    def phase_steps(self):
+        """Optimizer updates per phase; fractions are rounded, the last
+        fraction-sized phase takes what rounding left."""
+        fixed = sum(p.steps for p in self.phases if p.steps is not None)
+        shared = self.train_steps - fixed
+        steps, given = [], 0
+        flexible = [i for i, p in enumerate(self.phases) if p.steps is None]
+        for i, phase in enumerate(self.phases):
+            if phase.steps is not None:
+                steps.append(phase.steps)
+            elif i == flexible[-1]:
+                steps.append(shared - given)
+            else:
+                steps.append(int(round(phase.fraction * shared)))
+                given += steps[-1]
+        return steps
+
+    def validate(self):
+        """Raises `ConfigError` naming the first bad value."""
+
+        def check(ok, message):
+            if not ok:
+                raise ConfigError(message)
+
+        check(self.strategy in STRATEGIES,
+              f"`strategy` must be one of {STRATEGIES}. "
+              f"Received: strategy={self.strategy!r}")
+        check(self.precision in PRECISIONS,
+              f"`precision` must be one of {PRECISIONS}. "
+              f"Received: precision={self.precision!r}")
+        check(self.optimizer.name in OPTIMIZERS,
+              f"`optimizer.name` must be one of {OPTIMIZERS}. "
+              f"Received: optimizer.name={self.optimizer.name!r}")
+        check(self.jit_compile in ("auto", True, False),
+              "`jit_compile` must be auto, true or false. "
+              f"Received: jit_compile={self.jit_compile!r}")
+        for name in ("train_steps", "steps_per_loop", "eval_steps"):
+            value = getattr(self, name)
+            check(isinstance(value, int) and value >= (name != "eval_steps"),
+                  f"`{name}` must be a positive int. Received: {name}={value!r}")
+        check(self.phases, "`phases` must list at least one phase.")
+        for i, phase in enumerate(self.phases):
+            check((phase.steps is None) != (phase.fraction is None),
+                  f"phases.{i}: give exactly one of `steps` and `fraction`. "
+                  f"Received: steps={phase.steps}, fraction={phase.fraction}")
+            check(1 <= phase.max_predictions <= phase.seq_len,
+                  f"phases.{i}: `max_predictions` must be in [1, seq_len]. "
+                  f"Received: max_predictions={phase.max_predictions}, "
+                  f"seq_len={phase.seq_len}")
+            check(phase.batch_size >= 1,
+                  f"phases.{i}: `batch_size` must be >= 1. "
+                  f"Received: batch_size={phase.batch_size}")
+        steps = self.phase_steps()
+        check(all(s >= 1 for s in steps),
+              f"Every phase needs >= 1 step. Received: train_steps="
+              f"{self.train_steps}, phase steps={steps}")
+        optimizer = self.optimizer
+        check(0 <= optimizer.warmup_steps <= self.train_steps,
+              "`optimizer.warmup_steps` must be in [0, train_steps]. Received: "
+              f"warmup_steps={optimizer.warmup_steps}, "
+              f"train_steps={self.train_steps}")
+        check(optimizer.learning_rate > 0,
+              "`optimizer.learning_rate` must be > 0. "
+              f"Received: learning_rate={optimizer.learning_rate}")
+        check(optimizer.gradient_accumulation_steps >= 1,
+              "`optimizer.gradient_accumulation_steps` must be >= 1. Received: "
+              f"gradient_accumulation_steps="
+              f"{optimizer.gradient_accumulation_steps}")
+        check(self.checkpoint.every_steps >= 1 and self.checkpoint.keep >= 1,
+              "`checkpoint.every_steps` and `checkpoint.keep` must be >= 1. "
+              f"Received: every_steps={self.checkpoint.every_steps}, "
+              f"keep={self.checkpoint.keep}")
+        if self.profile_steps is not None:
+            parts = str(self.profile_steps).split(",")
+            check(len(parts) == 2 and all(p.strip().isdigit() for p in parts)
+                  and int(parts[0]) <= int(parts[1]),
+                  "`profile_steps` must be 'first,last' step numbers. "
+                  f"Received: profile_steps={self.profile_steps!r}")
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+def _from_dict(cls, values, prefix=""):
+    """Builds dataclass `cls` from a mapping, rejecting unknown keys."""
+    if not isinstance(values, dict):
+        raise ConfigError(
+            f"`{prefix.rstrip('.') or 'config'}` must be a mapping. "
+            f"Received: {values!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"Unknown config key(s) {[prefix + k for k in unknown]}. "
+            f"Allowed under {prefix.rstrip('.') or 'the top level'}: "
+            f"{sorted(fields)}")
+    kwargs = {}
+    for name, value in values.items():
+        field_type = fields[name].type
+        if dataclasses.is_dataclass(field_type):
+            value = _from_dict(field_type, value, f"{prefix}{name}.")
+        elif name == "phases":
+            if not isinstance(value, list):
+                raise ConfigError(f"`phases` must be a list. Received: {value!r}")
+            value = [
+                _from_dict(PhaseConfig, phase, f"phases.{i}.")
+                for i, phase in enumerate(value)
+            ]
+        else:
+            value = _check_type(field_type, value, prefix + name)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def _check_type(field_type, value, key):
+    allowed = typing.get_args(field_type) or (field_type,)
+    allowed = tuple(typing.get_origin(t) or t for t in allowed)
+    if value is None and type(None) in allowed:
+        return value
+    if float in allowed and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str) and float in allowed:
+        try:  # YAML 1.1 reads `1e-4` (no dot) as a string.
+            return float(value)
+        except ValueError:
+            pass
+    ok = any(
+        isinstance(value, t) and not (t is int and isinstance(value, bool))
+        for t in allowed
+    )
+    if not ok:
+        names = [getattr(t, "__name__", str(t)) for t in allowed]
+        raise ConfigError(
+            f"`{key}` must be of type {' or '.join(names)}. "
+            f"Received: {key}={value!r}")
+    return value
+
+
+def _set_dotted(tree, key, value):
+    """Sets `a.b.0.c` in nested dicts/lists; refuses paths that don't exist
+    (except new keys under a free-form dict such as `model_overrides`)."""
+    parts = key.split(".")
+    node = tree
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(
+                    f"Unknown config key {key!r}: "
+                    f"{'.'.join(parts[:depth]) or 'list'} has {len(node)} "
+                    "entries.")
+            part = int(part)
+        elif not isinstance(node, dict) or (
+            part not in node and parts[0] != "model_overrides"
+        ):
+            raise ConfigError(
+                f"Unknown config key {key!r}. Top-level keys: "
+                f"{sorted(tree)}")
+        if last:
+            node[part] = value
+        else:
+            node = node[part]
+
+
+def parse_override(text):
+    """`"a.b=value"` -> `("a.b", value)`, the value read as YAML."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(
+            f"An override must look like key=value. Received: {text!r}")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"Cannot read the value of {text!r}: {error}") from None
+    return key.strip(), value
+
+
+def resolve_config_path(name_or_path):
+    """A YAML path, or a name in `configs/pretrain/` (`bert_base`)."""
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = CONFIG_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        shipped = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+        raise ConfigError(
+            f"No pre-training config {str(name_or_path)!r} (looked for "
+            f"{path}). Shipped: {', '.join(shipped)}")
+    return path
+
+
+def load_pretraining_config(name_or_path="default", overrides=()):
+    """Reads a pre-training YAML and applies `key=value` overrides.
+
+    Args:
+        name_or_path: str. A file in `configs/pretrain/` (without `.yaml`)
+            or a YAML path. Defaults to the bundled small run.
+        overrides: iterable of `"dotted.key=value"` strings or a dict of
+            dotted keys to values. An unknown key is a `ConfigError`.
+
+    Returns:
+        A validated `PretrainingConfig`.
+
+    Example:
+    >>> config = load_pretraining_config(
+    ...     "default", ["optimizer.learning_rate=3e-4", "phases.0.batch_size=16"])
+    >>> config.optimizer.learning_rate
+    0.0003
+    """
+    path = resolve_config_path(name_or_path)
+    try:
+        values = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    base = _from_dict(PretrainingConfig, values).to_dict()
+    pairs = overrides.items() if isinstance(overrides, dict) else map(
+        parse_override, overrides)
+    for key, value in pairs:
+        _set_dotted(base, key, value)
+    config = _from_dict(PretrainingConfig, base)
+    config.validate()
+    return config
+
+
+def config_from_dict(values):
+    """A validated `PretrainingConfig` from a plain dict (e.g. saved JSON)."""
+    config = _from_dict(PretrainingConfig, values)
+    config.validate()
+    return config
+
+
+def write_config(config, path):
+    """Writes the resolved config as YAML (sorted keys, one file)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(json.loads(json.dumps(config.to_dict())),
+                          sort_keys=False)
+    Path(path).write_text(text)

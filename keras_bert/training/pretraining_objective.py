@@ -1,0 +1,76 @@
+"""The pre-training objective: masked-LM + next-sentence losses and metrics.
+
+Shape legend: B batch, T sequence length, P masked positions, V vocabulary.
+"""
+
+import keras
+
+
+def pretraining_losses():
+    """Losses for `BertPretrainer`'s `{"mlm", "nsp"}` outputs.
+
+    The masked-LM loss is the cross-entropy averaged over the real
+    predictions: `sum(w * ce) / sum(w)` with the mask weights `w` (B, P),
+    so padded prediction slots neither count nor dilute the mean
+    (`reduction="mean_with_sample_weight"`; the original `run_pretraining.py`
+    divides by `sum(label_weights) + 1e-5` in the same way). The next
+    sentence loss is the batch mean. Keras adds the two: the paper's total
+    loss is "the sum of the mean masked LM likelihood and the mean next
+    sentence prediction likelihood". Both take logits, in float32.
+    """
+    return {
+        "mlm": keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight", name="mlm"
+        ),
+        "nsp": keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, name="nsp"
+        ),
+    }
+
+
+def pretraining_metrics():
+    """`weighted_metrics` logged as `mlm_accuracy` and `nsp_accuracy`.
+
+    Passed as `weighted_metrics` so the masked-LM accuracy counts only real
+    predictions (weight 1); the next-sentence weights are all 1.
+    """
+    return {
+        "mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        "nsp": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+    }
+
+
+def to_keras_batch(features, labels, sample_weights):
+    """Adapts a `pipelines.pretraining_dataset` element for `Model.fit`.
+
+    Keras wants one sample weight per output when any is given, so the
+    next-sentence weights are ones (B,); the boolean padding mask becomes
+    the backbone's int32 input.
+    """
+    import tensorflow as tf
+
+    features = dict(features)
+    features["padding_mask"] = tf.cast(features["padding_mask"], tf.int32)
+    sample_weights = dict(sample_weights)
+    sample_weights.setdefault(
+        "nsp", tf.ones_like(labels["nsp"], dtype=tf.float32)
+    )
+    return features, labels, sample_weights
+
+
+def compile_pretrainer(model, optimizer, jit_compile="auto",
+                       steps_per_execution=1):
+    """Compiles a `BertPretrainer` with the BERT losses and metrics.
+
+    Under a `mixed_float16` policy Keras wraps `optimizer` in a
+    `LossScaleOptimizer` (dynamic loss scaling); the heads' logits are
+    float32 whatever the policy, so the losses and their softmax are too.
+    """
+    model.compile(
+        optimizer=optimizer,
+        loss=pretraining_losses(),
+        weighted_metrics=pretraining_metrics(),
+        jit_compile=jit_compile,
+        steps_per_execution=steps_per_execution,
+    )
+    return model

@@ -1,0 +1,159 @@
+"""The resumable pre-training loop behind `python -m keras_bert.pretrain`."""
+
+import os
+import signal
+
+import keras
+
+from keras_bert.training.checkpoint_manager import CheckpointManager
+from keras_bert.training.pretraining import (
+    build_pretraining,
+    load_initial_weights,
+)
+from keras_bert.training.pretraining_checkpoint import PretrainingCheckpoint
+from keras_bert.training.pretraining_config import write_config
+from keras_bert.training.training_monitor import TrainingMonitor
+from keras_bert.training.training_state import TrainingState
+
+
+def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
+    """Pre-trains BERT as `config` says, resuming from `model_dir` if it can.
+
+    Steps: write the resolved config to `<model_dir>/config.yaml`; build
+    the model and optimizer; restore the newest checkpoint in
+    `<model_dir>/checkpoints` (weights, optimizer and schedule position,
+    phase, data position) or else warm-start from `init_checkpoint`; run
+    each remaining phase with `Model.fit` (one Keras epoch per
+    `steps_per_loop` updates, the window over which metrics are averaged
+    and logged); evaluate on held-out files after each phase; save the
+    final checkpoint; export the backbone and pretrainer as `.keras` and
+    SavedModel. SIGTERM saves a checkpoint and returns early.
+
+    Args:
+        config: `PretrainingConfig`.
+        distribution: `TrainingDistribution` or None (from the config).
+        verbose: passed to `fit` (progress bar).
+        callbacks: extra Keras callbacks for every `fit`.
+
+    Returns:
+        dict: `"state"` (`TrainingState`), `"eval"` (per phase index, the
+        held-out metrics), `"preempted"` (bool), `"pretraining"`.
+    """
+    pretraining = build_pretraining(config, distribution)
+    distribution = pretraining.distribution
+    chief = distribution.is_chief
+    model_dir = config.model_dir
+    if chief:
+        os.makedirs(model_dir, exist_ok=True)
+        write_config(config, os.path.join(model_dir, "config.yaml"))
+
+    model = pretraining.model
+    manager = CheckpointManager(os.path.join(model_dir, "checkpoints"),
+                                keep=config.checkpoint.keep, is_chief=chief)
+    state = TrainingState()
+    latest = manager.latest()
+    if latest:
+        with distribution.scope():
+            state = TrainingState(**CheckpointManager.restore(model, latest))
+        print(f"Resuming from {latest}: step {state.step}, phase "
+              f"{state.phase}, {state.phase_micro_step} batches into it.",
+              flush=True)
+    elif config.init_checkpoint:
+        load_initial_weights(pretraining, config.init_checkpoint)
+        print(f"Initial weights from {config.init_checkpoint}.", flush=True)
+    results = {"state": state, "eval": {}, "preempted": False,
+               "pretraining": pretraining}
+    if state.finished:
+        print(f"Already finished at step {state.step}; outputs are in "
+              f"{model_dir}.", flush=True)
+        return results
+
+    accumulation = config.optimizer.gradient_accumulation_steps
+    schedule = pretraining.schedule
+    checkpointer = PretrainingCheckpoint(
+        manager, state, config.checkpoint.every_steps, accumulation)
+    profile = None
+    if config.profile_steps:
+        profile = tuple(int(s) for s in config.profile_steps.split(","))
+    monitor = TrainingMonitor(
+        os.path.join(model_dir, "logs"), state,
+        learning_rate_fn=lambda step: float(keras.ops.convert_to_numpy(
+            schedule(step * accumulation))),
+        profile_steps=profile, enabled=chief)
+    previous_handler = checkpointer.install_sigterm_handler()
+    try:
+        for phase in pretraining.phases[state.phase:]:
+            seq = phase.config
+            print(f"Phase {phase.index}: seq_len={seq.seq_len}, "
+                  f"max_predictions={seq.max_predictions}, global batch "
+                  f"{seq.batch_size}, steps {phase.first_step}.."
+                  f"{phase.first_step + phase.steps}", flush=True)
+            done = state.phase_micro_step
+            if done < phase.micro_steps:
+                checkpointer.start_phase(phase.micro_steps)
+                monitor.start_phase(phase.index, seq.batch_size, seq.seq_len)
+                loop = config.steps_per_loop * accumulation
+                model.fit(
+                    phase.dataset(skip_batches=done),
+                    **phase.fit_kwargs(loop, done),
+                    callbacks=[checkpointer, monitor, *callbacks],
+                    verbose=verbose,
+                    shuffle=False,  # The pipeline shuffles, seeded.
+                )
+                if checkpointer.preempted:
+                    if checkpointer.last_saved_step != state.step:
+                        checkpointer.save()
+                    print(f"Stopped at step {state.step}; checkpoint saved. "
+                          "Run the same command to resume.", flush=True)
+                    results["preempted"] = True
+                    return results
+                if checkpointer.last_saved_step != state.step:
+                    checkpointer.save()
+            results["eval"][phase.index] = evaluate(pretraining, phase.index,
+                                                    monitor, state.step)
+            state.phase += 1
+            state.phase_micro_step = 0
+        state.finished = True
+        if chief:
+            export_models(pretraining, model_dir)
+        checkpointer.save()
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+    return results
+
+
+def evaluate(pretraining, phase_index, monitor, step):
+    """Held-out loss and accuracies at phase `phase_index`'s shape."""
+    config = pretraining.config
+    if config.eval_steps == 0:
+        return {}
+    seq = pretraining.phases[phase_index].config
+    metrics = pretraining.model.evaluate(
+        pretraining.eval_dataset(phase_index), steps=config.eval_steps,
+        return_dict=True, verbose=0)
+    metrics = {k: float(v) for k, v in metrics.items()}
+    print(f"Held-out at seq_len={seq.seq_len} (step {step}): "
+          f"MLM accuracy {metrics.get('mlm_accuracy', float('nan')):.4f}, "
+          f"NSP accuracy {metrics.get('nsp_accuracy', float('nan')):.4f}, "
+          f"loss {metrics.get('loss', float('nan')):.4f}", flush=True)
+    monitor.write_scalars(
+        "eval", {f"{k}_seq{seq.seq_len}": v for k, v in metrics.items()},
+        step)
+    return metrics
+
+
+def export_models(pretraining, model_dir):
+    """`backbone.keras`, `pretrainer.keras` and, where the backend can,
+    SavedModels under `saved_model/{backbone,pretrainer}`."""
+    pretraining.backbone.save(os.path.join(model_dir, "backbone.keras"))
+    pretraining.model.save(os.path.join(model_dir, "pretrainer.keras"))
+    if keras.backend.backend() == "torch":
+        print("SavedModel export needs the tensorflow or jax backend; "
+              "wrote the .keras files only.", flush=True)
+        return
+    for name, model in (("backbone", pretraining.backbone),
+                        ("pretrainer", pretraining.model)):
+        model.export(os.path.join(model_dir, "saved_model", name),
+                     format="tf_saved_model", verbose=False)
+    print(f"Exported backbone and pretrainer (.keras, SavedModel) to "
+          f"{model_dir}.", flush=True)

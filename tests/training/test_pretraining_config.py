@@ -1,0 +1,85 @@
+import pytest
+import yaml
+
+from keras_bert.training import ConfigError, load_pretraining_config
+from keras_bert.training.pretraining_config import parse_override
+
+
+def test_default_config_two_phases_90_10():
+    config = load_pretraining_config()
+    assert [p.seq_len for p in config.phases] == [128, 512]
+    assert [p.max_predictions for p in config.phases] == [20, 80]
+    steps = config.phase_steps()
+    assert sum(steps) == config.train_steps
+    assert steps[0] == round(0.9 * config.train_steps)
+
+
+@pytest.mark.parametrize("name", ["bert_base", "bert_large"])
+def test_paper_recipes(name):
+    config = load_pretraining_config(name)
+    assert config.train_steps == 1_000_000
+    assert config.optimizer.learning_rate == 1e-4
+    assert config.optimizer.warmup_steps == 10_000
+    assert config.optimizer.weight_decay == 0.01
+    assert (config.optimizer.beta_1, config.optimizer.beta_2) == (0.9, 0.999)
+    assert config.optimizer.epsilon == 1e-6
+    assert config.optimizer.global_clipnorm == 1.0
+    assert all(p.batch_size == 256 for p in config.phases)
+    assert config.phase_steps() == [900_000, 100_000]
+
+
+def test_overrides_nested_and_list():
+    config = load_pretraining_config("default", [
+        "optimizer.learning_rate=3e-4", "phases.1.batch_size=4",
+        "optimizer.name=lamb", "model_overrides.dropout=0.0",
+        "data.eval_files=[a.txt, b.txt]"])
+    assert config.optimizer.learning_rate == 3e-4
+    assert config.phases[1].batch_size == 4
+    assert config.optimizer.name == "lamb"
+    assert config.model_overrides == {"dropout": 0.0}
+    assert config.data.eval_files == ["a.txt", "b.txt"]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("optimizer.learnig_rate=1", "Unknown config key 'optimizer.learnig_rate'"),
+    ("nope=1", "Unknown config key 'nope'"),
+    ("phases.5.batch_size=1", "phases has 2 entries"),
+    ("strategy=gpus", "`strategy` must be one of"),
+    ("precision=fp8", "`precision` must be one of"),
+    ("train_steps=ten", "`train_steps` must be of type int"),
+    ("phases.0.max_predictions=999", "max_predictions=999"),
+    ("optimizer.warmup_steps=-1", "warmup_steps=-1"),
+    ("novalue", "key=value"),
+])
+def test_bad_overrides_name_the_key(override, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+        load_pretraining_config("default", [override])
+
+
+def test_unknown_key_in_yaml(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"optimizer": {"lr": 1.0}}))
+    with pytest.raises(ConfigError, match=r"optimizer\.lr"):
+        load_pretraining_config(str(path))
+
+
+def test_unknown_config_name():
+    with pytest.raises(ConfigError, match="Shipped: .*bert_base"):
+        load_pretraining_config("bert_huge")
+
+
+def test_exactly_one_of_steps_and_fraction():
+    with pytest.raises(ConfigError, match="exactly one of `steps` and `fraction`"):
+        load_pretraining_config("default", ["phases.0.steps=5"])
+
+
+def test_fixed_and_fraction_phases():
+    config = load_pretraining_config("default", [
+        "train_steps=100", "phases.0.steps=30", "phases.0.fraction=null"])
+    assert config.phase_steps() == [30, 70]
+
+
+def test_parse_override_reads_yaml_values():
+    assert parse_override("a.b=1e-4") == ("a.b", "1e-4")  # YAML 1.1 quirk
+    assert parse_override("a=true") == ("a", True)
+    assert parse_override("a=null") == ("a", None)
