@@ -12,6 +12,7 @@ exported by `python -m keras_bert.export` in a child process with
 `KERAS_BACKEND=tensorflow`.
 """
 
+import contextlib
 import importlib
 import os
 import pkgutil
@@ -200,15 +201,22 @@ def export_for_serving(
             f"{len(vocabulary)} tokens starting {vocabulary[:5]}"
         )
 
-    staging = os.path.join(output_dir, f".tmp-{version}-{uuid.uuid4().hex[:8]}")
+    with atomic_directory(final_dir) as staging:
+        _write_saved_model(model, staging, vocabulary, lower_case, options)
+    return final_dir
+
+
+@contextlib.contextmanager
+def atomic_directory(final_dir):
+    """Yields a hidden sibling of `final_dir` to fill; renames it into place
+    only if the block succeeds, and removes it whatever happens."""
+    parent, name = os.path.split(os.path.abspath(final_dir))
+    staging = os.path.join(parent, f".tmp-{name}-{uuid.uuid4().hex[:8]}")
     try:
-        _write_saved_model(
-            model, staging, vocabulary, lower_case, options
-        )
-        os.rename(staging, final_dir)  # Atomic on one filesystem.
+        yield staging
+        os.rename(staging, final_dir)  # Atomic within one filesystem.
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return final_dir
 
 
 def _write_saved_model(model, path, vocabulary, lower_case, options):
