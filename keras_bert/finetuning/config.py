@@ -116,6 +116,11 @@ def _coerce(value, annotation, current, key, where):
         return None
     kinds = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
     kind = kinds[0]
+    if kind is float and isinstance(parsed, str):
+        try:  # YAML 1.1 reads "5e-5" (no dot) as a string.
+            return float(parsed)
+        except ValueError:
+            pass
     if kind is float and isinstance(parsed, (int, float)) and not isinstance(parsed, bool):
         return float(parsed)
     if kind is int and isinstance(parsed, int) and not isinstance(parsed, bool):

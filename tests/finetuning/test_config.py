@@ -1,0 +1,58 @@
+"""Fine-tuning config loading, strict overrides and the warmup schedule."""
+
+import numpy as np
+import pytest
+
+from keras_bert.finetuning.config import FinetuneConfigError, load_finetune_config
+from keras_bert.finetuning.optimization import FinetuneLinearSchedule
+from keras_bert.finetuning.task_registry import TASKS, default_config_file
+
+
+def test_every_task_has_a_config_file():
+    for task in TASKS:
+        config = load_finetune_config(task, default_config_file(task))
+        assert config.task == task
+        assert config.training.batch_size in (16, 32)
+    squad = load_finetune_config("squad_v1", default_config_file("squad_v1"))
+    assert (squad.data.max_seq_length, squad.data.doc_stride, squad.data.max_query_length) == (384, 128, 64)
+    assert (squad.squad.n_best_size, squad.squad.max_answer_length) == (20, 30)
+
+
+def test_paper_defaults():
+    config = load_finetune_config("sst2", default_config_file("sst2"))
+    assert config.optimizer.learning_rate in (5e-5, 3e-5, 2e-5)
+    assert (config.training.batch_size, config.training.epochs) == (32, 3)
+    assert (config.optimizer.warmup_fraction, config.training.dropout) == (0.1, 0.1)
+
+
+def test_overrides_are_typed_and_strict():
+    config = load_finetune_config(
+        "sst2",
+        overrides=["optimizer.learning_rate=5e-5", "training.epochs=2", "data.lower_case=false",
+                   "data.label_names=[neg, pos]", "data.train_limit=null"],
+    )
+    assert config.optimizer.learning_rate == 5e-5 and config.training.epochs == 2.0
+    assert config.data.lower_case is False and config.data.label_names == ["neg", "pos"]
+    with pytest.raises(FinetuneConfigError, match="unknown config key 'training.lr'"):
+        load_finetune_config("sst2", overrides=["training.lr=1"])
+    with pytest.raises(FinetuneConfigError, match="unknown config key 'training'"):
+        load_finetune_config("sst2", overrides=["training=1"])
+    with pytest.raises(FinetuneConfigError, match="training.batch_size must be int"):
+        load_finetune_config("sst2", overrides=["training.batch_size=big"])
+    with pytest.raises(FinetuneConfigError, match="expected key=value"):
+        load_finetune_config("sst2", overrides=["training.epochs"])
+
+
+def test_unknown_key_in_yaml(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("training:\n  batchsize: 8\n")
+    with pytest.raises(FinetuneConfigError, match=r"x.yaml: unknown config key 'training.batchsize'"):
+        load_finetune_config("sst2", path)
+
+
+def test_warmup_then_linear_decay():
+    schedule = FinetuneLinearSchedule(1e-4, warmup_steps=10, total_steps=110)
+    values = [float(np.asarray(schedule(s))) for s in (0, 5, 10, 60, 110, 500)]
+    np.testing.assert_allclose(values, [0.0, 5e-5, 1e-4, 5e-5, 0.0, 0.0], atol=1e-9)
+    with pytest.raises(ValueError, match="warmup_steps=20, total_steps=10"):
+        FinetuneLinearSchedule(1e-4, warmup_steps=20, total_steps=10)
