@@ -123,7 +123,7 @@ def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
         reserved_tokens=list(SPECIAL_TOKENS),
         max_token_length=max_word_chars,
         max_unique_chars=max_unique_chars,
-        include_joiner_token=False,
+        include_joiner_token=True,
         joiner=SUFFIX_INDICATOR,
     )
     return vocab

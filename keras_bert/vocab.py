@@ -1,0 +1,55 @@
+"""`python -m keras_bert.vocab`: learn a WordPiece vocabulary from text.
+
+    python -m keras_bert.vocab --input 'data/corpus/*/*.txt' \
+        --vocab_size 30522 --output vocab.txt [--cased]
+
+Words are split exactly as `pipelines.BertTokenizer` splits them, counted,
+and handed to tensorflow-text's WordPiece learner. The reserved tokens
+`[PAD] [UNK] [CLS] [SEP] [MASK]` get ids 0-4. The written file is validated
+by loading it back.
+"""
+
+import argparse
+import logging
+import sys
+import time
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_bert.vocab",
+        description="Learn a BERT WordPiece vocabulary.")
+    parser.add_argument("--input", required=True, action="append",
+                        help="text file or glob; repeatable.")
+    parser.add_argument("--vocab_size", type=int, default=30522,
+                        help="maximum vocabulary size (default: %(default)s).")
+    parser.add_argument("--output", required=True, help="vocabulary file to write.")
+    parser.add_argument("--cased", action="store_true",
+                        help="keep case and accents (default: uncased).")
+    parser.add_argument("--max_word_chars", type=int, default=50,
+                        help="longer words are not counted (default: %(default)s).")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    import pipelines
+
+    start = time.time()
+    try:
+        tokens = pipelines.learn_vocabulary(
+            args.input, args.vocab_size, lower_case=not args.cased,
+            max_word_chars=args.max_word_chars)
+        pipelines.write_vocabulary(tokens, args.output)
+        pipelines.load_vocabulary(args.output)
+    except pipelines.PipelineInputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"Wrote {len(tokens)} tokens to {args.output} "
+          f"in {time.time() - start:.0f}s.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
