@@ -143,6 +143,11 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False):
         CheckpointError: for a bad source, config, weights or destination.
     """
     src, dst = os.fspath(src), os.fspath(dst)
+    if dst.endswith((".h5", ".safetensors", ".bin", ".ckpt", ".json")):
+        raise CheckpointError(
+            f"{dst}: the destination is a `.keras` file or a folder (for "
+            "Hugging Face), not a single weights file."
+        )
     if os.path.exists(dst) and not overwrite:
         raise CheckpointError(
             f"{dst}: already exists (pass overwrite to replace it)."

@@ -104,3 +104,12 @@ def test_entry_point_exits_non_zero_without_traceback(tmp_path):
     assert "bert/pooler/dense/kernel (8, 3) vs (8, 8)" in errors[0]
     assert "Traceback" not in result.stderr
     assert sorted(os.listdir(tmp_path)) == ["google"]
+
+
+def test_weights_file_destination_is_refused(tmp_path, capsys):
+    assert (
+        main([str(tmp_path / "missing"), str(tmp_path / "x.weights.h5")]) == 1
+    )
+    assert "a `.keras` file or a folder" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing"), str(tmp_path / "out.keras")]) == 1
+    assert "no such checkpoint" in capsys.readouterr().err
