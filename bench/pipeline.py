@@ -1,0 +1,212 @@
+"""Pre-training input pipeline throughput, side by side.
+
+    python bench/pipeline.py [--corpus ../shared/data/corpus/gutenberg]
+        [--seconds 20] [--bench_python .venv-bench/bin/python]
+
+Sequences per second, at 128 and 512 tokens, of
+
+* `pipelines.pretraining_dataset` reading the raw books (`corpus_format=
+  "text"`: tokenization, sentence splitting, NSP pair construction, packing
+  and dynamic masking all in the tf.data graph, every epoch);
+* the same from TFRecord shards written once by `python -m keras_bert.data`
+  (pairs and masks still made every epoch);
+* keras-hub's `BertMaskedLMPreprocessor` on ~seq_len-token text chunks
+  (tokenize, pack one segment, mask; no NSP pairs);
+* Hugging Face `tokenizers` (`BertTokenizerFast`) + `DataCollatorForLanguage
+  Modeling` on the same chunks (no NSP pairs), run in the benchmark-only
+  virtualenv given by `--bench_python` (see BENCHMARKS.md for how to make it).
+
+Consumption is in the TensorFlow graph (`tf.function` over the iterator) or a
+bare Python loop for Hugging Face, so the numbers are the pipelines' own.
+Never run by the test suite.
+"""
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VOCAB = os.path.join(ROOT, "data", "vocab", "bert_uncased_vocab.txt")
+DEFAULT_CORPUS = os.path.join(os.path.dirname(ROOT), "shared", "data", "corpus",
+                              "gutenberg")
+SETTINGS = {128: 20, 512: 80}   # seq_len -> max_predictions
+BATCH_SIZE = 32
+
+
+def corpus_files(corpus):
+    files = sorted(glob.glob(os.path.join(corpus, "**", "*.txt"), recursive=True))
+    if not files:
+        sys.exit(f"No corpus at {corpus!r}: the benchmark reads "
+                 "../shared/data/corpus/gutenberg (pass --corpus).")
+    return files
+
+
+def text_chunks(files, seq_len):
+    """Whitespace words grouped ~seq_len wordpieces to a chunk."""
+    words_per_chunk = int(seq_len * 0.75)
+    chunks = []
+    for path in files:
+        with open(path, encoding="utf-8", errors="ignore") as f:
+            words = f.read().split()
+        for i in range(0, len(words), words_per_chunk):
+            chunks.append(" ".join(words[i:i + words_per_chunk]))
+    return chunks
+
+
+def time_tf_dataset(dataset, seconds):
+    """Sequences/s of a batched dataset, consumed inside a tf.function."""
+    import tensorflow as tf
+
+    iterator = iter(dataset)
+
+    @tf.function
+    def consume(n):
+        for _ in tf.range(n):
+            next(iterator)
+        return n
+
+    consume(tf.constant(20))                          # warm-up, fill buffers
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        steps += int(consume(tf.constant(20)))
+    return steps * BATCH_SIZE / (time.perf_counter() - start)
+
+
+def bench_ours(files, seq_len, seconds, corpus_format="text"):
+    sys.path.insert(0, ROOT)
+    import pipelines
+
+    dataset = pipelines.pretraining_dataset(
+        files, VOCAB, seq_len=seq_len, max_predictions=SETTINGS[seq_len],
+        batch_size=BATCH_SIZE, corpus_format=corpus_format, seed=0)
+    return time_tf_dataset(dataset, seconds)
+
+
+def bench_keras_hub(files, seq_len, seconds):
+    import keras_hub
+    import tensorflow as tf
+
+    tokenizer = keras_hub.tokenizers.BertTokenizer(vocabulary=VOCAB, lowercase=True)
+    preprocessor = keras_hub.models.BertMaskedLMPreprocessor(
+        tokenizer, sequence_length=seq_len, mask_selection_rate=0.15,
+        mask_selection_length=SETTINGS[seq_len])
+    chunks = text_chunks(files, seq_len)
+    dataset = (tf.data.Dataset.from_tensor_slices(chunks).repeat()
+               .shuffle(10_000, seed=0).batch(BATCH_SIZE, drop_remainder=True)
+               .map(preprocessor, num_parallel_calls=tf.data.AUTOTUNE)
+               .prefetch(tf.data.AUTOTUNE))
+    return time_tf_dataset(dataset, seconds)
+
+
+def bench_hugging_face(files, seq_len, seconds):
+    """Runs in the benchmark virtualenv (no TensorFlow there)."""
+    import random
+
+    from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
+
+    tokenizer = BertTokenizerFast(vocab_file=VOCAB, do_lower_case=True)
+    collator = DataCollatorForLanguageModeling(
+        tokenizer, mlm=True, mlm_probability=0.15, return_tensors="pt")
+    chunks = text_chunks(files, seq_len)
+    random.Random(0).shuffle(chunks)
+
+    def batches():
+        while True:
+            for i in range(0, len(chunks) - BATCH_SIZE + 1, BATCH_SIZE):
+                yield chunks[i:i + BATCH_SIZE]
+
+    def step(texts):
+        encoded = tokenizer(texts, truncation=True, max_length=seq_len,
+                            padding="max_length", return_special_tokens_mask=True)
+        examples = [dict(zip(encoded.keys(), values))
+                    for values in zip(*encoded.values())]
+        return collator(examples)
+
+    stream = batches()
+    for _ in range(5):
+        step(next(stream))
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        step(next(stream))
+        steps += 1
+    return steps * BATCH_SIZE / (time.perf_counter() - start)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--corpus", default=DEFAULT_CORPUS)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--bench_python",
+                        default=os.path.join(ROOT, ".venv-bench", "bin", "python"))
+    parser.add_argument("--seq_len", type=int, action="append",
+                        help="default: 128 and 512")
+    parser.add_argument("--only", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    files = corpus_files(args.corpus)
+    seq_lens = args.seq_len or [128, 512]
+
+    if args.only == "hugging_face":      # the worker in the benchmark venv
+        print(json.dumps({s: bench_hugging_face(files, s, args.seconds)
+                          for s in seq_lens}))
+        return
+
+    import tempfile
+
+    import tensorflow as tf
+
+    sys.path.insert(0, ROOT)
+    import pipelines
+
+    results = {}
+    for seq_len in seq_lens:
+        results[("pipelines, raw text (tokenize + NSP + mask)", seq_len)] = \
+            bench_ours(files, seq_len, args.seconds)
+    with tempfile.TemporaryDirectory() as shards:
+        start = time.perf_counter()
+        info = pipelines.write_tfrecord_shards(
+            files, shards, VOCAB, corpus_format="text", num_shards=16)
+        print(f"(keras_bert.data: {info['tokens']:,} tokens to shards in "
+              f"{time.perf_counter() - start:.0f}s)", file=sys.stderr)
+        for seq_len in seq_lens:
+            results[("pipelines, TFRecord shards (NSP + mask)", seq_len)] = \
+                bench_ours(os.path.join(shards, "*.tfrecord"), seq_len,
+                           args.seconds, corpus_format="tfrecord")
+    for seq_len in seq_lens:
+        results[("keras-hub BertMaskedLMPreprocessor (mask, no NSP)", seq_len)] = \
+            bench_keras_hub(files, seq_len, args.seconds)
+    if os.path.exists(args.bench_python):
+        out = subprocess.run(
+            [args.bench_python, os.path.abspath(__file__), "--only",
+             "hugging_face", "--corpus", args.corpus, "--seconds",
+             str(args.seconds)] + sum([["--seq_len", str(s)] for s in seq_lens], []),
+            check=True, capture_output=True, text=True).stdout
+        for seq_len, value in json.loads(out.strip().splitlines()[-1]).items():
+            results[("HF tokenizers + DataCollatorForLanguageModeling (mask, no NSP)",
+                     int(seq_len))] = value
+    else:
+        print(f"(no {args.bench_python}: Hugging Face column skipped)",
+              file=sys.stderr)
+
+    names = list(dict.fromkeys(name for name, _ in results))
+    hf = {s: v for (n, s), v in results.items() if n.startswith("HF")}
+    print(f"\n{len(files)} files from {args.corpus}, batch {BATCH_SIZE}, "
+          f"{os.cpu_count()} CPU cores, tensorflow {tf.__version__}, "
+          f"load average {os.getloadavg()[0]:.1f}\n")
+    header = "| pipeline | " + " | ".join(f"seq/s @ {s}" for s in seq_lens)
+    print(header + (" | vs HF @ 128 |" if hf else " |"))
+    print("|---" * (len(seq_lens) + 1 + bool(hf)) + "|")
+    for name in names:
+        row = [results.get((name, s)) for s in seq_lens]
+        cells = [f"{v:,.0f}" if v else "-" for v in row]
+        if hf:
+            ratio = results[(name, seq_lens[0])] / hf[seq_lens[0]]
+            cells.append(f"{ratio:.1f}x")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
