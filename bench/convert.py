@@ -1,9 +1,9 @@
 """Times converting all-MiniLM-L6-v2 (BENCHMARKS.md, "Checkpoint conversion").
 
-Not a test (pytest collects only `test_*.py`). Run from the repository root:
+Run from the repository root:
 
     KERAS_BACKEND=jax PYTHONPATH=. .venv/bin/python \
-        tests/convert/bench_convert.py
+        bench/convert.py
 """
 
 import os
