@@ -75,11 +75,10 @@ def _backbone_of(model):
 
 
 def infer_lower_case(vocabulary):
-    """Uncased unless a regular token has an upper-case letter."""
+    """Uncased unless a token outside [SPECIAL] ones has an upper-case
+    letter (the fine-tuning runner's rule, so both sides agree)."""
     return not any(
-        token != token.lower()
-        for token in vocabulary
-        if not (token.startswith("[") and token.endswith("]"))
+        token != token.lower() for token in vocabulary if not token.startswith("[")
     )
 
 
@@ -193,7 +192,9 @@ def export_for_serving(
             f"{len(vocabulary)} tokens for vocabulary_size={vocab_size}"
         )
     missing = [
-        t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]") if t not in vocabulary
+        t
+        for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+        if t not in vocabulary
     ]
     if missing:
         raise ValueError(

@@ -206,6 +206,7 @@ def test_failed_write_leaves_no_version(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow  # A child process under JAX/PyTorch.
 def test_failed_export_leaves_no_version(tmp_path, vocab):
     broken = tmp_path / "model.keras"
     broken.write_bytes(b"not a keras archive")

@@ -2,8 +2,9 @@
 
 Each test exports one tiny task model, calls `serving_default` in a fresh
 tensorflow-only process and checks the answer against the Keras model run on
-the reference tokenizer's ids. The classifier runs by default; the others
-are slow (an export costs ~15 s).
+the reference tokenizer's ids. All are slow (an export costs 15-60 s on
+these machines); `test_serving_export.py` covers backbone and pretrainer in
+the default run.
 """
 
 import numpy as np
@@ -51,6 +52,7 @@ TEXT_A = [b"a great movie!", b"", b"\xff\xfe\x00 \xe4\xb8\xad\xe6\x96\x87", b"so
 TEXT_B = [b"", b"second", b"", b"really \xf0\x9f\x98\x80"]
 
 
+@pytest.mark.slow
 def test_classifier(vocab, reference, tmp_path):
     model = models.BertClassifier(
         _backbone(vocab), num_classes=3, label_names=["neg", "neu", "pos"]
