@@ -176,13 +176,20 @@ class CoreOpsBertTokenizer(tf.Module):
         # word, sort stably by combining class. Only matters for the few
         # marks that are not Mn (stripped next), e.g. U+302E, U+1D165.
         ccc = self.ccc_table.lookup(out_cp)
-        run_start = (ccc == 0) | (out_word != _shift_right(out_word, -1))
-        run = tf.cumsum(tf.cast(run_start, tf.int64))
-        order = tf.argsort(run * 256 + ccc, stable=True)
-        out_cp = tf.gather(out_cp, order)
-        out_src = tf.gather(out_src, order)
-        out_word = tf.gather(out_word, order)
         keep = (self._flags(out_cp) & ut.NONSPACING_MARK) == 0
+
+        def reorder():
+            run_start = (ccc == 0) | (out_word != _shift_right(out_word, -1))
+            run = tf.cumsum(tf.cast(run_start, tf.int64))
+            order = tf.argsort(run * 256 + ccc, stable=True)
+            return [tf.gather(x, order) for x in (out_cp, out_src, out_word, keep)]
+
+        # The sort can only matter when a surviving mark exists.
+        out_cp, out_src, out_word, keep = tf.cond(
+            tf.reduce_any((ccc > 0) & keep),
+            reorder,
+            lambda: [out_cp, out_src, out_word, keep],
+        )
         return (
             tf.boolean_mask(out_cp, keep),
             tf.boolean_mask(out_src, keep),
@@ -228,10 +235,14 @@ class CoreOpsBertTokenizer(tf.Module):
         src = tf.range(tf.shape(cp, out_type=tf.int64)[0])
         char_word = word
         if self.lower_case:
-            cp = tf.where(
-                self._final_sigmas(cp, word, flags),
-                tf.constant(ut.FINAL_SIGMA, tf.int64),
-                cp,
+            cp = tf.cond(
+                tf.reduce_any(cp == ut.CAPITAL_SIGMA),
+                lambda: tf.where(
+                    self._final_sigmas(cp, word, flags),
+                    tf.constant(ut.FINAL_SIGMA, tf.int64),
+                    cp,
+                ),
+                lambda: cp,
             )
             cp, src, word = self._normalize(cp, src, word)
         # Split around punctuation: each punctuation char is its own piece
@@ -265,7 +276,6 @@ class CoreOpsBertTokenizer(tf.Module):
         vocabulary id, first char, end char (exclusive) within the word.
         """
         num_words = tf.shape(words, out_type=tf.int64)[0]
-        lengths = tf.range(1, self.max_piece_chars + 1, dtype=tf.int64)  # (K,)
         too_long = num_chars > MAX_CHARS_PER_WORD
         spec = tf.TensorSpec([None], tf.int64)
 
@@ -274,7 +284,13 @@ class CoreOpsBertTokenizer(tf.Module):
             word = tf.gather(words, idx)
             begin = tf.gather(start, idx)
             remaining = tf.gather(num_chars, idx) - begin
-            shape = tf.stack([tf.size(idx, out_type=tf.int64), lengths.shape[0]])
+            # Candidates 1..K, K no longer than any active word's remainder.
+            longest = tf.minimum(
+                tf.constant(self.max_piece_chars, tf.int64),
+                tf.reduce_max(remaining),
+            )
+            lengths = tf.range(1, longest + 1, dtype=tf.int64)  # (K,)
+            shape = tf.stack([tf.size(idx, out_type=tf.int64), longest])
             candidates = tf.strings.substr(
                 tf.broadcast_to(word[:, None], shape),
                 tf.broadcast_to(begin[:, None], shape),
