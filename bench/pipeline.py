@@ -1,7 +1,7 @@
 """Pre-training input pipeline throughput, side by side.
 
     python bench/pipeline.py [--corpus ../shared/data/corpus/gutenberg]
-        [--seconds 20] [--bench_python .venv-bench/bin/python]
+        [--seconds 60] [--bench_python .venv-bench/bin/python]
 
 Sequences per second, at 128 and 512 tokens, of
 
@@ -57,6 +57,18 @@ def text_chunks(files, seq_len):
     return chunks
 
 
+def _cpu_seconds():
+    """CPU time of this process, all threads, user + system."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _rates(sequences, wall, cpu):
+    return {"wall": sequences / wall, "cpu": sequences / cpu}
+
+
 def time_tf_dataset(dataset, seconds):
     """Sequences/s of a batched dataset, consumed inside a tf.function."""
     import tensorflow as tf
@@ -70,10 +82,11 @@ def time_tf_dataset(dataset, seconds):
         return n
 
     consume(tf.constant(20))                          # warm-up, fill buffers
-    steps, start = 0, time.perf_counter()
+    steps, start, cpu = 0, time.perf_counter(), _cpu_seconds()
     while time.perf_counter() - start < seconds:
         steps += int(consume(tf.constant(20)))
-    return steps * BATCH_SIZE / (time.perf_counter() - start)
+    return _rates(steps * BATCH_SIZE, time.perf_counter() - start,
+                  _cpu_seconds() - cpu)
 
 
 def bench_ours(files, seq_len, seconds, corpus_format="text"):
@@ -102,10 +115,17 @@ def bench_keras_hub(files, seq_len, seconds):
     return time_tf_dataset(dataset, seconds)
 
 
-def bench_hugging_face(files, seq_len, seconds):
-    """Runs in the benchmark virtualenv (no TensorFlow there)."""
+def bench_hugging_face(files, seq_len, seconds, collate=True):
+    """Runs in the benchmark virtualenv (no TensorFlow there).
+
+    `collate=True`: the documented path, examples through
+    `DataCollatorForLanguageModeling.__call__` (pads, tensors, masks).
+    `collate=False`: the fastest use of the same pieces, the tokenizer
+    returning padded tensors and only the collator's masking step.
+    """
     import random
 
+    import torch
     from transformers import BertTokenizerFast, DataCollatorForLanguageModeling
 
     tokenizer = BertTokenizerFast(vocab_file=VOCAB, do_lower_case=True)
@@ -120,26 +140,41 @@ def bench_hugging_face(files, seq_len, seconds):
                 yield chunks[i:i + BATCH_SIZE]
 
     def step(texts):
+        if not collate:
+            encoded = tokenizer(texts, truncation=True, max_length=seq_len,
+                                padding="max_length", return_tensors="pt",
+                                return_special_tokens_mask=True)
+            special = encoded.pop("special_tokens_mask").bool()
+            return collator.torch_mask_tokens(encoded["input_ids"], special)
         encoded = tokenizer(texts, truncation=True, max_length=seq_len,
-                            padding="max_length", return_special_tokens_mask=True)
+                            return_special_tokens_mask=True)
         examples = [dict(zip(encoded.keys(), values))
                     for values in zip(*encoded.values())]
         return collator(examples)
 
+    torch.manual_seed(0)
     stream = batches()
     for _ in range(5):
         step(next(stream))
     steps, start = 0, time.perf_counter()
+    cpu = _cpu_seconds()
     while time.perf_counter() - start < seconds:
         step(next(stream))
         steps += 1
-    return steps * BATCH_SIZE / (time.perf_counter() - start)
+    return _rates(steps * BATCH_SIZE, time.perf_counter() - start,
+                  _cpu_seconds() - cpu)
+
+
+HF_DOCUMENTED = "HF tokenizers + DataCollatorForLanguageModeling (mask, no NSP)"
+HF_FAST = "HF tokenizers to tensors + collator.torch_mask_tokens (mask, no NSP)"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default=DEFAULT_CORPUS)
-    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--seconds", type=float, default=60.0,
+                        help="timed window per measurement; at least a few "
+                             "epochs of the corpus for the raw-text pipeline.")
     parser.add_argument("--bench_python",
                         default=os.path.join(ROOT, ".venv-bench", "bin", "python"))
     parser.add_argument("--seq_len", type=int, action="append",
@@ -150,8 +185,10 @@ def main():
     seq_lens = args.seq_len or [128, 512]
 
     if args.only == "hugging_face":      # the worker in the benchmark venv
-        print(json.dumps({s: bench_hugging_face(files, s, args.seconds)
-                          for s in seq_lens}))
+        print(json.dumps({
+            name: {s: bench_hugging_face(files, s, args.seconds, collate)
+                   for s in seq_lens}
+            for name, collate in ((HF_DOCUMENTED, True), (HF_FAST, False))}))
         return
 
     import tempfile
@@ -162,49 +199,53 @@ def main():
     import pipelines
 
     results = {}
+    name = "pipelines, raw text (tokenize + NSP pairs + mask, every epoch)"
     for seq_len in seq_lens:
-        results[("pipelines, raw text (tokenize + NSP + mask)", seq_len)] = \
-            bench_ours(files, seq_len, args.seconds)
+        results[(name, seq_len)] = bench_ours(files, seq_len, args.seconds)
     with tempfile.TemporaryDirectory() as shards:
         start = time.perf_counter()
         info = pipelines.write_tfrecord_shards(
             files, shards, VOCAB, corpus_format="text", num_shards=16)
         print(f"(keras_bert.data: {info['tokens']:,} tokens to shards in "
               f"{time.perf_counter() - start:.0f}s)", file=sys.stderr)
+        name = "pipelines, TFRecord shards (NSP pairs + mask, every epoch)"
         for seq_len in seq_lens:
-            results[("pipelines, TFRecord shards (NSP + mask)", seq_len)] = \
-                bench_ours(os.path.join(shards, "*.tfrecord"), seq_len,
-                           args.seconds, corpus_format="tfrecord")
+            results[(name, seq_len)] = bench_ours(
+                os.path.join(shards, "*.tfrecord"), seq_len, args.seconds,
+                corpus_format="tfrecord")
+    name = "keras-hub BertMaskedLMPreprocessor (tokenize + mask, no NSP)"
     for seq_len in seq_lens:
-        results[("keras-hub BertMaskedLMPreprocessor (mask, no NSP)", seq_len)] = \
-            bench_keras_hub(files, seq_len, args.seconds)
+        results[(name, seq_len)] = bench_keras_hub(files, seq_len, args.seconds)
     if os.path.exists(args.bench_python):
         out = subprocess.run(
             [args.bench_python, os.path.abspath(__file__), "--only",
              "hugging_face", "--corpus", args.corpus, "--seconds",
              str(args.seconds)] + sum([["--seq_len", str(s)] for s in seq_lens], []),
             check=True, capture_output=True, text=True).stdout
-        for seq_len, value in json.loads(out.strip().splitlines()[-1]).items():
-            results[("HF tokenizers + DataCollatorForLanguageModeling (mask, no NSP)",
-                     int(seq_len))] = value
+        for name, by_len in json.loads(out.strip().splitlines()[-1]).items():
+            for seq_len, rates in by_len.items():
+                results[(name, int(seq_len))] = rates
     else:
-        print(f"(no {args.bench_python}: Hugging Face column skipped)",
+        print(f"(no {args.bench_python}: Hugging Face rows skipped)",
               file=sys.stderr)
 
     names = list(dict.fromkeys(name for name, _ in results))
-    hf = {s: v for (n, s), v in results.items() if n.startswith("HF")}
+    hf = results.get((HF_DOCUMENTED, seq_lens[0]))
     print(f"\n{len(files)} files from {args.corpus}, batch {BATCH_SIZE}, "
           f"{os.cpu_count()} CPU cores, tensorflow {tf.__version__}, "
-          f"load average {os.getloadavg()[0]:.1f}\n")
-    header = "| pipeline | " + " | ".join(f"seq/s @ {s}" for s in seq_lens)
-    print(header + (" | vs HF @ 128 |" if hf else " |"))
-    print("|---" * (len(seq_lens) + 1 + bool(hf)) + "|")
+          f"load average {os.getloadavg()[0]:.1f} at the end\n")
+    columns = [f"seq/s @ {s}" for s in seq_lens] + [
+        f"seq per CPU-s @ {s}" for s in seq_lens]
+    if hf:
+        columns.append(f"vs HF collator @ {seq_lens[0]} (per CPU-s)")
+    print("| pipeline | " + " | ".join(columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
     for name in names:
         row = [results.get((name, s)) for s in seq_lens]
-        cells = [f"{v:,.0f}" if v else "-" for v in row]
+        cells = [f"{r['wall']:,.0f}" if r else "-" for r in row]
+        cells += [f"{r['cpu']:,.0f}" if r else "-" for r in row]
         if hf:
-            ratio = results[(name, seq_lens[0])] / hf[seq_lens[0]]
-            cells.append(f"{ratio:.1f}x")
+            cells.append(f"{results[(name, seq_lens[0])]['cpu'] / hf['cpu']:.1f}x")
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 

@@ -265,3 +265,22 @@ def test_megabyte_line_without_spaces_and_invalid_utf8(tmp_path, tokenizer,
 def test_bad_arguments(sentence_corpus, kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         _dataset(sentence_corpus[0], **kwargs)
+
+
+def test_whole_word_masking_at_512(sentence_corpus, tokenizer):
+    pattern, _ = sentence_corpus
+    ds = _dataset(pattern, seq_len=512, max_predictions=80, batch_size=4,
+                  whole_word_masking=True)
+    f, l, w = _take(ds, 1)[0]
+    assert f["token_ids"].shape == (4, 512) and f["mask_positions"].shape == (4, 80)
+    ids = _unmask(f, l, w)
+    is_suffix = tokenizer.is_suffix.numpy()
+    for row in range(4):
+        n = int(f["padding_mask"][row].sum())
+        k = int(w["mlm"][row].sum())
+        assert 1 <= k <= min(80, round(n * 0.15))
+        chosen = set(f["mask_positions"][row, :k].tolist())
+        for p in chosen:
+            # A chosen "##" piece brings the piece before it along.
+            if is_suffix[ids[row, p]] and ids[row, p - 1] not in (CLS, SEP):
+                assert p - 1 in chosen
