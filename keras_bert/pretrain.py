@@ -12,6 +12,7 @@ or preemption resumes from the newest checkpoint in `--model_dir`.
 """
 
 import argparse
+import os
 import sys
 
 from keras_bert.training.config_error import ConfigError
@@ -61,7 +62,12 @@ def main(argv=None):
         print(f"error: {error}", file=sys.stderr)
         return 2
     if results["preempted"]:
-        return 0
+        # The checkpoint is on disk. Leave at once: interpreter shutdown can
+        # block on tf.data threads of the iterator `fit` was stopped in, and
+        # a preempted VM has seconds, not minutes.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     for index, metrics in sorted(results["eval"].items()):
         seq_len = config.phases[index].seq_len
         print(f"held-out seq_len={seq_len}: "

@@ -151,9 +151,21 @@ def export_models(pretraining, model_dir):
         print("SavedModel export needs the tensorflow or jax backend; "
               "wrote the .keras files only.", flush=True)
         return
+    kwargs = {}
     for name, model in (("backbone", pretraining.backbone),
                         ("pretrainer", pretraining.model)):
+        if keras.backend.backend() == "jax":
+            # jax2tf cannot trace keras-hub's PositionEmbedding with a
+            # symbolic sequence length: export at the longest phase's.
+            import tensorflow as tf
+
+            seq_len = max(p.seq_len for p in pretraining.config.phases)
+            kwargs["input_signature"] = [{
+                key: tf.TensorSpec(
+                    (None, None if key == "mask_positions" else seq_len),
+                    tf.int32, name=key)
+                for key in model.input}]
         model.export(os.path.join(model_dir, "saved_model", name),
-                     format="tf_saved_model", verbose=False)
+                     format="tf_saved_model", verbose=False, **kwargs)
     print(f"Exported backbone and pretrainer (.keras, SavedModel) to "
           f"{model_dir}.", flush=True)

@@ -56,7 +56,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def __call__(self, step):
         step = ops.floor_divide(
-            ops.cast(step, "int64"), self.gradient_accumulation_steps
+            ops.cast(step, "int32"), self.gradient_accumulation_steps
         )
         step = ops.cast(step, "float32")
         peak = ops.cast(self.peak_learning_rate, "float32")
