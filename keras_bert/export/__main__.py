@@ -43,19 +43,22 @@ def main(argv=None):
         find_model_file,
     )
 
-    model = args.model or find_model_file(args.model_dir)
-    path = export_for_serving(
-        model,
-        args.output,
-        vocabulary=args.vocab,
-        lower_case=args.lower_case,
-        seq_len=args.seq_len,
-        version=args.version,
-        top_k=args.top_k,
-        max_masks=args.max_masks,
-        max_answer_length=args.max_answer_length,
-        max_query_length=args.max_query_length,
-    )
+    try:
+        model = args.model or find_model_file(args.model_dir)
+        path = export_for_serving(
+            model,
+            args.output,
+            vocabulary=args.vocab,
+            lower_case=args.lower_case,
+            seq_len=args.seq_len,
+            version=args.version,
+            top_k=args.top_k,
+            max_masks=args.max_masks,
+            max_answer_length=args.max_answer_length,
+            max_query_length=args.max_query_length,
+        )
+    except (ValueError, OSError) as e:  # Bad arguments or files: one line.
+        parser.exit(2, f"{parser.prog}: error: {e}\n")
     print(f"Exported {model} to {path}")
     return path
 

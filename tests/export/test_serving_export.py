@@ -355,3 +355,15 @@ def test_pretrainer_fill_mask(pretrainer_export, served, reference, vocab):
     np.testing.assert_allclose(
         out["next_sentence_probabilities"].sum(-1), 1.0, atol=1e-5
     )
+
+
+def test_cli_reports_a_missing_model_in_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_bert.export", "--model_dir",
+         str(tmp_path / "missing"), "--output", str(tmp_path / "out")],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("python -m keras_bert.export: error: `model_dir`")
+    assert "Traceback" not in result.stderr
