@@ -13,6 +13,10 @@ import argparse
 import os
 
 # The exported graph must be TensorFlow; weights from any backend load here.
+# (`python -m` has already imported keras_bert, and so keras, by now: if it
+# came up under another backend, export_for_serving re-runs this command in
+# a child process; the setting below is what that child, and any process
+# importing this module first, gets.)
 os.environ["KERAS_BACKEND"] = "tensorflow"
 
 
