@@ -27,15 +27,18 @@ RUNS = {
     "sst2": ("sst2", "glue", "minilm", [
         "data.train_limit=8000", "training.epochs=1", "optimizer.learning_rate=5e-5",
     ]),
+    "sst2_20k": ("sst2", "glue", "minilm", [
+        "data.train_limit=20000", "training.epochs=1", "optimizer.learning_rate=5e-5",
+    ]),
     "stsb": ("stsb", "glue", "minilm", [
         "training.epochs=2", "optimizer.learning_rate=5e-5",
     ]),
     "squad": ("squad_v1", "squad", "minilm", [
-        "data.split_train_from_dev=0.5", "data.train_limit=800", "data.eval_limit=500",
+        "data.split_train_from_dev=0.5", "data.train_limit=600", "data.eval_limit=400",
         "training.epochs=1", "training.batch_size=16", "optimizer.learning_rate=5e-5",
     ]),
     "conll": ("conll2003", "conll2003", "minilm", [
-        "data.train_limit=2000", "data.eval_limit=1000", "training.epochs=1",
+        "data.train_limit=1500", "data.eval_limit=800", "training.epochs=1",
     ]),
     "mini_pretrained": ("sst2", "glue", "pretrained", [
         "data.train_limit=8000", "training.epochs=1", "optimizer.learning_rate=1e-4",

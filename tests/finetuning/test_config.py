@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from keras_bert.finetuning.config import FinetuneConfigError, load_finetune_config
-from keras_bert.finetuning.optimization import FinetuneLinearSchedule
+from keras_bert.finetuning.optimization import create_finetune_optimizer
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
 
 
@@ -50,9 +50,10 @@ def test_unknown_key_in_yaml(tmp_path):
         load_finetune_config("sst2", path)
 
 
-def test_warmup_then_linear_decay():
-    schedule = FinetuneLinearSchedule(1e-4, warmup_steps=10, total_steps=110)
-    values = [float(np.asarray(schedule(s))) for s in (0, 5, 10, 60, 110, 500)]
-    np.testing.assert_allclose(values, [0.0, 5e-5, 1e-4, 5e-5, 0.0, 0.0], atol=1e-9)
-    with pytest.raises(ValueError, match="warmup_steps=20, total_steps=10"):
-        FinetuneLinearSchedule(1e-4, warmup_steps=20, total_steps=10)
+def test_optimizer_warms_up_over_ten_percent():
+    config = load_finetune_config("sst2", overrides=["optimizer.learning_rate=1e-4"])
+    optimizer = create_finetune_optimizer(config.optimizer, total_steps=110)
+    schedule = optimizer._learning_rate
+    values = [float(np.asarray(schedule(s))) for s in (0, 11, 110)]
+    np.testing.assert_allclose(values, [0.0, 1e-4, 0.0], atol=1e-9)
+    assert optimizer.weight_decay == 0.01
