@@ -90,6 +90,10 @@ def create_distribution(name="auto", tpu=None):
         return _tensorflow_distribution(name, tpu)
     if backend == "jax":
         return _jax_distribution(name)
+    if name == "tpu":
+        raise ConfigError(
+            f"No TPU could be reached: the {backend} backend trains on one "
+            "device; use the tensorflow or jax backend for TPUs.")
     if name not in ("auto", "cpu", "gpu"):
         raise ConfigError(
             f"strategy={name!r} needs the tensorflow or jax backend; the "
@@ -194,7 +198,7 @@ def _jax_distribution(name):
             "use strategy=mirrored (DataParallel over all devices).")
     if name == "tpu" and platform != "tpu":
         raise ConfigError(
-            f"strategy=tpu but JAX sees no TPU (devices: {platform}).")
+            f"No TPU could be reached: JAX sees only {platform} devices.")
     if name == "gpu" and platform != "gpu":
         raise ConfigError(f"strategy=gpu but JAX sees no GPU ({platform}).")
     if name in ("mirrored", "tpu", "gpu") and len(devices) > 1:
