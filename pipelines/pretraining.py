@@ -2,8 +2,9 @@
 
     files --(shard by input pipeline, shuffle, interleave)--> documents
           --(shuffle, group)--> next-sentence pairs (create_pairs)
-          --(unbatch, shuffle, batch)--> packed batches
-          --(mask_batch, fresh every step)--> (features, labels, weights)
+          --(permute in group, unbatch, shuffle)--> packed sequences
+          --(mask_batch on blocks of 1024, fresh every epoch, rebatch)-->
+          (features, labels, weights) batches
 
 Everything after the file names runs as TensorFlow ops inside tf.data (no
 Python generator, no `tf.py_function`), so the same dataset feeds CPUs, GPUs,
