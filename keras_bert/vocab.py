@@ -28,6 +28,10 @@ def parse_args(argv=None):
                         help="keep case and accents (default: uncased).")
     parser.add_argument("--max_word_chars", type=int, default=50,
                         help="longer words are not counted (default: %(default)s).")
+    parser.add_argument("--min_count", type=int, default=10,
+                        help="lowest piece frequency the learner may accept; "
+                             "lower it when a small corpus gives fewer tokens "
+                             "than --vocab_size (default: %(default)s).")
     return parser.parse_args(argv)
 
 
@@ -40,7 +44,7 @@ def main(argv=None):
     try:
         tokens = pipelines.learn_vocabulary(
             args.input, args.vocab_size, lower_case=not args.cased,
-            max_word_chars=args.max_word_chars)
+            max_word_chars=args.max_word_chars, min_count=args.min_count)
         pipelines.write_vocabulary(tokens, args.output)
         pipelines.load_vocabulary(args.output)
     except pipelines.PipelineInputError as error:
