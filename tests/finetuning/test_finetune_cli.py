@@ -120,7 +120,7 @@ def test_every_task_exports(checkpoint, fixtures, tmp_path, task, folder, overri
 @pytest.mark.slow
 def test_tiny_model_learns_sst2_fixture(checkpoint, fixtures, tmp_path):
     results = finetune("sst2", fixtures / "glue", checkpoint, tmp_path,
-                       "training.epochs=40", "optimizer.learning_rate=1e-3",
+                       "training.epochs=40", "optimizer.learning_rate=1e-2",
                        "data.dev_file=train.tsv")
     assert results["accuracy"] == 1.0
 
