@@ -6,10 +6,11 @@ Shape legend: B batch, T sequence length, H hidden size, C classes.
 import keras
 
 from keras_bert.layers.bert_embeddings import bert_initializer
+from keras_bert.models.bert_task_model import BertTaskModel
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertClassifier(keras.Model):
+class BertClassifier(BertTaskModel):
     """`[CLS]` classifier on a `BertBackbone`: pooled → dropout → dense.
 
     Paper: https://arxiv.org/abs/1810.04805, section 4.1 and figure 4 (a, b).
@@ -96,21 +97,9 @@ class BertClassifier(keras.Model):
         self.dropout = dropout
         self.label_names = list(label_names) if label_names else None
 
-    def get_config(self):
+    def task_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
             "num_classes": self.num_classes,
             "dropout": self.dropout,
             "label_names": self.label_names,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(
-            config["backbone"]
-        )
-        return cls(**config)

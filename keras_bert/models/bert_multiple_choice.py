@@ -6,6 +6,7 @@ Shape legend: B batch, C choices, T sequence length, H hidden size.
 import keras
 
 from keras_bert.layers.bert_embeddings import bert_initializer
+from keras_bert.models.bert_task_model import BertTaskModel
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -22,7 +23,7 @@ class FoldChoices(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertMultipleChoice(keras.Model):
+class BertMultipleChoice(BertTaskModel):
     """Scores C `[CLS] context [SEP] ending [SEP]` sequences against each other.
 
     Paper: https://arxiv.org/abs/1810.04805, section 4.4: each of the C
@@ -103,20 +104,8 @@ class BertMultipleChoice(keras.Model):
         self.num_choices = num_choices
         self.dropout = dropout
 
-    def get_config(self):
+    def task_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
             "num_choices": self.num_choices,
             "dropout": self.dropout,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(
-            config["backbone"]
-        )
-        return cls(**config)

@@ -8,11 +8,12 @@ import keras
 from keras_hub.layers import MaskedLMHead
 
 from keras_bert.layers.bert_embeddings import bert_initializer
+from keras_bert.models.bert_task_model import BertTaskModel
 from keras_bert.layers.bert_encoder_block import get_activation
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertPretrainer(keras.Model):
+class BertPretrainer(BertTaskModel):
     """Masked-LM and next-sentence heads on a `BertBackbone` (paper §3.1).
 
     The masked-LM head (`cls/predictions` in the original checkpoint) is a
@@ -96,19 +97,3 @@ class BertPretrainer(keras.Model):
         self.backbone = backbone
         self.mlm_head = mlm_head
         self.nsp_head = nsp_head
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(
-            config["backbone"]
-        )
-        return cls(**config)

@@ -6,10 +6,11 @@ Shape legend: B batch, T sequence length, H hidden size.
 import keras
 
 from keras_bert.layers.bert_embeddings import bert_initializer
+from keras_bert.models.bert_task_model import BertTaskModel
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertRegressor(keras.Model):
+class BertRegressor(BertTaskModel):
     """One real-valued score per input from the pooled `[CLS]` vector.
 
     Paper: https://arxiv.org/abs/1810.04805, section 4.1 (STS-B is scored
@@ -71,19 +72,7 @@ class BertRegressor(keras.Model):
         # === Config ===
         self.dropout = dropout
 
-    def get_config(self):
+    def task_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
             "dropout": self.dropout,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(
-            config["backbone"]
-        )
-        return cls(**config)

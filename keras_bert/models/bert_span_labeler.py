@@ -6,10 +6,11 @@ Shape legend: B batch, T sequence length, H hidden size.
 import keras
 
 from keras_bert.layers.bert_embeddings import bert_initializer
+from keras_bert.models.bert_task_model import BertTaskModel
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertSpanLabeler(keras.Model):
+class BertSpanLabeler(BertTaskModel):
     """Start and end logits for every token of `[CLS] question [SEP] context`.
 
     Paper: https://arxiv.org/abs/1810.04805, section 4.2: a start vector S
@@ -73,19 +74,3 @@ class BertSpanLabeler(keras.Model):
         # Attached after `super().__init__()` (the torch backend requires it).
         self.backbone = backbone
         self.output_dense = output_dense
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(
-            config["backbone"]
-        )
-        return cls(**config)

@@ -6,10 +6,11 @@ Shape legend: B batch, T sequence length, H hidden size, N labels.
 import keras
 
 from keras_bert.layers.bert_embeddings import bert_initializer
+from keras_bert.models.bert_task_model import BertTaskModel
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertTokenClassifier(keras.Model):
+class BertTokenClassifier(BertTaskModel):
     """Label logits for every WordPiece: sequence output → dropout → dense.
 
     Paper: https://arxiv.org/abs/1810.04805, section 5.3 (figure 4 d): each
@@ -94,21 +95,9 @@ class BertTokenClassifier(keras.Model):
         self.dropout = dropout
         self.label_names = list(label_names) if label_names else None
 
-    def get_config(self):
+    def task_config(self):
         return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
             "num_labels": self.num_labels,
             "dropout": self.dropout,
             "label_names": self.label_names,
         }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(
-            config["backbone"]
-        )
-        return cls(**config)
