@@ -131,7 +131,10 @@ def _tensorflow_distribution(name, tpu):
             raise ConfigError(
                 "strategy=multi_worker needs TF_CONFIG with a `cluster` of "
                 "workers and this process's `task`.")
+        from keras_bert.training import multi_worker_compat
+
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        multi_worker_compat.apply()
         resolver = strategy.cluster_resolver
         is_chief = resolver.task_type == "chief" or (
             resolver.task_type == "worker" and resolver.task_id == 0

@@ -83,12 +83,6 @@ def test_mirrored_strategy_on_two_logical_cpus(tmp_path, tiny_corpus):
 
 @pytest.mark.slow
 @tensorflow_only
-@pytest.mark.xfail(
-    reason="Keras 3.15 TF trainer: every fit() all-reduces the first batch "
-    "(a dict of PerReplica values) for a symbolic build, which "
-    "MultiWorkerMirroredStrategy's CollectiveAllReduce rejects "
-    "('Attempt to convert a value ({token_ids: PerReplica...})'). Bypassing "
-    "it then fails in the per-replica log reduction. Open.", strict=False)
 def test_multi_worker_mirrored_two_processes(tmp_path, tiny_corpus):
     ports = [_free_port(), _free_port()]
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
