@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 import pipelines.tasks as tasks
+from keras_bert.finetuning.config import load_finetune_config
+from keras_bert.finetuning.sentence_task import SentenceTask
 from keras_bert.finetuning.squad_postprocess import final_text, squad_predictions
+from keras_bert.finetuning.task_registry import default_config_file
 
 
 def reference_truncate(len_a, len_b, budget):
@@ -44,6 +47,60 @@ def test_glue_layouts(fixtures):
     mnli = tasks.read_glue("mnli", fixtures / "glue/MNLI/dev_matched.tsv")
     assert [e.label for e in mnli] == ["entailment", "contradiction", "neutral"]
     assert mnli[0].text_b == "the cat sat ."
+
+
+# The sentence-pair tasks in the GLUE distribution's layouts (a header row,
+# then columns by position, as in run_classifier.py's processors):
+#   MRPC  Quality  #1 ID  #2 ID  #1 String  #2 String
+#   QQP   id  qid1  qid2  question1  question2  is_duplicate
+#   QNLI  index  question  sentence  label
+#   RTE   index  sentence1  sentence2  label
+#   WNLI  index  sentence1  sentence2  label
+# MRPC and QQP text carries bare double quotes, which must stay text.
+GLUE_PAIR_ROWS = [
+    (
+        "mrpc", "MRPC/train.tsv", 0,
+        '"The board approved the merger on Tuesday, the company said.',
+        "The company said its board approved the merger on Tuesday.",
+        "1", ["0", "1"],
+    ),
+    (
+        "qqp", "QQP/train.tsv", 2,
+        'What does "great film" mean?', 'What is the meaning of "great film"?',
+        "1", ["0", "1"],
+    ),
+    (
+        "qnli", "QNLI/dev.tsv", 1,
+        "What is the capital of France?", "The film opened in London in May.",
+        "not_entailment", ["entailment", "not_entailment"],
+    ),
+    (
+        "rte", "RTE/dev.tsv", 0,
+        "Maria Lopez, the coach of the city team, retired at the age of 61.",
+        "Maria Lopez retired at 61.",
+        "entailment", ["entailment", "not_entailment"],
+    ),
+    (
+        "wnli", "WNLI/train.tsv", 1,
+        "The lamp would not go in the box because it was too tall.", "The box was too tall.",
+        "0", ["0", "1"],
+    ),
+]
+
+
+@pytest.mark.parametrize("task, file, row, text_a, text_b, label, label_names", GLUE_PAIR_ROWS)
+def test_glue_pair_layouts(fixtures, tokenizer, task, file, row, text_a, text_b, label, label_names):
+    example = tasks.read_glue(task, fixtures / "glue" / file)[row]
+    assert (example.text_a, example.text_b, example.label) == (text_a, text_b, label)
+    # The task finds its GLUE sub-folder, reads train.tsv and dev.tsv (the
+    # header skipped) and sizes its classifier from the task's label names.
+    config = load_finetune_config(task, default_config_file(task))
+    sentence_task = SentenceTask(task, config, fixtures / "glue", tokenizer)
+    assert sentence_task.label_names == label_names
+    assert not sentence_task.regression and len(sentence_task.label_names) == 2
+    assert list(sentence_task.dev_sets) == ["dev.tsv"]
+    assert (sentence_task.num_train_examples, len(sentence_task.dev_sets["dev.tsv"])) == (4, 3)
+    assert all(e.text_b for e in sentence_task.train_examples)
 
 
 def test_malformed_rows_name_file_and_line(fixtures, tmp_path):
