@@ -4,9 +4,11 @@ Shape legend: B batch, T sequence length (per batch, dynamic), C choices.
 
 Readers tokenize whole files with one batched `BertTokenizer` call, pack in
 Python (`pack_pair`) and hand lists of ids to `make_dataset`, which pads each
-batch only to its own longest sequence (dynamic padding) and, for training,
-groups examples of similar length (`bucket_by_sequence_length`), so SST-2's
-10-word sentences do not pay for 128 positions.
+batch only to its own longest sequence rounded up to a multiple of 16
+(dynamic padding with a bounded number of shapes, so JAX and XLA compile a
+few step functions rather than one per length) and, for training, groups
+examples of similar length (`bucket_by_sequence_length`), so SST-2's 10-word
+sentences do not pay for 128 positions.
 """
 
 import numpy as np
@@ -69,6 +71,7 @@ def make_dataset(
     num_choices=None,
     pad_id=0,
     bucket_boundaries=(16, 32, 64, 128, 256),
+    length_multiple=16,
 ):
     """Batches of `({token_ids, segment_ids, padding_mask}, labels)`.
 
@@ -88,6 +91,8 @@ def make_dataset(
         num_choices: int or None, for multiple-choice inputs.
         pad_id: int, the `[PAD]` id.
         bucket_boundaries: sequence lengths separating training buckets.
+        length_multiple: int. Each batch's T is rounded up to a multiple of
+            it (1: no rounding).
 
     Returns:
         A `tf.data.Dataset`; evaluation datasets keep the example order.
@@ -133,9 +138,30 @@ def make_dataset(
                 bucket_batch_sizes=[batch_size] * (len(bucket_boundaries) + 1),
                 padding_values=pad_values,
             )
-            return ds.prefetch(tf.data.AUTOTUNE)
+            return _round_lengths(ds, pad_values, length_multiple).prefetch(
+                tf.data.AUTOTUNE)
     ds = ds.padded_batch(batch_size, padding_values=pad_values)
-    return ds.prefetch(tf.data.AUTOTUNE)
+    return _round_lengths(ds, pad_values, length_multiple).prefetch(
+        tf.data.AUTOTUNE)
+
+
+def _round_lengths(ds, pad_values, multiple):
+    """Pads the last (T) axis of every batched tensor of rank >= 2 up to a
+    multiple of `multiple`, with that tensor's padding value."""
+    if multiple <= 1:
+        return ds
+
+    def pad(t, value):
+        if t.shape.rank < 2:
+            return t
+        length = tf.shape(t)[-1]
+        extra = (multiple - length % multiple) % multiple
+        paddings = [[0, 0]] * (t.shape.rank - 1) + [[0, extra]]
+        return tf.pad(t, paddings, constant_values=tf.cast(value, t.dtype))
+
+    return ds.map(lambda *batch: tf.nest.map_structure(
+        pad, batch if len(batch) > 1 else batch[0],
+        pad_values if len(batch) > 1 else pad_values))
 
 
 def _dense(tree):

@@ -136,17 +136,33 @@ def test_dynamic_padding_and_buckets(fixtures, tokenizer):
     assert features["token_ids"][0][0] == tokenizer.cls_id
     assert features["token_ids"][0][-1] == tokenizer.sep_id
     labels = [int(e.label) for e in examples]
-    batches = list(tasks.make_dataset(features, labels, batch_size=4))
-    x, y = batches[0]
+    x, y = next(iter(tasks.make_dataset(features, labels, batch_size=4, length_multiple=1)))
     # Each batch is padded only to its own longest sequence.
     assert x["token_ids"].shape == (4, max(lengths[:4]))
     np.testing.assert_array_equal(x["padding_mask"].numpy().sum(axis=1), lengths[:4])
     np.testing.assert_array_equal(y.numpy(), labels[:4])
+    # By default that length is rounded up to a multiple of 16 with [PAD].
+    rounded, _ = next(iter(tasks.make_dataset(features, labels, batch_size=4)))
+    assert rounded["token_ids"].shape == (4, -(-max(lengths[:4]) // 16) * 16)
+    for name in ("token_ids", "segment_ids", "padding_mask"):
+        np.testing.assert_array_equal(rounded[name][:, : x[name].shape[1]], x[name])
+        assert not rounded[name][:, x[name].shape[1]:].numpy().any()
     seen = []
-    for x, y in tasks.make_dataset(features, labels, batch_size=2, training=True, bucket_boundaries=(8,)):
+    for x, y in tasks.make_dataset(features, labels, batch_size=2, training=True,
+                                   bucket_boundaries=(8,), length_multiple=1):
         seen.extend(y.numpy().tolist())
         assert x["token_ids"].shape[1] == x["padding_mask"].numpy().sum(axis=1).max()
     assert sorted(seen) == sorted(labels)
+
+
+def test_token_labels_are_padded_with_the_ignored_label():
+    features = {"token_ids": [[101, 7, 102], [101, 8, 9, 10, 102]],
+                "segment_ids": [[0] * 3, [0] * 5]}
+    x, y = next(iter(tasks.make_dataset(features, [[-1, 2, -1], [-1, 1, 3, 0, -1]],
+                                        batch_size=2, length_multiple=4)))
+    assert x["token_ids"].shape == y.shape == (2, 8)
+    np.testing.assert_array_equal(y[0], [-1, 2, -1, -1, -1, -1, -1, -1])
+    np.testing.assert_array_equal(x["padding_mask"][1], [1, 1, 1, 1, 1, 0, 0, 0])
 
 
 def test_pair_segments(fixtures, tokenizer):
