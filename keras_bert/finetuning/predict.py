@@ -11,7 +11,8 @@ def predict_batches(model, dataset):
     with dynamic padding every batch has its own.
     """
     outputs = []
-    for batch in dataset:
+    # NumPy batches: the JAX and PyTorch backends do not take tf.Tensors.
+    for batch in dataset.as_numpy_iterator():
         inputs = batch[0] if isinstance(batch, tuple) else batch
         result = model.predict_on_batch(inputs)
         outputs.append(tree.map_structure(np.asarray, result))
