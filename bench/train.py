@@ -1,7 +1,8 @@
 """Pre-training step throughput, side by side: keras_bert vs keras-hub vs HF.
 
     python bench/train.py [--configs mini:128,small:128,base:128,base:512]
-        [--steps 5] [--batch 8] [--bench_python .venv-bench/bin/python]
+        [--backends tensorflow,jax] [--steps 5] [--batch 8]
+        [--bench_python .venv-bench/bin/python]
 
 For each BERT size and sequence length it times full training steps
 (forward, backward, AdamW update, global-norm clipping) on random token ids
@@ -9,10 +10,10 @@ of a fixed shape, each framework in its own subprocess (so peak memory is
 per configuration):
 
 * `keras_bert`: `BertPretrainer` (MLM at P = 0.15·T positions + NSP),
-  compiled as `keras_bert.training` does it, TensorFlow backend, float32
-  and `mixed_bfloat16`;
+  compiled as `keras_bert.training` does it, float32 and `mixed_bfloat16`,
+  on each Keras backend in `--backends`;
 * keras-hub `BertMaskedLM` (MLM at the same P positions, no NSP head),
-  TensorFlow backend, float32, `jit_compile` as for keras_bert;
+  float32, `jit_compile` as for keras_bert, on the same backends;
 * Hugging Face `BertForPreTraining` (MLM logits at every position, as HF
   computes them, + NSP), torch float32 eager, in the benchmark-only
   virtualenv `--bench_python`.
@@ -211,20 +212,21 @@ def run_worker(args):
 # ---------------------------------------------------------------- driver ---
 
 def spawn(python, worker, precision, size="mini", seq_len=128, batch=8,
-          steps=5, warmup=2, jit_compile="auto", timeout=1800):
+          steps=5, warmup=2, jit_compile="auto", backend="tensorflow",
+          timeout=1800):
     command = [python, os.path.abspath(__file__), "--worker", worker,
                "--precision", precision, "--size", size,
                "--seq_len", str(seq_len), "--batch", str(batch),
                "--predictions", str(max(1, round(0.15 * seq_len))),
                "--steps", str(steps), "--warmup", str(warmup),
                "--jit_compile", str(jit_compile)]
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow",
+    env = {**os.environ, "KERAS_BACKEND": backend,
            "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ROOT}
     done = subprocess.run(command, env=env, capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
     lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
     if not lines:
-        print(f"  {worker} {precision} {size}:{seq_len} failed:\n"
+        print(f"  {worker} {backend} {precision} {size}:{seq_len} failed:\n"
               f"{done.stderr[-2000:]}", file=sys.stderr)
         return None
     return json.loads(lines[-1][len("RESULT "):])
@@ -238,6 +240,8 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--jit_compile", default="auto")
+    parser.add_argument("--backends", default="tensorflow,jax",
+                        help="Keras backends for the keras_bert and keras-hub rows")
     parser.add_argument("--bench_python",
                         default=os.path.join(ROOT, ".venv-bench", "bin", "python"))
     parser.add_argument("--out", help="also write the results as JSON here")
@@ -263,27 +267,32 @@ def main():
         batch = args.batch if seq_len <= 128 else max(1, args.batch // 4)
         predictions = max(1, round(0.15 * seq_len))
         flops = model_flops_per_sequence(size, seq_len, predictions)
-        runs = [("keras_bert", "float32", python),
-                ("keras_bert", "mixed_bfloat16", python),
-                ("keras_hub", "float32", python),
-                ("hugging_face", "float32", args.bench_python)]
-        for framework, precision, interpreter in runs:
+        runs = [(framework, backend, precision, python)
+                for backend in args.backends.split(",")
+                for framework, precision in (("keras_bert", "float32"),
+                                             ("keras_bert", "mixed_bfloat16"),
+                                             ("keras_hub", "float32"))]
+        runs.append(("hugging_face", "torch", "float32", args.bench_python))
+        for framework, backend, precision, interpreter in runs:
             if interpreter is None or not os.path.exists(interpreter):
                 continue
             result = spawn(interpreter, framework, precision, size, seq_len,
-                           batch, args.steps, args.warmup, args.jit_compile)
+                           batch, args.steps, args.warmup, args.jit_compile,
+                           backend)
             if result is None:
                 continue
             step = result["value"]
             sequences = batch / step
             row = dict(size=size, seq_len=seq_len, batch=batch,
-                       framework=framework, precision=precision,
+                       framework=framework, backend=backend,
+                       precision=precision,
                        step_s=step, sequences_per_s=sequences,
                        tokens_per_s=sequences * seq_len,
                        mfu=sequences * flops / peaks[precision],
                        peak_rss_mib=result["peak_rss_mib"])
             rows.append(row)
-            print(f"{size}:{seq_len} b{batch} {framework:13s} {precision:15s}"
+            print(f"{size}:{seq_len} b{batch} {framework:13s} {backend:11s}"
+                  f" {precision:15s}"
                   f" {sequences:7.2f} seq/s {row['tokens_per_s']:8.0f} tok/s"
                   f" MFU {100 * row['mfu']:5.1f}%"
                   f" RSS {row['peak_rss_mib']:6.0f} MiB", flush=True)
