@@ -168,6 +168,11 @@ def run_finetune(
         verbose=config.training.verbose,
     )
     train_seconds = time.time() - start
+    # Saved before evaluation, so a failing evaluation keeps the training;
+    # written beside and renamed, so a crash never leaves half a file.
+    partial = os.path.join(model_dir, ".partial-model.keras")
+    model.save(partial)
+    os.replace(partial, os.path.join(model_dir, "model.keras"))
 
     start = time.time()
     results, predictions_path = handler.evaluate(model, model_dir)
@@ -180,7 +185,6 @@ def run_finetune(
         final_train_loss=float(history.history["loss"][-1]),
         predictions_file=os.path.basename(predictions_path),
     )
-    model.save(os.path.join(model_dir, "model.keras"))
     if config.export.enabled:
         export_path = _export(model, model_dir, config)
         if export_path:
