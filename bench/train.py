@@ -27,6 +27,7 @@ Never run by the test suite.
 
 import argparse
 import json
+import math
 import os
 import resource
 import subprocess
@@ -79,11 +80,26 @@ def peak_rss_mib():
 
 # --------------------------------------------------------------- workers ---
 
-def _keras_timing(model, dataset, steps, warmup):
-    model.fit(dataset, steps_per_epoch=warmup, epochs=1, verbose=0)
+def timed_steps(run_steps, steps, warmup, min_seconds):
+    """Seconds per step: `warmup` untimed steps (compilation), a probe of
+    `steps` to size the measurement, then one timed call of at least
+    `min_seconds` (short measurements are noisy, and Keras' JAX trainer
+    syncs its state back into the variables at the end of every `fit`)."""
+    run_steps(warmup)
     start = time.perf_counter()
-    model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
-    return (time.perf_counter() - start) / steps
+    run_steps(steps)
+    probe = (time.perf_counter() - start) / steps
+    timed = max(steps, math.ceil(min_seconds / probe))
+    start = time.perf_counter()
+    run_steps(timed)
+    return (time.perf_counter() - start) / timed
+
+
+def _keras_timing(model, dataset, args):
+    def run_steps(n):
+        model.fit(dataset, steps_per_epoch=n, epochs=1, verbose=0)
+
+    return timed_steps(run_steps, args.steps, args.warmup, args.min_seconds)
 
 
 def worker_keras_bert(args, precision):
@@ -109,7 +125,7 @@ def worker_keras_bert(args, precision):
     weights = {"mlm": tf.ones(b["mlm_labels"].shape),
                "nsp": tf.ones(b["nsp_labels"].shape)}
     dataset = tf.data.Dataset.from_tensors((features, labels, weights)).repeat()
-    return _keras_timing(model, dataset, args.steps, args.warmup)
+    return _keras_timing(model, dataset, args)
 
 
 def worker_keras_hub(args, precision):
@@ -137,7 +153,7 @@ def worker_keras_hub(args, precision):
                                   "mask_positions")}
     dataset = tf.data.Dataset.from_tensors(
         (features, b["mlm_labels"], tf.ones(b["mlm_labels"].shape))).repeat()
-    return _keras_timing(model, dataset, args.steps, args.warmup)
+    return _keras_timing(model, dataset, args)
 
 
 def worker_hugging_face(args, precision):
@@ -169,12 +185,11 @@ def worker_hugging_face(args, precision):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
 
-    for _ in range(args.warmup):
-        step()
-    start = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    return (time.perf_counter() - start) / args.steps
+    def run_steps(n):
+        for _ in range(n):
+            step()
+
+    return timed_steps(run_steps, args.steps, args.warmup, args.min_seconds)
 
 
 def worker_matmul_peak(args, precision):
@@ -213,12 +228,13 @@ def run_worker(args):
 
 def spawn(python, worker, precision, size="mini", seq_len=128, batch=8,
           steps=5, warmup=2, jit_compile="auto", backend="tensorflow",
-          timeout=1800):
+          min_seconds=20, timeout=1800):
     command = [python, os.path.abspath(__file__), "--worker", worker,
                "--precision", precision, "--size", size,
                "--seq_len", str(seq_len), "--batch", str(batch),
                "--predictions", str(max(1, round(0.15 * seq_len))),
                "--steps", str(steps), "--warmup", str(warmup),
+               "--min_seconds", str(min_seconds),
                "--jit_compile", str(jit_compile)]
     env = {**os.environ, "KERAS_BACKEND": backend,
            "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ROOT}
@@ -239,6 +255,8 @@ def main():
                         help="sequences per step at 128 tokens; a quarter at 512")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--min_seconds", type=float, default=20,
+                        help="time rounds of --steps until this much is timed")
     parser.add_argument("--jit_compile", default="auto")
     parser.add_argument("--backends", default="tensorflow,jax",
                         help="Keras backends for the keras_bert and keras-hub rows")
@@ -278,7 +296,7 @@ def main():
                 continue
             result = spawn(interpreter, framework, precision, size, seq_len,
                            batch, args.steps, args.warmup, args.jit_compile,
-                           backend)
+                           backend, args.min_seconds)
             if result is None:
                 continue
             step = result["value"]
