@@ -159,9 +159,11 @@ def _round_lengths(ds, pad_values, multiple):
         paddings = [[0, 0]] * (t.shape.rank - 1) + [[0, extra]]
         return tf.pad(t, paddings, constant_values=tf.cast(value, t.dtype))
 
-    return ds.map(lambda *batch: tf.nest.map_structure(
-        pad, batch if len(batch) > 1 else batch[0],
-        pad_values if len(batch) > 1 else pad_values))
+    def pad_batch(*batch):  # (x, y) with labels, x without.
+        return tf.nest.map_structure(
+            pad, batch if len(batch) > 1 else batch[0], pad_values)
+
+    return ds.map(pad_batch)
 
 
 def _dense(tree):
