@@ -24,12 +24,13 @@ DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 
 # name: (task, data sub-folder, checkpoint key, overrides)
 RUNS = {
-    # The paper's recipe: all training data, 3 epochs, batch 32.
+    # The paper's recipe: all training data, 3 epochs, batch and lr from its grid.
     "sst2": ("sst2", "glue", "minilm", [
         "training.epochs=3", "optimizer.learning_rate=5e-5",
     ]),
+    # Batch 16 from the paper's grid {16, 32}: 85.9 Pearson against 84.4 at 32.
     "stsb": ("stsb", "glue", "minilm", [
-        "training.epochs=3", "optimizer.learning_rate=5e-5",
+        "training.epochs=3", "training.batch_size=16", "optimizer.learning_rate=5e-5",
     ]),
     "squad": ("squad_v1", "squad", "minilm", [
         "data.split_train_from_dev=0.5", "data.train_limit=600", "data.eval_limit=400",
