@@ -10,6 +10,11 @@ from keras_bert.models import (
     BertTokenClassifier,
 )
 
+# Saved task and pre-training models carry their optimizer, whose learning
+# rate is this schedule: importing it registers it, so that
+# `keras.saving.load_model` needs nothing beyond `import keras_bert`.
+from keras_bert.training.warmup_linear_decay import WarmupLinearDecay  # noqa: F401
+
 __all__ = [
     "BertBackbone",
     "BertClassifier",

@@ -6,6 +6,8 @@ tests run on the TensorFlow backend (the export issue covers the others).
 """
 
 import json
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -70,6 +72,14 @@ def test_regression_end_to_end(checkpoint, fixtures, tmp_path):
     assert set(results) >= {"pearson", "spearman"}
     rows = [json.loads(l) for l in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert all(isinstance(r["prediction"], float) for r in rows)
+    # A fresh interpreter loads the compiled model (optimizer and its
+    # learning-rate schedule included) after nothing but `import keras_bert`.
+    load = ("import keras, keras_bert, sys; "
+            "m = keras.saving.load_model(sys.argv[1]); print(type(m).__name__)")
+    done = subprocess.run([sys.executable, "-c", load, str(tmp_path / "model.keras")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "BertRegressor"
 
 
 def test_generic_csv_classification(checkpoint, fixtures, tmp_path):
