@@ -58,15 +58,13 @@ def main():
     import keras_bert
     from pipelines.bert_tokenizer import BertTokenizer
     from pipelines.pretraining import pretraining_dataset
-    from pipelines.tasks.features import tokenize_texts
+    from pipelines.tasks.features import pack_pair, tokenize_texts
 
     model = keras.saving.load_model(args.pretrainer, compile=False)
     backbone = model.backbone
     tokenizer = BertTokenizer(args.vocab)
-    with open(args.vocab) as f:
-        vocab = f.read().splitlines()
-    mask_id = vocab.index("[MASK]")
-    cls_id, sep_id = vocab.index("[CLS]"), vocab.index("[SEP]")
+    vocab = tokenizer.vocabulary
+    mask_id, cls_id, sep_id = tokenizer.mask_id, tokenizer.cls_id, tokenizer.sep_id
 
     # The data: what the chosen positions of one pipeline batch hold.
     features, labels, weights = next(iter(pretraining_dataset(
@@ -106,11 +104,11 @@ def main():
         texts = [line.split("\t")[0] for line in f.read().splitlines()[1:]]
     rows = tokenize_texts(tokenizer, texts[: args.num_sentences])
     length = 64
-    token_ids = np.full((len(rows), length), vocab.index("[PAD]"), "int32")
+    token_ids = np.full((len(rows), length), tokenizer.pad_id, "int32")
     for i, ids in enumerate(rows):
-        ids = [cls_id, *ids[: length - 2], sep_id]
-        token_ids[i, : len(ids)] = ids
-    padding_mask = (token_ids != vocab.index("[PAD]")).astype("int32")
+        packed, _ = pack_pair(ids, None, length, cls_id, sep_id)
+        token_ids[i, : len(packed)] = packed
+    padding_mask = (token_ids != tokenizer.pad_id).astype("int32")
     for name, net in (("pre-trained", backbone), ("random", twin)):
         print(f"{name}: [CLS] spread across {len(rows)} sentences "
               f"{cls_spread(net, token_ids, padding_mask):.3f}")

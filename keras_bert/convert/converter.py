@@ -28,6 +28,7 @@ from keras_bert.convert.keras_hub_checkpoint import (
     read_keras_hub,
 )
 from keras_bert.convert.vocabulary import read_vocabulary
+from keras_bert.export.keras_archive import save_keras_atomically
 
 _OURS = ("keras_bert>BertBackbone", "keras_bert>BertPretrainer")
 
@@ -82,20 +83,6 @@ def read_checkpoint(src):
     if google_checkpoint_prefix(src):
         return read_google_checkpoint(src)
     raise CheckpointError(f"{src}: no such checkpoint file or folder.")
-
-
-def _write_keras(model, dst):
-    folder = os.path.dirname(os.path.abspath(dst))
-    handle, tmp = tempfile.mkstemp(
-        prefix=f".{os.path.basename(dst)}.", suffix=".tmp.keras", dir=folder
-    )
-    os.close(handle)
-    try:
-        model.save(tmp)
-        os.replace(tmp, dst)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def _write_hugging_face(checkpoint, dst):
@@ -183,7 +170,7 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False):
     )
     report += [note for note in checkpoint.notes if note.startswith("vocab:")]
     if dst.endswith(".keras"):
-        _write_keras(model, dst)
+        save_keras_atomically(model, dst)
         report.append(f"wrote:   {dst} (keras_bert {type(model).__name__})")
     else:
         architecture = _write_hugging_face(

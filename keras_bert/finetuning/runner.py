@@ -16,6 +16,7 @@ import time
 import keras
 import yaml
 
+from keras_bert.export.keras_archive import save_keras_atomically
 from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.finetuning.optimization import create_finetune_optimizer
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
@@ -168,11 +169,8 @@ def run_finetune(
         verbose=config.training.verbose,
     )
     train_seconds = time.time() - start
-    # Saved before evaluation, so a failing evaluation keeps the training;
-    # written beside and renamed, so a crash never leaves half a file.
-    partial = os.path.join(model_dir, ".partial-model.keras")
-    model.save(partial)
-    os.replace(partial, os.path.join(model_dir, "model.keras"))
+    # Saved before evaluation, so a failing evaluation keeps the training.
+    save_keras_atomically(model, os.path.join(model_dir, "model.keras"))
 
     start = time.time()
     results, predictions_path = handler.evaluate(model, model_dir)

@@ -5,6 +5,7 @@ import signal
 
 import keras
 
+from keras_bert.export.keras_archive import save_keras_atomically
 from keras_bert.training.checkpoint_manager import CheckpointManager
 from keras_bert.training.pretraining import (
     build_pretraining,
@@ -145,8 +146,8 @@ def evaluate(pretraining, phase_index, monitor, step):
 def export_models(pretraining, model_dir):
     """`backbone.keras`, `pretrainer.keras` and, where the backend can,
     SavedModels under `saved_model/{backbone,pretrainer}`."""
-    pretraining.backbone.save(os.path.join(model_dir, "backbone.keras"))
-    pretraining.model.save(os.path.join(model_dir, "pretrainer.keras"))
+    save_keras_atomically(pretraining.backbone, os.path.join(model_dir, "backbone.keras"))
+    save_keras_atomically(pretraining.model, os.path.join(model_dir, "pretrainer.keras"))
     if keras.backend.backend() == "torch":
         print("SavedModel export needs the tensorflow or jax backend; "
               "wrote the .keras files only.", flush=True)
