@@ -32,11 +32,13 @@ per-token loop:
   form from the longer-side rule, and the number of front deletions of a side
   is Binomial(deleted, 0.5), exactly the distribution of the original's coin
   flips.
-* The random document for NotNext is drawn per pair, uniformly from the
-  *other* documents of the group. Groups are formed from a shuffled stream of
-  documents, so this is a random document of the corpus (within the shuffle
-  window) without tokenizing anything twice; a group of one document falls
-  back to itself, as the original does when it cannot find another.
+* The random segment for NotNext is drawn per pair, uniformly from the rows
+  of the group whose `doc_ids` differ from A's. A row is a document or, as
+  `pipelines.pretraining_dataset` feeds it, a piece of one, and groups come
+  from a corpus-wide shuffle of pieces, so this is a random span of another
+  document without tokenizing anything twice. Only a group whose rows all
+  share one document id (a one-document corpus) takes B from another row of
+  the same document, as the original does when it cannot find another.
 
 All random draws are stateless, from the `seed` tensor, so a given seed
 gives the same pairs.
@@ -97,7 +99,7 @@ def _final_lengths(len_a, len_b, max_num_tokens):
 
 
 def create_pairs(documents, seed, *, seq_len, short_seq_prob, cls_id, sep_id,
-                 pad_id):
+                 pad_id, doc_ids=None, next_sentence_rate=0.5):
     """Makes packed next-sentence pairs from a group of documents.
 
     Args:
@@ -108,6 +110,13 @@ def create_pairs(documents, seed, *, seq_len, short_seq_prob, cls_id, sep_id,
         short_seq_prob: float, chance that a document targets a random
             shorter length in `[2, seq_len - 3]`.
         cls_id, sep_id, pad_id: int, special token ids.
+        doc_ids: int64 `[G]` or None, the source document of each row; a
+            NotNext B never comes from A's document when the group holds
+            another. None: every row is its own document.
+        next_sentence_rate: float, chance that a chunk of two or more
+            sentences takes a random B (NotNext); 0.5 in BERT. 0 keeps text
+            contiguous (no NSP task, as in RoBERTa) except for one-sentence
+            chunks, which need a random B as in the original.
 
     Returns:
         A dict of dense tensors, K pairs:
@@ -147,7 +156,8 @@ def create_pairs(documents, seed, *, seq_len, short_seq_prob, cls_id, sep_id,
         _randint(seed, [n], 3, tf.ones_like(chunk_size),
                  tf.maximum(chunk_size - 1, 1)),
         1)
-    random_next = tf.logical_or(chunk_size == 1, _uniform(seed, [n], 4) < 0.5)
+    random_next = tf.logical_or(chunk_size == 1,
+                                _uniform(seed, [n], 4) < next_sentence_rate)
     next_start = tf.where(random_next, starts + a_sentences, end + 1)
 
     # The walk through the group: pair k starts at chain[k].
@@ -161,10 +171,18 @@ def create_pairs(documents, seed, *, seq_len, short_seq_prob, cls_id, sep_id,
 
     # NotNext: a random start sentence in a random other document, then
     # sentences until B reaches target - len(A) (at least one sentence).
-    own_doc = tf.gather(doc_of_sent, pair_start)
-    other = _randint(seed, [k], 5, tf.zeros_like(own_doc),
-                     tf.fill([k], tf.maximum(num_docs - 2, 0)))
-    random_doc = tf.where(num_docs > 1, (own_doc + 1 + other) % num_docs, own_doc)
+    if doc_ids is None:
+        doc_ids = tf.range(num_docs, dtype=tf.int64)
+    own_row = tf.gather(doc_of_sent, pair_start)                     # [K]
+    own_doc = tf.gather(doc_ids, own_row)                            # [K]
+    # A uniform draw over the rows of other documents: uniform scores in
+    # [0, 1), +4 on those rows, +2 on every row but A's own, argmax. With no
+    # other document, another row of A's (or A's own, if it is alone).
+    other_doc = tf.cast(doc_ids[tf.newaxis, :] != own_doc[:, tf.newaxis],
+                        tf.float32)                                  # [K, G]
+    other_row = 1.0 - tf.one_hot(own_row, num_docs)                  # [K, G]
+    score = _uniform(seed, [k, num_docs], 5) + 4.0 * other_doc + 2.0 * other_row
+    random_doc = tf.argmax(score, axis=1, output_type=tf.int32)      # [K]
     r_first = tf.gather(doc_first, random_doc)
     r_last = tf.gather(doc_last, random_doc)
     r_start = _randint(seed, [k], 6, r_first, r_last)

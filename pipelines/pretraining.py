@@ -1,10 +1,20 @@
 """The BERT pre-training dataset: files -> masked, packed NSP batches.
 
     files --(shard by input pipeline, shuffle, interleave)--> documents
-          --(shuffle, group)--> next-sentence pairs (create_pairs)
+          --(cut into pieces of ~PIECE_SEQUENCES sequences, each tagged
+            with its document's id; corpus-wide shuffle)--> pieces
+          --(group)--> next-sentence pairs (create_pairs)
           --(permute in group, unbatch, shuffle)--> packed sequences
           --(mask_batch on blocks of 1024, fresh every epoch, rebatch)-->
           (features, labels, weights) batches
+
+The original shuffles all instances of a shard, so a batch mixes many
+documents. Streaming whole books cannot: pairs made from a group of books
+come out together. Cutting documents into pieces at sentence boundaries and
+shuffling the pieces in a buffer of ~PIECE_SHUFFLE_TOKENS tokens (the whole
+bundled corpus) gives batches as mixed as a global shuffle while memory
+stays bounded. A piece boundary ends a chunk early, as a document end does,
+for ~1 sequence in PIECE_SEQUENCES.
 
 Everything after the file names runs as TensorFlow ops inside tf.data (no
 Python generator, no `tf.py_function`), so the same dataset feeds CPUs, GPUs,
@@ -24,10 +34,13 @@ from pipelines.next_sentence import create_pairs
 
 logger = logging.getLogger(__name__)
 
-# Documents per pair-construction call; NotNext segments come from the other
-# documents of the group.
-DOCUMENTS_PER_GROUP = 16
-DOCUMENT_SHUFFLE_BUFFER = 64
+# Pieces per pair-construction call; NotNext segments come from the pieces
+# of other documents in the group.
+PIECES_PER_GROUP = 16
+# A piece is ~PIECE_SEQUENCES packed sequences of text (cut at a sentence).
+PIECE_SEQUENCES = 16
+# Tokens held by the piece shuffle buffer (16 MB of int32 ids).
+PIECE_SHUFFLE_TOKENS = 1 << 22
 # Pairs are first permuted inside their group (cheap, in the graph), then
 # mixed across groups by this element buffer (larger buffers cost ~25 us a
 # pair in tf.data).
@@ -50,13 +63,34 @@ def _sub_seed(seed, salt):
     return None if seed is None else seed * 1000 + salt
 
 
+def _cut_into_pieces(document, piece_tokens):
+    """A document `[S, T]` -> `(doc_ids [P], pieces [P, S', T])`.
+
+    Sentence i goes to piece `floor(tokens before i / piece_tokens)`, numbered
+    without gaps. Every piece carries the document's id, a hash of its
+    length and first tokens, so pieces of one document (or of two copies of
+    it) are recognised as one document by `create_pairs`.
+    """
+    starts = tf.cumsum(document.row_lengths(), exclusive=True)
+    bucket = starts // piece_tokens                                   # [S]
+    new_piece = tf.cast(bucket[1:] != bucket[:-1], tf.int64)
+    piece_of_sentence = tf.cumsum(tf.concat([[0], new_piece], axis=0))
+    pieces = tf.RaggedTensor.from_value_rowids(document, piece_of_sentence)
+    tokens = document.flat_values
+    fingerprint = tf.strings.reduce_join(tf.strings.as_string(tf.concat(
+        [tf.shape(tokens, out_type=tf.int32), tokens[:256]], axis=0)),
+        separator=" ")
+    doc_id = tf.strings.to_hash_bucket_fast(fingerprint, 1 << 62)
+    return tf.fill([pieces.nrows()], doc_id), pieces
+
+
 def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
                         max_predictions=20, batch_size=32,
                         corpus_format="sentences", lower_case=True,
                         mask_rate=0.15, short_seq_prob=0.1,
-                        whole_word_masking=False, seed=None, shuffle=True,
-                        repeat=True, input_context=None,
-                        text_document="file"):
+                        whole_word_masking=False, next_sentence_rate=0.5,
+                        seed=None, shuffle=True, repeat=True,
+                        input_context=None, text_document="file"):
     """Builds the BERT masked-LM + next-sentence pre-training dataset.
 
     Args:
@@ -75,8 +109,10 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
         mask_rate: float, share of tokens predicted.
         short_seq_prob: float, chance a document targets a shorter length.
         whole_word_masking: bool, mask the `##` pieces of a word together.
+        next_sentence_rate: float, share of NotNext pairs (0.5 in BERT; 0
+            for contiguous text when next-sentence prediction is off).
         seed: int or None. With an int, the same batches every run.
-        shuffle: bool, shuffle files, documents and pairs.
+        shuffle: bool, shuffle files, pieces and pairs.
         repeat: bool, repeat forever (new pairs and masks every epoch).
         input_context: `tf.distribute.InputContext` or None; files are
             sharded by `input_pipeline_id` (each pipeline needs >= 1 file).
@@ -113,6 +149,9 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
            f"`batch_size` must be an int >= 1. Received: batch_size={batch_size!r}")
     _check(0.0 < mask_rate < 1.0,
            f"`mask_rate` must be in (0, 1). Received: mask_rate={mask_rate!r}")
+    _check(0.0 <= next_sentence_rate <= 1.0,
+           "`next_sentence_rate` must be in [0, 1]. Received: "
+           f"next_sentence_rate={next_sentence_rate!r}")
     _check(0.0 <= short_seq_prob <= 1.0,
            "`short_seq_prob` must be in [0, 1]. Received: "
            f"short_seq_prob={short_seq_prob!r}")
@@ -127,16 +166,22 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
         files, tokenizer, corpus_format=corpus_format,
         text_document=text_document, shuffle=shuffle,
         seed=_sub_seed(seed, 1), repeat=repeat, input_context=input_context)
+    piece_tokens = PIECE_SEQUENCES * seq_len
+    pieces = documents.map(
+        lambda document: _cut_into_pieces(document, piece_tokens),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
     if shuffle:
-        documents = documents.shuffle(DOCUMENT_SHUFFLE_BUFFER,
-                                      seed=_sub_seed(seed, 2))
-    groups = documents.ragged_batch(DOCUMENTS_PER_GROUP)
+        pieces = pieces.shuffle(PIECE_SHUFFLE_TOKENS // piece_tokens,
+                                seed=_sub_seed(seed, 2))
+    groups = pieces.ragged_batch(PIECES_PER_GROUP)
 
     def make_pairs(group, pair_seed):
+        doc_ids, group = group
         pairs = create_pairs(
             group, pair_seed, seq_len=seq_len, short_seq_prob=short_seq_prob,
             cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
-            pad_id=tokenizer.pad_id)
+            pad_id=tokenizer.pad_id, doc_ids=doc_ids,
+            next_sentence_rate=next_sentence_rate)
         if not shuffle:
             return pairs
         order = tf.argsort(tf.random.stateless_uniform(

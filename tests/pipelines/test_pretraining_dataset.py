@@ -284,3 +284,73 @@ def test_whole_word_masking_at_512(sentence_corpus, tokenizer):
             # A chosen "##" piece brings the piece before it along.
             if is_suffix[ids[row, p]] and ids[row, p - 1] not in (CLS, SEP):
                 assert p - 1 in chosen
+
+
+def _word_family_corpus(root, num_docs, sentences_per_doc, seed=0):
+    """`num_docs` text files, each written with its own disjoint set of
+    whole-word vocabulary entries; returns the pattern and id -> document."""
+    vocab = open(VOCAB, encoding="utf-8").read().splitlines()
+    words = [w for w in vocab[2000:12000] if w.isalpha() and len(w) > 3]
+    rng = np.random.default_rng(seed)
+    family = {}
+    for d in range(num_docs):
+        own = words[d * 12:(d + 1) * 12]
+        family.update({vocab.index(w): d for w in own})
+        sentences = [" ".join(rng.choice(own, rng.integers(8, 20))) + "."
+                     for _ in range(sentences_per_doc)]
+        (root / f"doc-{d:02d}.txt").write_text(" ".join(sentences))
+    return str(root / "*.txt"), family
+
+
+def _document_of(tokens, family):
+    docs = {family[t] for t in tokens if t in family}
+    assert len(docs) == 1, docs
+    return docs.pop()
+
+
+def test_not_next_b_comes_from_another_document(tmp_path):
+    # Two long documents: the whole stream of pieces alternates between them,
+    # so a NotNext B drawn from "the other documents of the group" must never
+    # be A's own document (the original: ~0.1% on a real corpus).
+    pattern, family = _word_family_corpus(tmp_path, 2, 600)
+    not_next = 0
+    for f, l, w in _take(_dataset(pattern, corpus_format="text", seq_len=64,
+                                  max_predictions=10, batch_size=64), 8):
+        for row, label in zip(_unmask(f, l, w), l["nsp"]):
+            seps = np.flatnonzero(row == SEP)
+            a, b = row[1:seps[0]], row[seps[0] + 1:seps[1]]
+            same = _document_of(a, family) == _document_of(b, family)
+            assert same == (label == 0)
+            not_next += label
+    assert not_next > 100
+
+
+def test_one_document_corpus_still_makes_not_next_pairs(tmp_path):
+    pattern, _ = _word_family_corpus(tmp_path, 1, 400)
+    labels = np.concatenate([l["nsp"] for _, l, _ in _take(_dataset(
+        pattern, corpus_format="text", seq_len=64, max_predictions=10), 4)])
+    assert 0.3 < labels.mean() < 0.7
+
+
+def test_batches_mix_many_documents(tmp_path):
+    # 24 equally long documents of ~150 sequences each: a global shuffle
+    # puts 24 * (1 - (23/24)^32) = 17.1 distinct documents in a batch of 32.
+    # Pairs built per group of whole documents gave about 6.
+    pattern, family = _word_family_corpus(tmp_path, 24, 700)
+    counts = []
+    for f, l, w in _take(_dataset(pattern, corpus_format="text", seq_len=64,
+                                  max_predictions=10, batch_size=32), 10):
+        ids = _unmask(f, l, w)
+        counts.append(len({_document_of(row[1:np.argmax(row == SEP)], family)
+                           for row in ids}))
+    assert np.mean(counts) >= 13.5, counts
+
+
+def test_next_sentence_rate_zero_keeps_text_contiguous(tmp_path):
+    pattern, family = _word_family_corpus(tmp_path, 3, 300)
+    labels = np.concatenate([l["nsp"] for _, l, _ in _take(_dataset(
+        pattern, corpus_format="text", seq_len=64, max_predictions=10,
+        next_sentence_rate=0.0, short_seq_prob=0.0), 4)])
+    # Only one-sentence chunks take a random B; with sentences of < 25
+    # tokens and the full target length there are none.
+    assert labels.mean() == 0.0
