@@ -16,6 +16,13 @@ Sequences per second, at 128 and 512 tokens, of
   Modeling` on the same chunks (no NSP pairs), run in the benchmark-only
   virtualenv given by `--bench_python` (see BENCHMARKS.md for how to make it).
 
+With `--mixing`, it reports instead how many distinct documents a batch of
+the raw-text pipeline holds (each sequence's segment A matched back to its
+file by 4-token windows of unmasked ids), next to the expectation under a
+global shuffle of the same sequences (documents weighted by their tokens):
+
+    python bench/pipeline.py --mixing --corpus data/corpus
+
 Consumption is in the TensorFlow graph (`tf.function` over the iterator) or a
 bare Python loop for Hugging Face, so the numbers are the pipelines' own.
 Never run by the test suite.
@@ -169,6 +176,64 @@ HF_DOCUMENTED = "HF tokenizers + DataCollatorForLanguageModeling (mask, no NSP)"
 HF_FAST = "HF tokenizers to tensors + collator.torch_mask_tokens (mask, no NSP)"
 
 
+def document_mixing(files, batch_size, batches):
+    """Distinct documents per batch: ours (mean, min, max) and the global
+    shuffle's expectation, plus the share of sequences matched to a file."""
+    import collections
+
+    import numpy as np
+    import tensorflow as tf
+
+    sys.path.insert(0, ROOT)
+    import pipelines
+
+    tokenizer = pipelines.BertTokenizer(VOCAB)
+    window_to_files, tokens = collections.defaultdict(set), []
+    for i, path in enumerate(files):
+        with open(path, encoding="utf-8", errors="ignore") as f:
+            ids = tokenizer(tf.constant([f.read()])).flat_values.numpy()
+        tokens.append(len(ids))
+        for j in range(len(ids) - 3):
+            window_to_files[ids[j:j + 4].tobytes()].add(i)
+    dataset = pipelines.pretraining_dataset(
+        files, VOCAB, seq_len=128, max_predictions=20, batch_size=batch_size,
+        corpus_format="text", seed=0)
+    counts, matched = [], 0
+    for features, labels, weights in dataset.take(batches):
+        ids = features["token_ids"].numpy()
+        mask = weights["mlm"].numpy() > 0
+        masked = np.zeros(ids.shape, bool)
+        np.put_along_axis(masked, features["mask_positions"].numpy(), mask, 1)
+        documents = set()
+        for row, row_masked in zip(ids, masked):
+            end = int(np.argmax(row == 102))            # first [SEP]
+            votes = collections.Counter()
+            for j in range(1, end - 3):
+                if not row_masked[j:j + 4].any():
+                    votes.update(window_to_files.get(row[j:j + 4].tobytes(), ()))
+            if votes:
+                matched += 1
+                documents.add(votes.most_common(1)[0][0])
+        counts.append(len(documents))
+    share = np.array(tokens, float) / sum(tokens)
+    expected = float(np.sum(1 - (1 - share) ** batch_size))
+    return {"mean": float(np.mean(counts)), "min": min(counts),
+            "max": max(counts), "global_shuffle": expected,
+            "matched": matched / (batch_size * batches)}
+
+
+def print_mixing(files):
+    print(f"\n{len(files)} files, seq_len 128\n")
+    print("| batch | distinct documents per batch (mean, min-max) | "
+          "global shuffle (expected) | ratio | sequences matched |")
+    print("|---|---|---|---|---|")
+    for batch_size, batches in ((32, 20), (128, 10)):
+        r = document_mixing(files, batch_size, batches)
+        print(f"| {batch_size} | {r['mean']:.1f} ({r['min']}-{r['max']}) | "
+              f"{r['global_shuffle']:.1f} | {r['mean'] / r['global_shuffle']:.2f} "
+              f"| {r['matched']:.0%} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default=DEFAULT_CORPUS)
@@ -179,9 +244,14 @@ def main():
                         default=os.path.join(ROOT, ".venv-bench", "bin", "python"))
     parser.add_argument("--seq_len", type=int, action="append",
                         help="default: 128 and 512")
+    parser.add_argument("--mixing", action="store_true",
+                        help="report documents per batch instead of speed")
     parser.add_argument("--only", help=argparse.SUPPRESS)
     args = parser.parse_args()
     files = corpus_files(args.corpus)
+    if args.mixing:
+        print_mixing(files)
+        return
     seq_lens = args.seq_len or [128, 512]
 
     if args.only == "hugging_face":      # the worker in the benchmark venv
