@@ -57,6 +57,10 @@ class DataConfig:
     mask_rate: float = 0.15
     short_seq_prob: float = 0.1
     whole_word_masking: bool = False
+    # Share of NotNext pairs: 0.5 in BERT; 0.0 feeds contiguous text and
+    # leaves the next-sentence head nothing to learn (RoBERTa, Liu et al.
+    # 2019, found next-sentence prediction does not help).
+    next_sentence_rate: float = 0.5
     shuffle: bool = True
     seed: int = 0
 
@@ -113,6 +117,11 @@ class PretrainingConfig:
             and logged over this window, like Model Garden's
             `steps_per_loop`.
         eval_steps: int. Held-out batches evaluated after each phase.
+        eval_every_steps: int. Also evaluate held-out data every this many
+            updates (a multiple of `steps_per_loop`); 0: after phases only.
+        fill_mask_probes: list of str. Sentences with `[MASK]`s whose top-5
+            fillers the run prints at the end, next to a freshly
+            initialised model's: does the model use context?
         profile_steps: str or None. `"first,last"` optimizer steps traced
             by the profiler into the TensorBoard log directory.
         init_checkpoint: str or None. Weights only (no optimizer, no step)
@@ -142,6 +151,8 @@ class PretrainingConfig:
     jit_compile: typing.Union[str, bool] = "auto"
     steps_per_loop: int = 100
     eval_steps: int = 20
+    eval_every_steps: int = 0
+    fill_mask_probes: list = dataclasses.field(default_factory=list)
     profile_steps: typing.Optional[str] = None
     init_checkpoint: typing.Optional[str] = None
     model_dir: str = "runs/pretrain_default"
@@ -182,12 +193,33 @@ class PretrainingConfig:
         check(self.jit_compile in ("auto", True, False),
               "`jit_compile` must be auto, true or false. "
               f"Received: jit_compile={self.jit_compile!r}")
-        for name in ("train_steps", "steps_per_loop", "eval_steps"):
+        for name in ("train_steps", "steps_per_loop", "eval_steps",
+                     "eval_every_steps"):
             value = getattr(self, name)
-            check(isinstance(value, int) and value >= (name != "eval_steps"),
-                  f"`{name}` must be a positive int. Received: {name}={value!r}")
+            positive = name in ("train_steps", "steps_per_loop")
+            check(isinstance(value, int) and value >= positive,
+                  f"`{name}` must be a {'positive' if positive else 'non-negative'}"
+                  f" int. Received: {name}={value!r}")
+        check(self.eval_every_steps % self.steps_per_loop == 0,
+              "`eval_every_steps` must be a multiple of `steps_per_loop`. "
+              f"Received: eval_every_steps={self.eval_every_steps}, "
+              f"steps_per_loop={self.steps_per_loop}")
+        check(all(isinstance(p, str) and "[MASK]" in p
+                  for p in self.fill_mask_probes),
+              "Every `fill_mask_probes` entry must be a string with [MASK]. "
+              f"Received: {self.fill_mask_probes!r}")
+        check(0.0 < self.data.mask_rate < 1.0,
+              "`data.mask_rate` must be in (0, 1). "
+              f"Received: data.mask_rate={self.data.mask_rate!r}")
+        for name in ("short_seq_prob", "next_sentence_rate"):
+            value = getattr(self.data, name)
+            check(0.0 <= value <= 1.0, f"`data.{name}` must be in [0, 1]. "
+                  f"Received: data.{name}={value!r}")
         check(self.phases, "`phases` must list at least one phase.")
         for i, phase in enumerate(self.phases):
+            check(phase.seq_len >= 5,
+                  f"phases.{i}: `seq_len` must be >= 5 ([CLS] A [SEP] B "
+                  f"[SEP]). Received: seq_len={phase.seq_len}")
             check((phase.steps is None) != (phase.fraction is None),
                   f"phases.{i}: give exactly one of `steps` and `fraction`. "
                   f"Received: steps={phase.steps}, fraction={phase.fraction}")

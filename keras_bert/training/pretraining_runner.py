@@ -7,7 +7,10 @@ import keras
 
 from keras_bert.export.keras_archive import save_keras_atomically
 from keras_bert.training.checkpoint_manager import CheckpointManager
+from keras_bert.models import BertPretrainer
+from keras_bert.training.fill_mask import fill_mask
 from keras_bert.training.pretraining import (
+    build_backbone,
     build_pretraining,
     load_initial_weights,
 )
@@ -38,7 +41,8 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
 
     Returns:
         dict: `"state"` (`TrainingState`), `"eval"` (per phase index, the
-        held-out metrics), `"preempted"` (bool), `"pretraining"`.
+        held-out metrics), `"preempted"` (bool), `"pretraining"` and, with
+        `fill_mask_probes`, `"fill_mask"` (see `fill_mask_report`).
     """
     pretraining = build_pretraining(config, distribution)
     distribution = pretraining.distribution
@@ -80,7 +84,8 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
         os.path.join(model_dir, "logs"), state,
         learning_rate_fn=lambda step: float(keras.ops.convert_to_numpy(
             schedule(step * accumulation))),
-        profile_steps=profile, enabled=chief)
+        total_steps=config.train_steps, profile_steps=profile,
+        enabled=chief, verbose=bool(verbose))
     previous_handler = checkpointer.install_sigterm_handler()
     try:
         for phase in pretraining.phases[state.phase:]:
@@ -97,8 +102,9 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
                 model.fit(
                     phase.dataset(skip_batches=done),
                     **phase.fit_kwargs(loop, done),
+                    **held_out_kwargs(pretraining, phase, state.step),
                     callbacks=[checkpointer, monitor, *callbacks],
-                    verbose=verbose,
+                    verbose=0,  # TrainingMonitor prints a line per window.
                     shuffle=False,  # The pipeline shuffles, seeded.
                 )
                 if checkpointer.preempted:
@@ -118,9 +124,32 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
         if chief:
             export_models(pretraining, model_dir)
         checkpointer.save()
+        if chief and config.fill_mask_probes:
+            results["fill_mask"] = fill_mask_report(pretraining)
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
     return results
+
+
+def held_out_kwargs(pretraining, phase, step):
+    """`fit` arguments that evaluate held-out data at every multiple of
+    `eval_every_steps` inside the phase (its end is evaluated anyway).
+
+    Windows (Keras epochs) are `steps_per_loop` updates from `step`, so
+    the evaluated windows are listed by number (`validation_freq`)."""
+    config = pretraining.config
+    every = config.eval_every_steps
+    if not every or not config.eval_steps:
+        return {}
+    loop = config.steps_per_loop
+    end = phase.first_step + phase.steps
+    epochs = [e for e in range(1, (end - step) // loop + 1)
+              if (step + e * loop) % every == 0 and step + e * loop < end]
+    if not epochs:
+        return {}
+    return {"validation_data": pretraining.eval_dataset(phase.index),
+            "validation_steps": config.eval_steps,
+            "validation_freq": epochs}
 
 
 def evaluate(pretraining, phase_index, monitor, step):
@@ -141,6 +170,29 @@ def evaluate(pretraining, phase_index, monitor, step):
         "eval", {f"{k}_seq{seq.seq_len}": v for k, v in metrics.items()},
         step)
     return metrics
+
+
+def fill_mask_report(pretraining):
+    """Prints the top-5 fillers of `config.fill_mask_probes` by the trained
+    model and by a freshly initialised one; returns both."""
+    import pipelines
+
+    config = pretraining.config
+    tokenizer = pipelines.BertTokenizer(config.data.vocab_file,
+                                        lower_case=config.data.lower_case)
+    untrained = BertPretrainer(build_backbone(config))
+    report = {name: fill_mask(model, tokenizer, config.fill_mask_probes)
+              for name, model in (("trained", pretraining.model),
+                                  ("untrained", untrained))}
+    print("Fill-mask, top 5 (trained model | freshly initialised model):",
+          flush=True)
+    for i, sentence in enumerate(config.fill_mask_probes):
+        print(f"  {sentence}")
+        for name in ("trained", "untrained"):
+            for fillers in report[name][i]:
+                words = ", ".join(f"{t} {p:.3f}" for t, p in fillers)
+                print(f"    {name:>9}: {words}")
+    return report
 
 
 def export_models(pretraining, model_dir):

@@ -10,31 +10,38 @@ LOGGED = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
 
 
 class TrainingMonitor(keras.callbacks.Callback):
-    """Writes one TensorBoard point per logging window (Keras epoch).
+    """One TensorBoard point and one console line per logging window.
 
     Scalars under `<log_dir>/train`, keyed on the optimizer step so curves
     continue across phases and resumed runs: loss, mlm_loss, nsp_loss,
     mlm_accuracy, nsp_accuracy (means over the window), learning_rate,
     examples_per_second, tokens_per_second (padded sequence slots) and
-    phase. Works on every backend (summaries go through `tf.summary`).
+    phase. Held-out metrics that `fit` evaluated in the window (`val_*`)
+    go to `<log_dir>/eval` as `<metric>_seq<T>`. The console line reads
+    `step 120/300  phase 0 (seq 128)  loss ...  held-out mlm_accuracy ...`.
+    Works on every backend (summaries go through `tf.summary`).
 
     Args:
         log_dir: str. TensorBoard log directory.
         state: `TrainingState` (read only).
         learning_rate_fn: callable step -> float.
+        total_steps: int. Optimizer updates of the whole run.
         profile_steps: `(first, last)` optimizer steps to trace, or None.
             TensorFlow and JAX backends; the trace lands in `log_dir`.
         enabled: bool. False on non-chief workers (nothing written).
+        verbose: bool. Print the console line.
     """
 
-    def __init__(self, log_dir, state, learning_rate_fn, profile_steps=None,
-                 enabled=True):
+    def __init__(self, log_dir, state, learning_rate_fn, total_steps,
+                 profile_steps=None, enabled=True, verbose=True):
         super().__init__()
         self.log_dir = log_dir
         self.state = state
         self.learning_rate_fn = learning_rate_fn
+        self.total_steps = total_steps
         self.profile_steps = profile_steps
         self.enabled = enabled
+        self.verbose = verbose
         self.batch_size = None
         self.seq_len = None
         self._writers = {}
@@ -68,11 +75,13 @@ class TrainingMonitor(keras.callbacks.Callback):
         self._window_start = (time.perf_counter(), self.state.micro_step)
 
     def on_epoch_end(self, epoch, logs=None):
+        # Up to the window's last batch: held-out evaluation is not training.
         start_time, start_micro = self._window_start
-        seconds = time.perf_counter() - start_time
+        seconds = self._last_batch_end - start_time
         batches = self.state.micro_step - start_micro
         examples_per_second = batches * self.batch_size / max(seconds, 1e-9)
-        scalars = {k: logs[k] for k in LOGGED if logs and k in logs}
+        logs = logs or {}
+        scalars = {k: logs[k] for k in LOGGED if k in logs}
         scalars.update(
             learning_rate=self.learning_rate_fn(self.state.step),
             examples_per_second=examples_per_second,
@@ -80,6 +89,28 @@ class TrainingMonitor(keras.callbacks.Callback):
             phase=self.phase,
         )
         self.write_scalars("train", scalars, self.state.step)
+        held_out = {k[len("val_"):]: logs[k] for k in logs
+                    if k.startswith("val_")}
+        if held_out:
+            self.write_scalars("eval", {f"{k}_seq{self.seq_len}": v
+                                        for k, v in held_out.items()},
+                               self.state.step)
+        if self.enabled and self.verbose:
+            print(self.console_line(scalars, held_out), flush=True)
+
+    def console_line(self, scalars, held_out):
+        line = (f"step {self.state.step}/{self.total_steps}  phase "
+                f"{self.phase} (seq {self.seq_len})  "
+                f"loss {scalars.get('loss', float('nan')):.3f}  "
+                f"mlm_accuracy {scalars.get('mlm_accuracy', float('nan')):.3f}  "
+                f"nsp_accuracy {scalars.get('nsp_accuracy', float('nan')):.3f}  "
+                f"lr {scalars['learning_rate']:.2e}  "
+                f"{scalars['examples_per_second']:.0f} seq/s")
+        if held_out:
+            line += (f"  | held-out mlm_accuracy "
+                     f"{held_out.get('mlm_accuracy', float('nan')):.3f} "
+                     f"mlm_loss {held_out.get('mlm_loss', float('nan')):.3f}")
+        return line
 
     def on_train_batch_begin(self, batch, logs=None):
         if (self.enabled and self.profile_steps and not self._profiling
@@ -88,6 +119,7 @@ class TrainingMonitor(keras.callbacks.Callback):
                 os.path.join(self.log_dir, "train"))
 
     def on_train_batch_end(self, batch, logs=None):
+        self._last_batch_end = time.perf_counter()
         if self._profiling and self.state.step >= self.profile_steps[1]:
             _stop_profiler()
             self._profiling = False

@@ -149,3 +149,50 @@ def test_sigterm_then_resume_matches_uninterrupted_run(full_run, tmp_path,
     third = run_pretraining(config, verbose=0)
     assert third["state"].finished and not third["eval"]
     assert not any(second["eval"].values())  # eval_steps=0
+
+
+def test_console_lines_held_out_curve_and_fill_mask(tmp_path, tiny_corpus,
+                                                    capsys):
+    config = tiny_config(tmp_path, tiny_corpus, eval_every_steps=2,
+                         fill_mask_probes=["the [MASK] of the [MASK] ."])
+    results = run_pretraining(config)
+    out = capsys.readouterr().out
+    assert "step 2/9  phase 0 (seq 32)  loss " in out
+    assert "step 8/9  phase 1 (seq 64)" in out
+    assert "Epoch" not in out
+    # Held-out inside the phases at multiples of 2 (phase ends apart).
+    held_out = [line for line in out.splitlines() if "| held-out" in line]
+    assert [line.split("/")[0] for line in held_out] == [
+        "step 2", "step 4", "step 8"]
+    scalars = read_scalars(os.path.join(config.model_dir, "logs", "eval"))
+    assert [s for s, _ in sorted(scalars["mlm_accuracy_seq32"])] == [2, 4, 6]
+    assert [s for s, _ in sorted(scalars["mlm_accuracy_seq64"])] == [8, 9]
+    # Two [MASK]s: five fillers each, for the trained and the fresh model.
+    for name in ("trained", "untrained"):
+        (fillers_per_mask,) = results["fill_mask"][name]
+        assert [len(f) for f in fillers_per_mask] == [5, 5]
+        assert f"{name}: " in out
+
+
+def test_fill_mask_reads_each_mask_position():
+    from keras_bert import BertBackbone
+    from keras_bert.models import BertPretrainer
+    from keras_bert.training.fill_mask import fill_mask
+    from pipelines import BertTokenizer
+
+    tokenizer = BertTokenizer("data/vocab/bert_uncased_vocab.txt")
+    model = BertPretrainer(BertBackbone(
+        vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16,
+        intermediate_dim=32))
+    states = tokenizer.token_to_id("states")
+    bias = np.zeros(30522, "float32")
+    bias[states] = 50.0
+    (output_bias,) = [w for w in model.mlm_head.weights
+                      if w.path.endswith("output_bias")]
+    output_bias.assign(bias)
+    (sentence,) = fill_mask(model, tokenizer, ["[MASK] of the united [MASK]"],
+                            top_k=3)
+    assert len(sentence) == 2
+    for fillers in sentence:
+        assert fillers[0][0] == "states" and fillers[0][1] > 0.99
+        assert len(fillers) == 3

@@ -1,0 +1,53 @@
+"""Fill-mask probes: what a pre-trained model puts at `[MASK]`.
+
+A model that uses context ranks "states" first in "the president of the
+united [MASK]"; one stuck on the unigram plateau answers "the , ." whatever
+the sentence. The pre-training run prints this next to a freshly
+initialised model's answers.
+"""
+
+import numpy as np
+
+from pipelines.tasks.features import tokenize_texts
+
+
+def fill_mask(model, tokenizer, sentences, top_k=5):
+    """Top-`top_k` fillers for each `[MASK]` of each sentence.
+
+    Args:
+        model: a `BertPretrainer`.
+        tokenizer: `pipelines.BertTokenizer` of the model's vocabulary.
+        sentences: list of str, each with one or more literal `[MASK]`s
+            (the text around them is tokenized as usual).
+        top_k: int.
+
+    Returns:
+        One list per sentence, one entry per `[MASK]`: a list of
+        `(token, probability)` pairs, best first.
+    """
+    results = []
+    for sentence in sentences:
+        pieces = tokenize_texts(tokenizer, sentence.split("[MASK]"))
+        ids = [tokenizer.cls_id]
+        positions = []
+        for i, piece in enumerate(pieces):
+            if i:
+                positions.append(len(ids))
+                ids.append(tokenizer.mask_id)
+            ids.extend(piece)
+        ids.append(tokenizer.sep_id)
+        token_ids = np.array([ids], "int32")                     # (1, T)
+        logits = model.predict_on_batch({
+            "token_ids": token_ids,
+            "segment_ids": np.zeros_like(token_ids),
+            "padding_mask": np.ones_like(token_ids),
+            "mask_positions": np.array([positions], "int32"),    # (1, P)
+        })["mlm"][0]                                             # (P, V)
+        logits = np.asarray(logits, "float64")
+        probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probabilities /= probabilities.sum(axis=-1, keepdims=True)
+        results.append([
+            [(tokenizer.id_to_token(int(i)), float(row[i]))
+             for i in np.argsort(-row)[:top_k]]
+            for row in probabilities])
+    return results
