@@ -115,8 +115,9 @@ def create_pairs(documents, seed, *, seq_len, short_seq_prob, cls_id, sep_id,
             another. None: every row is its own document.
         next_sentence_rate: float, chance that a chunk of two or more
             sentences takes a random B (NotNext); 0.5 in BERT. 0 keeps text
-            contiguous (no NSP task, as in RoBERTa) except for one-sentence
-            chunks, which need a random B as in the original.
+            contiguous (no NSP task, as in RoBERTa): a sentence that fills
+            the target alone gets the next sentence as B, so only the last
+            sentence of a document, alone in its chunk, takes a random B.
 
     Returns:
         A dict of dense tensors, K pairs:
@@ -149,7 +150,12 @@ def create_pairs(documents, seed, *, seq_len, short_seq_prob, cls_id, sep_id,
     starts = tf.range(n)
     reach = tf.searchsorted(cum, tf.gather(cum, starts) + target,
                             side="left", out_type=tf.int32) - 1
-    end = tf.minimum(reach, tf.gather(doc_last, doc_of_sent))       # [N]
+    last_of_doc = tf.gather(doc_last, doc_of_sent)                   # [N]
+    end = tf.minimum(reach, last_of_doc)                             # [N]
+    if next_sentence_rate == 0:
+        # Contiguous text only: a sentence that fills the target alone takes
+        # the next one as B (truncated) instead of a random B.
+        end = tf.maximum(end, tf.minimum(starts + 1, last_of_doc))
     chunk_size = end - starts + 1
     a_sentences = tf.where(
         chunk_size >= 2,

@@ -349,8 +349,9 @@ def test_batches_mix_many_documents(tmp_path):
 def test_next_sentence_rate_zero_keeps_text_contiguous(tmp_path):
     pattern, family = _word_family_corpus(tmp_path, 3, 300)
     labels = np.concatenate([l["nsp"] for _, l, _ in _take(_dataset(
-        pattern, corpus_format="text", seq_len=64, max_predictions=10,
-        next_sentence_rate=0.0, short_seq_prob=0.0), 4)])
-    # Only one-sentence chunks take a random B; with sentences of < 25
-    # tokens and the full target length there are none.
-    assert labels.mean() == 0.0
+        pattern, corpus_format="text", seq_len=16, max_predictions=3,
+        next_sentence_rate=0.0), 4)])
+    # Sentences of 8-20 words fill a 13-token target alone: they take the
+    # next sentence as B (a random B each before). Only the last sentence of
+    # a piece (~18 sentences at this length) may not.
+    assert labels.mean() < 0.15
