@@ -4,11 +4,13 @@ import glob
 import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import pipelines
 from keras_bert import data as data_cli
 from keras_bert import vocab as vocab_cli
+from pipelines import corpus
 from tests.pipelines.common import CORPUS, VOCAB
 
 SMALL = sorted(glob.glob(os.path.join(CORPUS, "inaugural", "19*.txt")))[:4]
@@ -54,3 +56,62 @@ def test_data_cli_writes_shards(tmp_path, capsys):
             str(tmp_path / "nope.txt")]
     assert data_cli.main(argv) == 2
     assert "nope.txt" in capsys.readouterr().err
+
+
+def _data_argv(output_dir, *extra):
+    return ["--input", SMALL[0], "--output_dir", str(output_dir), "--vocab",
+            VOCAB, "--corpus_format", "text", *extra]
+
+
+@pytest.mark.parametrize("setup, extra, message", [
+    ("new", ["--num_shards", "0"],
+     "`num_shards` must be a positive integer. Received: num_shards=0"),
+    ("new", ["--num_shards", "-3"],
+     "`num_shards` must be a positive integer. Received: num_shards=-3"),
+    ("file", [], "`output_dir` is a file, not a folder."),
+    ("full", [], "`output_dir` must be new or empty; it holds old.tfrecord."),
+    ("under_file", [], "`output_dir` cannot be written: "),
+])
+def test_data_cli_rejects_bad_output(tmp_path, capsys, setup, extra, message):
+    output = tmp_path / "out"
+    if setup == "under_file":
+        (tmp_path / "file").write_text("mine")
+        output = tmp_path / "file" / "out"
+    if setup == "file":
+        output.write_text("mine")
+    elif setup == "full":
+        output.mkdir()
+        (output / "old.tfrecord").write_text("mine")
+    before = sorted(map(str, tmp_path.rglob("*")))
+
+    assert data_cli.main(_data_argv(output, *extra)) == 2
+
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1
+    assert f"output_dir={str(output)!r}" in err or setup == "new"
+    assert sorted(map(str, tmp_path.rglob("*"))) == before
+
+
+def test_every_shard_is_checked_against_the_vocabulary(tmp_path):
+    other_vocab = tmp_path / "other_vocab.txt"
+    other_vocab.write_text(open(VOCAB, encoding="utf-8").read() + "zzz\n")
+    assert data_cli.main(_data_argv(tmp_path / "a", "--num_shards", "2")) == 0
+    argv = _data_argv(tmp_path / "b", "--num_shards", "1")
+    argv[argv.index(VOCAB)] = str(other_vocab)
+    assert data_cli.main(argv) == 0
+    # A shard of the other vocabulary dropped among the first run's ones.
+    stray = tmp_path / "a" / "part-00000-of-00001.tfrecord"
+    stray.write_bytes((tmp_path / "b" / stray.name).read_bytes())
+    files = pipelines.list_files(str(tmp_path / "a" / "*.tfrecord"), "tfrecord")
+
+    assert files[0] == str(stray)
+    with pytest.raises(pipelines.CorpusError,
+                       match="part-00000-of-00001.tfrecord' is not one of"):
+        corpus.check_tfrecord_vocabulary(files, VOCAB)
+    corpus.check_tfrecord_vocabulary(files[1:], VOCAB)
+    with pytest.raises(pipelines.CorpusError, match="written with vocabulary"):
+        corpus.check_tfrecord_vocabulary(files[1:], str(other_vocab))
+    os.remove(tmp_path / "b" / "metadata.json")
+    with pytest.raises(pipelines.CorpusError, match="has no metadata.json"):
+        corpus.check_tfrecord_vocabulary(
+            [str(tmp_path / "b" / stray.name)], str(other_vocab))
