@@ -18,14 +18,11 @@ import yaml
 
 from keras_bert.export.keras_archive import save_keras_atomically
 from keras_bert.finetuning.config import load_finetune_config
+from keras_bert.finetuning.finetune_error import FinetuneError
 from keras_bert.finetuning.optimization import create_finetune_optimizer
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
 
 logger = logging.getLogger("keras_bert.finetune")
-
-
-class FinetuneError(ValueError):
-    """Bad command-line input (checkpoint, vocabulary, task)."""
 
 
 def load_backbone(init_checkpoint):
@@ -167,8 +164,18 @@ def run_finetune(
         epochs=epochs,
         steps_per_epoch=math.ceil(total_steps / epochs),
         verbose=config.training.verbose,
+        callbacks=[keras.callbacks.TerminateOnNaN()],
     )
     train_seconds = time.time() - start
+    final_loss = float(history.history["loss"][-1])
+    # A diverged model is neither saved nor scored: its predictions are NaN.
+    if not math.isfinite(final_loss):
+        raise FinetuneError(
+            f"training loss became {final_loss} in epoch "
+            f"{len(history.history['loss'])}; nothing saved. Check the labels "
+            "or lower optimizer.learning_rate. Received: "
+            f"optimizer.learning_rate={config.optimizer.learning_rate}"
+        )
     # Saved before evaluation, so a failing evaluation keeps the training.
     save_keras_atomically(model, os.path.join(model_dir, "model.keras"))
 
@@ -180,7 +187,7 @@ def run_finetune(
         train_steps=total_steps,
         train_seconds=round(train_seconds, 1),
         eval_seconds=round(time.time() - start, 1),
-        final_train_loss=float(history.history["loss"][-1]),
+        final_train_loss=final_loss,
         predictions_file=os.path.basename(predictions_path),
     )
     if config.export.enabled:

@@ -1,6 +1,7 @@
 """GLUE and generic CSV/TSV/JSONL sentence(-pair) classification/regression."""
 
 import json
+import math
 import os
 
 import keras
@@ -67,11 +68,15 @@ class SentenceTask:
         for e in examples:
             if self.regression:
                 try:
-                    e.label = float(e.label)
+                    label = float(e.label)
                 except (TypeError, ValueError):
+                    label = math.nan
+                # nan and inf parse as floats, but train to a NaN loss.
+                if not math.isfinite(label):
                     raise tasks.TaskDataError(
-                        f"{e.guid}: label {e.label!r} is not a number ({split})"
-                    ) from None
+                        f"{e.guid}: label {e.label!r} is not a finite number ({split})"
+                    )
+                e.label = label
             elif str(e.label) not in self.label_names:
                 raise tasks.TaskDataError(
                     f"{e.guid}: label {e.label!r} is not one of {self.label_names} "

@@ -9,6 +9,7 @@ dev files have no header, every other file has one.
 import csv
 import dataclasses
 import json
+import math
 import os
 
 from pipelines.tasks.errors import TaskDataError
@@ -114,11 +115,14 @@ def _parse_label(value, label_names, path, line_number):
     value = value.strip()
     if label_names is None:
         try:
-            return float(value)
+            score = float(value)
         except ValueError:
+            score = math.nan
+        if not math.isfinite(score):  # nan and inf parse, but train to NaN.
             raise TaskDataError(
-                f"{path}:{line_number}: score {value!r} is not a number"
-            ) from None
+                f"{path}:{line_number}: score {value!r} is not a finite number"
+            )
+        return score
     if value not in label_names:
         raise TaskDataError(
             f"{path}:{line_number}: unknown label {value!r}; "

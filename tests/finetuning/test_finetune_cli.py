@@ -181,3 +181,73 @@ def test_missing_vocabulary_needs_vocab_flag(fixtures, tmp_path, capsys):
             "--model_dir", str(tmp_path / "out")]
     assert main(argv) == 2
     assert "pass --vocab" in capsys.readouterr().err
+
+
+def _regression_data(tmp_path, fixtures, bad):
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = (fixtures / "generic/reg_train.tsv").read_text().splitlines()
+    rows[2] = rows[2].rsplit("\t", 1)[0] + "\t" + bad
+    (data / "train.tsv").write_text("\n".join(rows) + "\n")
+    (data / "dev.tsv").write_text((fixtures / "generic/reg_dev.tsv").read_text())
+    return data
+
+
+REGRESSION = ["--set", "data.label_column=score", "--set", "export.enabled=false"]
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-Infinity"])
+def test_non_finite_regression_labels_are_one_line(checkpoint, fixtures, tmp_path, capsys, bad):
+    data = _regression_data(tmp_path, fixtures, bad)
+    argv = ["--task", "regression", "--data_dir", str(data), "--init_checkpoint", checkpoint,
+            "--model_dir", str(tmp_path / "out")] + REGRESSION
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: train.tsv-3: label '{bad}' is not a finite number (train)\n"
+    assert not (tmp_path / "out" / "eval_results.json").exists()
+
+
+def test_non_finite_glue_score_is_one_line(checkpoint, fixtures, tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = (fixtures / "glue/STS-B/train.tsv").read_text().splitlines()
+    rows[1] = rows[1].rsplit("\t", 1)[0] + "\tnan"
+    (data / "train.tsv").write_text("\n".join(rows) + "\n")
+    (data / "dev.tsv").write_text((fixtures / "glue/STS-B/dev.tsv").read_text())
+    argv = ["--task", "stsb", "--data_dir", str(data), "--init_checkpoint", checkpoint,
+            "--model_dir", str(tmp_path / "out")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"error: {data}/train.tsv:2: score 'nan' is not a finite number\n")
+
+
+def test_nan_loss_stops_the_run(checkpoint, fixtures, tmp_path, capsys, monkeypatch):
+    from keras_bert.finetuning.sentence_task import SentenceTask
+
+    # Past the label check, as any other cause of divergence would be.
+    monkeypatch.setattr(SentenceTask, "_check_labels", lambda *args: None)
+    data = _regression_data(tmp_path, fixtures, "nan")
+    argv = ["--task", "regression", "--data_dir", str(data), "--init_checkpoint", checkpoint,
+            "--model_dir", str(tmp_path / "out")] + REGRESSION
+    for item in QUICK:
+        argv += ["--set", item]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: training loss became nan in epoch 1; nothing saved.")
+    assert err.count("\n") == 1
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["config.yaml", "vocab.txt"]
+
+
+def test_non_finite_predictions_are_not_scored():
+    import tensorflow as tf
+
+    from keras_bert.finetuning.finetune_error import FinetuneError
+    from keras_bert.finetuning.predict import predict_batches
+
+    class Model:
+        def predict_on_batch(self, inputs):
+            return {"score": np.where(inputs > 1, np.nan, 0.0)}
+
+    dataset = tf.data.Dataset.from_tensor_slices(np.arange(4.0)).batch(2)
+    with pytest.raises(FinetuneError, match="non-finite values .* for dev batch 2; no metric"):
+        predict_batches(Model(), dataset)
