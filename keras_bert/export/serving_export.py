@@ -23,6 +23,8 @@ import sys
 import tempfile
 import uuid
 
+from pipelines.tasks.features import MIN_SEQ_LEN
+
 MODEL_FILES = ("model.keras", "pretrainer.keras", "backbone.keras")
 SMOKE_TEXTS = ["", " \t\n", "Hello, World!", "\x00\ufffd\u200f中文 😀", "a" * 300]
 
@@ -145,10 +147,10 @@ def export_for_serving(
             raise ValueError(
                 f"`{name}` must be a positive int. Received: {name}={value!r}"
             )
-    if seq_len < 3:
+    if seq_len < MIN_SEQ_LEN:
         raise ValueError(
-            f"`seq_len` must be at least 3 ([CLS] A [SEP] B [SEP] needs "
-            f"room). Received: seq_len={seq_len}"
+            f"`seq_len` must be at least {MIN_SEQ_LEN} ([CLS] A [SEP] B "
+            f"[SEP]). Received: seq_len={seq_len}"
         )
     os.makedirs(output_dir, exist_ok=True)
     version = next_version(output_dir) if version is None else int(version)

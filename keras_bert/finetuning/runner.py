@@ -34,7 +34,11 @@ def load_backbone(init_checkpoint):
     if init_checkpoint.startswith("random:"):
         from keras_bert.model_configs import load_model_config
 
-        return BertBackbone(**load_model_config(init_checkpoint[len("random:"):]))
+        try:
+            config = load_model_config(init_checkpoint[len("random:"):])
+        except ValueError as error:  # An unknown name or a bad YAML file.
+            raise FinetuneError(f"--init_checkpoint {init_checkpoint}: {error}") from None
+        return BertBackbone(**config)
     if init_checkpoint.endswith(".keras") and os.path.isfile(init_checkpoint):
         try:
             model = keras.saving.load_model(init_checkpoint, compile=False)
@@ -125,13 +129,18 @@ def run_finetune(
     if not os.path.isdir(data_dir):
         raise FinetuneError(f"--data_dir {data_dir}: no such directory")
     config = load_finetune_config(task, config_file or default_config_file(task), overrides)
-    os.makedirs(model_dir, exist_ok=True)
-    with open(os.path.join(model_dir, "config.yaml"), "w") as f:
-        yaml.safe_dump(
-            {**config.to_dict(), "init_checkpoint": init_checkpoint, "data_dir": data_dir},
-            f,
-            sort_keys=False,
-        )
+    if os.path.exists(model_dir) and not os.path.isdir(model_dir):
+        raise FinetuneError(f"--model_dir {model_dir}: is a file, not a folder")
+    try:  # The first write: an unwritable model_dir fails before training.
+        os.makedirs(model_dir, exist_ok=True)
+        with open(os.path.join(model_dir, "config.yaml"), "w") as f:
+            yaml.safe_dump(
+                {**config.to_dict(), "init_checkpoint": init_checkpoint, "data_dir": data_dir},
+                f,
+                sort_keys=False,
+            )
+    except OSError as error:
+        raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
     keras.utils.set_random_seed(config.training.seed)
 
     backbone = load_backbone(init_checkpoint)
@@ -143,6 +152,8 @@ def run_finetune(
     tokenizer = _tokenizer(backbone, vocab, model_dir, config.data.lower_case)
     handler_class = TASKS[task][0]
     handler = handler_class(task, config, data_dir, tokenizer)
+    if handler.num_train_examples == 0:
+        raise FinetuneError(f"--data_dir {data_dir}: the training file holds no examples")
     model = handler.build_model(backbone)
 
     batch_size = config.training.batch_size

@@ -6,6 +6,7 @@ GLUE distribution (and `run_classifier.py`'s processors): CoLA's train and
 dev files have no header, every other file has one.
 """
 
+import contextlib
 import csv
 import dataclasses
 import json
@@ -134,7 +135,7 @@ def _parse_label(value, label_names, path, line_number):
 def _read_tsv(path, skip_header):
     if not os.path.isfile(path):
         raise TaskDataError(f"{path}: no such file")
-    with open(path, encoding="utf-8", newline="") as f:
+    with open(path, encoding="utf-8", newline="") as f, _text_errors(path):
         # GLUE files are plain tab-separated, without quoting (as the
         # original processors read them: `quotechar=None`).
         reader = csv.reader(f, delimiter="\t", quotechar=None)
@@ -144,6 +145,19 @@ def _read_tsv(path, skip_header):
             if not row or not any(cell.strip() for cell in row):
                 continue
             yield reader.line_num, row
+
+
+@contextlib.contextmanager
+def _text_errors(path):
+    """Undecodable or binary files as a `TaskDataError` naming the file."""
+    try:
+        yield
+    except UnicodeDecodeError as error:
+        raise TaskDataError(
+            f"{path}: not UTF-8 text (byte {error.start}: {error.reason})"
+        ) from None
+    except csv.Error as error:
+        raise TaskDataError(f"{path}: not a text table: {error}") from None
 
 
 def read_table(path, text_column, text_b_column=None, label_column=None):
@@ -164,7 +178,7 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
     extension = os.path.splitext(path)[1].lower()
     examples = []
     if extension in (".csv", ".tsv"):
-        with open(path, encoding="utf-8", newline="") as f:
+        with open(path, encoding="utf-8", newline="") as f, _text_errors(path):
             reader = csv.DictReader(f, delimiter="," if extension == ".csv" else "\t")
             missing = [c for c in wanted if c not in (reader.fieldnames or [])]
             if missing:
@@ -180,7 +194,7 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
                     )
                 examples.append(_table_example(row, text_column, text_b_column, label_column, path, reader.line_num))
     elif extension in (".jsonl", ".json"):
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f, _text_errors(path):
             for line_number, line in enumerate(f, 1):
                 if not line.strip():
                     continue

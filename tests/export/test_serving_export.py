@@ -218,8 +218,9 @@ def test_failed_export_leaves_no_version(tmp_path, vocab):
 
 def test_argument_errors(vocab, tmp_path):
     backbone = _backbone(vocab)
-    with pytest.raises(ValueError, match="seq_len"):
-        export_for_serving(backbone, str(tmp_path), seq_len=2)
+    # One minimum with fine-tuning and pre-training: [CLS] A [SEP] B [SEP].
+    with pytest.raises(ValueError, match=r"at least 5 .*Received: seq_len=4"):
+        export_for_serving(backbone, str(tmp_path), seq_len=4)
     with pytest.raises(ValueError, match="top_k"):
         export_for_serving(backbone, str(tmp_path), top_k=0)
 

@@ -143,6 +143,17 @@ def test_tiny_model_learns_sst2_fixture(checkpoint, fixtures, tmp_path):
         (["--set", "training.epochs=many"], "training.epochs must be float"),
         (["--data_dir", "/nonexistent"], "--data_dir /nonexistent: no such directory"),
         (["--init_checkpoint", "/nonexistent.keras"], "/nonexistent.keras: no such checkpoint"),
+        (["--init_checkpoint", "random:bert_huge"],
+         "--init_checkpoint random:bert_huge: Unknown model config 'bert_huge'"),
+        (["--set", "data.max_seq_length=1"],
+         "data.max_seq_length must be >= 5. Received: data.max_seq_length=1"),
+        (["--set", "export.seq_len=4"], "export.seq_len must be >= 5. Received: export.seq_len=4"),
+        (["--set", "training.batch_size=-8"],
+         "training.batch_size must be >= 1. Received: training.batch_size=-8"),
+        (["--set", "training.batch_size="],
+         "training.batch_size must be >= 1. Received: training.batch_size=None"),
+        (["--set", "training.epochs=0"], "training.epochs must be > 0. Received: training.epochs=0.0"),
+        (["--set", "training.epochs=[1"], "--set: training.epochs is not a YAML value. Received: '[1'"),
     ],
 )
 def test_input_errors_are_one_line(checkpoint, fixtures, tmp_path, capsys, args, message):
@@ -251,3 +262,41 @@ def test_non_finite_predictions_are_not_scored():
     dataset = tf.data.Dataset.from_tensor_slices(np.arange(4.0)).batch(2)
     with pytest.raises(FinetuneError, match="non-finite values .* for dev batch 2; no metric"):
         predict_batches(Model(), dataset)
+
+
+def _write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        ({"data/train.tsv": b""}, "--data_dir {tmp}/data: the training file holds no examples"),
+        ({"data/train.tsv": b"sentence\tlabel\n"},
+         "--data_dir {tmp}/data: the training file holds no examples"),
+        ({"data/train.tsv": b"sentence\tlabel\ncaf\xe9\t1\n"},
+         "{tmp}/data/train.tsv: not UTF-8 text (byte 18: invalid continuation byte)"),
+        ({"data/train.tsv": bytes(range(256))},
+         "{tmp}/data/train.tsv: not UTF-8 text (byte 128: invalid start byte)"),
+        ({"bad.yaml": b"training: {batch_size: 8\n"}, "{tmp}/bad.yaml: not a YAML file: "),
+        ({"bad.yaml": b"\xff\xfe"}, "{tmp}/bad.yaml: not a YAML file: "),
+        ({"out": b"mine"}, "--model_dir {tmp}/out: is a file, not a folder"),
+        ({"file": b"mine"}, "--model_dir {tmp}/file/out: cannot write: [Errno 20] Not a directory"),
+    ],
+)
+def test_bad_files_are_one_line(checkpoint, fixtures, tmp_path, capsys, setup, message):
+    data = tmp_path / "data"
+    _write(data / "train.tsv", (fixtures / "glue/SST-2/train.tsv").read_bytes())
+    _write(data / "dev.tsv", (fixtures / "glue/SST-2/dev.tsv").read_bytes())
+    for name, content in setup.items():
+        _write(tmp_path / name, content)
+    argv = ["--task", "sst2", "--data_dir", str(data), "--init_checkpoint", checkpoint,
+            "--model_dir", str(tmp_path / ("file/out" if "file" in setup else "out"))]
+    if "bad.yaml" in setup:
+        argv += ["--config", str(tmp_path / "bad.yaml")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: " + message.format(tmp=tmp_path)) and err.count("\n") == 1
+    if "out" in setup:
+        assert (tmp_path / "out").read_bytes() == b"mine"
