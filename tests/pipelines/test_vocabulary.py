@@ -115,3 +115,50 @@ def test_every_shard_is_checked_against_the_vocabulary(tmp_path):
     with pytest.raises(pipelines.CorpusError, match="has no metadata.json"):
         corpus.check_tfrecord_vocabulary(
             [str(tmp_path / "b" / stray.name)], str(other_vocab))
+
+
+@pytest.mark.parametrize("setup, extra, message", [
+    (None, ["--vocab_size", "0"], "`vocab_size` must be an int >= 10 "),
+    (None, ["--vocab_size", "3"], "Received: vocab_size=3"),
+    ("folder", [], "--output {out}: is a folder, not a file"),
+    ("under_file", [], "--output {out}: {tmp}/file is not an existing folder"),
+])
+def test_vocab_cli_rejects_bad_arguments_before_learning(tmp_path, capsys, setup,
+                                                         extra, message):
+    output = tmp_path / "vocab.txt"
+    if setup == "folder":
+        output.mkdir()
+    elif setup == "under_file":
+        (tmp_path / "file").write_text("mine")
+        output = tmp_path / "file" / "vocab.txt"
+    argv = ["--input", SMALL[0], "--output", str(output), *extra]
+
+    assert vocab_cli.main(argv) == 2
+
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert message.format(out=output, tmp=tmp_path) in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == (
+        ["file"] if setup == "under_file" else ["vocab.txt"] if setup else [])
+
+
+def test_vocab_size_is_a_maximum(tmp_path):
+    # 300 CJK characters, each a word of its own: 605 tokens for the
+    # alphabet alone, which the learner keeps whatever its target.
+    chars = [chr(0x4E00 + i) for i in range(300)]
+    (tmp_path / "cjk.txt").write_text(
+        "\n".join(" ".join(chars[i:] + chars[:i]) for i in range(0, 300, 7)),
+        encoding="utf-8")
+    tokens = pipelines.learn_vocabulary(str(tmp_path / "cjk.txt"), 200,
+                                        min_count=2)
+    assert len(tokens) <= 200 and tokens[:5] == list(pipelines.SPECIAL_TOKENS)
+
+
+def test_cap_size_drops_the_rarest_pieces_keeps_characters():
+    from pipelines.vocabulary import _cap_size
+
+    learned = list(pipelines.SPECIAL_TOKENS) + [
+        "a", "b", "##", "##a", "the", "##b", "##ab", "ba"]
+    assert _cap_size(learned, 11) == learned[:11]
+    assert _cap_size(learned, 10) == learned[:9] + ["##b"]
+    assert _cap_size(learned, 20) == learned
