@@ -368,3 +368,21 @@ def test_cli_reports_a_missing_model_in_one_line(tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("python -m keras_bert.export: error: `model_dir`")
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("name, bad", [
+    ("token_ids", -5), ("token_ids", 30522), ("segment_ids", 2),
+    ("padding_mask", -1),
+])
+def test_serve_token_ids_refuses_out_of_range_ids(backbone_export, name, bad):
+    import tensorflow as tf
+
+    served = tf.saved_model.load(backbone_export[1])
+    inputs = {"token_ids": tf.constant([[101, 7, 102]]),
+              "segment_ids": tf.zeros([1, 3], tf.int32),
+              "padding_mask": tf.ones([1, 3], tf.int32)}
+    served.signatures["serve_token_ids"](**inputs)  # In range: answered.
+    inputs[name] = tf.tensor_scatter_nd_update(inputs[name], [[0, 1]], [bad])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=rf"{name} must be in \[0, "):
+        served.signatures["serve_token_ids"](**inputs)
