@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+import zipfile
 
 from pipelines.tasks.features import MIN_SEQ_LEN
 
@@ -64,12 +65,40 @@ def _import_models():
         importlib.import_module(f"keras_bert.models.{info.name}")
 
 
+def archive_problem(path):
+    """Why `path` is no readable `.keras` zip (None when it is one).
+
+    Keras reports a truncated archive as "File not found" and a damaged one
+    as a bare BadZipFile; this names the real problem.
+    """
+    if not os.path.isfile(path):
+        return "no such file"
+    if not zipfile.is_zipfile(path):
+        return "not a .keras archive (truncated or corrupt zip file)"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except Exception as error:  # zlib, zipfile and OS errors alike.
+        return f"corrupt .keras archive ({error})"
+    return f"corrupt .keras archive (CRC check failed for {damaged})" if damaged else None
+
+
 def load_model(path):
-    """Loads a `.keras` archive with keras_bert's classes registered."""
+    """Loads a `.keras` archive with keras_bert's classes registered.
+
+    Raises:
+        ValueError: the file is missing, not a zip, damaged, or holds
+            something Keras cannot rebuild; one line naming the file.
+    """
     import keras
 
     _import_models()
-    return keras.saving.load_model(path, compile=False)
+    try:
+        return keras.saving.load_model(path, compile=False)
+    except Exception as error:  # Keras raises many types for bad archives.
+        first = (str(error).strip() or type(error).__name__).splitlines()[0]
+        problem = archive_problem(path) or f"cannot load: {first}"
+        raise ValueError(f"{path}: {problem}") from None
 
 
 def _backbone_of(model):
@@ -120,7 +149,8 @@ def export_for_serving(
             the vocabulary (cased vocabularies have upper-case tokens).
         seq_len: int. Requests are truncated to this many pieces. Defaults
             to 128; at most the backbone's `max_sequence_length`.
-        version: int or None. Defaults to 1 + the highest existing version.
+        version: int >= 0 or None. Defaults to 1 + the highest existing
+            version.
         top_k: int. Fill-mask candidates per `[MASK]` (pretrainers).
         max_masks: int. `[MASK]` tokens answered per request (pretrainers).
         max_answer_length: int. Longest span answer in pieces.
@@ -152,8 +182,20 @@ def export_for_serving(
             f"`seq_len` must be at least {MIN_SEQ_LEN} ([CLS] A [SEP] B "
             f"[SEP]). Received: seq_len={seq_len}"
         )
+    # TF Serving only loads versions named by non-negative integers.
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or version < 0
+    ):
+        raise ValueError(
+            f"`version` must be a non-negative int. Received: version={version!r}"
+        )
+    model_path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
+    # Checked here too, before a JAX/PyTorch process hands it to a child.
+    problem = model_path and archive_problem(model_path)
+    if problem:
+        raise ValueError(f"{model_path}: {problem}")
     os.makedirs(output_dir, exist_ok=True)
-    version = next_version(output_dir) if version is None else int(version)
+    version = next_version(output_dir) if version is None else version
     final_dir = os.path.join(output_dir, str(version))
     if os.path.exists(final_dir):
         raise FileExistsError(
@@ -163,7 +205,6 @@ def export_for_serving(
     if isinstance(vocabulary, (str, os.PathLike)):
         vocabulary = _read_vocabulary(vocabulary)
 
-    model_path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
     if keras.backend.backend() != "tensorflow":
         return _export_in_subprocess(
             model_path or model, output_dir, version, vocabulary, lower_case, options

@@ -386,3 +386,45 @@ def test_serve_token_ids_refuses_out_of_range_ids(backbone_export, name, bad):
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=rf"{name} must be in \[0, "):
         served.signatures["serve_token_ids"](**inputs)
+
+
+def _damage(path, how):
+    """Truncates a `.keras` zip, or flips bytes inside its weights file."""
+    data = bytearray(path.read_bytes())
+    if how == "truncated":
+        path.write_bytes(bytes(data[: len(data) // 2]))
+        return
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("model.weights.h5")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    middle = start + info.compress_size // 2
+    data[middle : middle + 8] = bytes(b ^ 0xFF for b in data[middle : middle + 8])
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("args, damage, message", [
+    (["--version", "-1"], None,
+     "`version` must be a non-negative int. Received: version=-1"),
+    ([], "truncated",
+     "{model}: not a .keras archive (truncated or corrupt zip file)"),
+    ([], "crc", "{model}: corrupt .keras archive ("),
+    (["--seq_len", "4"], None, "`seq_len` must be at least 5"),
+])
+def test_cli_bad_input_is_one_line(vocab, tmp_path, capsys, args, damage, message):
+    from keras_bert.export.__main__ import main
+
+    model = tmp_path / "model.keras"
+    _backbone(vocab).save(str(model))
+    if damage:
+        _damage(model, damage)
+
+    with pytest.raises(SystemExit) as exit:
+        main(["--model", str(model), "--output", str(tmp_path / "out"), *args])
+
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m keras_bert.export: error: " + message.format(model=model))
+    assert err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
