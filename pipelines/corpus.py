@@ -84,6 +84,12 @@ def _is_blank(path, corpus_format):
         return not f.read().decode("utf-8", "ignore").strip()
 
 
+def _looks_binary(path):
+    """A NUL byte in the first KiB: no text file has one, binaries do."""
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return b"\x00" in f.read(1024)
+
+
 def list_files(file_pattern, corpus_format="sentences"):
     """Expands globs into a sorted, validated list of corpus files.
 
@@ -94,7 +100,8 @@ def list_files(file_pattern, corpus_format="sentences"):
     Returns:
         A list of file paths. Empty files, and text files of at most 1 MiB
         holding only whitespace, are left out with a warning that names them.
-        (A larger blank file is read and yields no document.)
+        (A larger blank file is read and yields no document.) A text file
+        that looks binary is kept, with a warning that names it.
 
     Raises:
         CorpusError: a pattern matches no file, or every file is empty.
@@ -114,6 +121,12 @@ def list_files(file_pattern, corpus_format="sentences"):
         raise CorpusError(
             f"Every corpus file matching {file_pattern!r} is empty or blank: "
             f"{', '.join(empty[:10])}")
+    if corpus_format != "tfrecord":
+        # Read anyway (its bytes become [UNK]s and stray pieces), but said.
+        for f in filter(_looks_binary, files):
+            logger.warning(
+                "Corpus file %s looks binary (NUL bytes in its first KiB), "
+                "not %s text; check --input.", f, corpus_format)
     return files
 
 
