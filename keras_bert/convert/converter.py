@@ -29,7 +29,10 @@ from keras_bert.convert.keras_hub_checkpoint import (
     read_keras_hub,
 )
 from keras_bert.convert.vocabulary import read_vocabulary
-from keras_bert.export.keras_archive import save_keras_atomically
+from keras_bert.export.keras_archive import (
+    chmod_as_created,
+    save_keras_atomically,
+)
 
 _OURS = ("keras_bert>BertBackbone", "keras_bert>BertPretrainer")
 
@@ -115,6 +118,10 @@ def _write_hugging_face(checkpoint, dst):
     old = None
     try:
         architecture = write_hugging_face(checkpoint, tmp)
+        # safetensors writes 0600 files, mkdtemp a 0700 folder.
+        for name in os.listdir(tmp):
+            chmod_as_created(os.path.join(tmp, name))
+        chmod_as_created(tmp)
         if os.path.exists(dst):  # Only with overwrite=True.
             old = tempfile.mkdtemp(
                 prefix=f".{os.path.basename(dst)}.old.", dir=parent

@@ -1,7 +1,18 @@
 """`.keras` archives written atomically."""
 
 import os
+import stat
 import tempfile
+
+
+def chmod_as_created(path):
+    """Gives `path` the mode a plain `open`/`mkdir` would under the umask:
+    `mkstemp`/`mkdtemp` make private 0600 files and 0700 folders, which a
+    rename into place would otherwise publish."""
+    umask = os.umask(0)
+    os.umask(umask)
+    full = 0o777 if stat.S_ISDIR(os.stat(path).st_mode) else 0o666
+    os.chmod(path, full & ~umask)
 
 
 def save_keras_atomically(model, path):
@@ -15,6 +26,7 @@ def save_keras_atomically(model, path):
     os.close(handle)
     try:
         model.save(tmp)
+        chmod_as_created(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

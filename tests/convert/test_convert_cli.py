@@ -188,3 +188,22 @@ def test_weights_file_destination_is_refused(tmp_path, capsys):
     assert "a `.keras` file or a folder" in capsys.readouterr().err
     assert main([str(tmp_path / "missing"), str(tmp_path / "out.keras")]) == 2
     assert "no such checkpoint" in capsys.readouterr().err
+
+
+def test_outputs_follow_the_umask(tmp_path):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    previous = os.umask(0o027)
+    try:
+        assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
+        assert main([str(tmp_path / "google"), str(tmp_path / "m.keras")]) == 0
+    finally:
+        os.umask(previous)
+
+    def mode(name):
+        return os.stat(tmp_path / name).st_mode & 0o777
+
+    assert mode("hf") == 0o750 and mode("m.keras") == 0o640
+    for name in ("config.json", "model.safetensors", "vocab.txt"):
+        assert mode(f"hf/{name}") == 0o640
