@@ -3,6 +3,7 @@
 import os
 import stat
 import tempfile
+import zipfile
 
 
 def chmod_as_created(path):
@@ -31,3 +32,21 @@ def save_keras_atomically(model, path):
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def archive_problem(path):
+    """Why `path` is no readable `.keras` zip (None when it is one).
+
+    Keras reports a truncated archive as "File not found" and a damaged one
+    as a bare BadZipFile; this names the real problem.
+    """
+    if not os.path.isfile(path):
+        return "no such file"
+    if not zipfile.is_zipfile(path):
+        return "not a .keras archive (truncated or corrupt zip file)"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except Exception as error:  # zlib, zipfile and OS errors alike.
+        return f"corrupt .keras archive ({error})"
+    return f"corrupt .keras archive (CRC check failed for {damaged})" if damaged else None

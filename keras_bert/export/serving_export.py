@@ -22,8 +22,8 @@ import subprocess
 import sys
 import tempfile
 import uuid
-import zipfile
 
+from keras_bert.export.keras_archive import archive_problem
 from pipelines.tasks.features import MIN_SEQ_LEN
 
 MODEL_FILES = ("model.keras", "pretrainer.keras", "backbone.keras")
@@ -63,24 +63,6 @@ def _import_models():
 
     for info in pkgutil.iter_modules(models.__path__):
         importlib.import_module(f"keras_bert.models.{info.name}")
-
-
-def archive_problem(path):
-    """Why `path` is no readable `.keras` zip (None when it is one).
-
-    Keras reports a truncated archive as "File not found" and a damaged one
-    as a bare BadZipFile; this names the real problem.
-    """
-    if not os.path.isfile(path):
-        return "no such file"
-    if not zipfile.is_zipfile(path):
-        return "not a .keras archive (truncated or corrupt zip file)"
-    try:
-        with zipfile.ZipFile(path) as archive:
-            damaged = archive.testzip()
-    except Exception as error:  # zlib, zipfile and OS errors alike.
-        return f"corrupt .keras archive ({error})"
-    return f"corrupt .keras archive (CRC check failed for {damaged})" if damaged else None
 
 
 def load_model(path):

@@ -16,7 +16,7 @@ import time
 import keras
 import yaml
 
-from keras_bert.export.keras_archive import save_keras_atomically
+from keras_bert.export.keras_archive import archive_problem, save_keras_atomically
 from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.finetuning.finetune_error import FinetuneError
 from keras_bert.finetuning.optimization import create_finetune_optimizer
@@ -44,7 +44,8 @@ def load_backbone(init_checkpoint):
             model = keras.saving.load_model(init_checkpoint, compile=False)
         except Exception as error:  # Keras raises many types for bad files.
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise FinetuneError(f"{init_checkpoint}: cannot load: {first}") from None
+            problem = archive_problem(init_checkpoint) or f"cannot load: {first}"
+            raise FinetuneError(f"{init_checkpoint}: {problem}") from None
         if isinstance(model, BertBackbone):
             return model
         if isinstance(getattr(model, "backbone", None), BertBackbone):

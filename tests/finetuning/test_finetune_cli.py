@@ -300,3 +300,14 @@ def test_bad_files_are_one_line(checkpoint, fixtures, tmp_path, capsys, setup, m
     assert err.startswith("error: " + message.format(tmp=tmp_path)) and err.count("\n") == 1
     if "out" in setup:
         assert (tmp_path / "out").read_bytes() == b"mine"
+
+
+def test_truncated_checkpoint_is_named_as_such(checkpoint, fixtures, tmp_path, capsys):
+    data = open(checkpoint, "rb").read()
+    broken = tmp_path / "broken.keras"
+    broken.write_bytes(data[: len(data) // 2])
+    argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"), "--init_checkpoint",
+            str(broken), "--model_dir", str(tmp_path / "out")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"error: {broken}: not a .keras archive (truncated or corrupt zip file)\n")
