@@ -162,3 +162,23 @@ def test_cap_size_drops_the_rarest_pieces_keeps_characters():
     assert _cap_size(learned, 11) == learned[:11]
     assert _cap_size(learned, 10) == learned[:9] + ["##b"]
     assert _cap_size(learned, 20) == learned
+
+
+# Tests may run as root, whom chmod does not lock out: the refusals are faked.
+def test_vocab_cli_unwritable_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(vocab_cli.os, "access", lambda path, mode: False)
+    argv = ["--input", SMALL[0], "--output", str(tmp_path / "v.txt")]
+    assert vocab_cli.main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"error: --output {tmp_path}/v.txt: folder {tmp_path} is not writable\n")
+
+
+def test_data_cli_unwritable_output(tmp_path, capsys, monkeypatch):
+    def refuse(path):
+        raise tf.errors.PermissionDeniedError(None, None, f"{path}; Permission denied")
+
+    monkeypatch.setattr(tf.io, "TFRecordWriter", refuse)
+    assert data_cli.main(_data_argv(tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: `output_dir` cannot be written: ")
+    assert "Permission denied" in err and err.count("\n") == 1
