@@ -61,6 +61,12 @@ class SentenceTask:
             self.label_names = data.label_names or sorted(
                 {str(e.label) for e in self.train_examples}
             )
+        files = [(train_path, self.train_examples)] + [
+            (os.path.join(self.data_dir, n), e) for n, e in self.dev_sets.items()
+        ]
+        for path, examples in files:  # Found now, not after training.
+            if not examples:
+                raise tasks.TaskDataError(f"{path}: no examples")
         for split, examples in [("train", self.train_examples)] + list(self.dev_sets.items()):
             self._check_labels(split, examples)
 

@@ -272,9 +272,9 @@ def _write(path, data):
 @pytest.mark.parametrize(
     "setup, message",
     [
-        ({"data/train.tsv": b""}, "--data_dir {tmp}/data: the training file holds no examples"),
-        ({"data/train.tsv": b"sentence\tlabel\n"},
-         "--data_dir {tmp}/data: the training file holds no examples"),
+        ({"data/train.tsv": b""}, "{tmp}/data/train.tsv: no examples"),
+        ({"data/train.tsv": b"sentence\tlabel\n"}, "{tmp}/data/train.tsv: no examples"),
+        ({"data/dev.tsv": b"sentence\tlabel\n"}, "{tmp}/data/dev.tsv: no examples"),
         ({"data/train.tsv": b"sentence\tlabel\ncaf\xe9\t1\n"},
          "{tmp}/data/train.tsv: not UTF-8 text (byte 18: invalid continuation byte)"),
         ({"data/train.tsv": bytes(range(256))},
@@ -311,3 +311,14 @@ def test_truncated_checkpoint_is_named_as_such(checkpoint, fixtures, tmp_path, c
     assert main(argv) == 2
     assert capsys.readouterr().err == (
         f"error: {broken}: not a .keras archive (truncated or corrupt zip file)\n")
+
+
+def test_empty_training_file_of_any_task_is_one_line(checkpoint, fixtures, tmp_path, capsys):
+    data = tmp_path / "data"
+    _write(data / "train.txt", b"-DOCSTART- -X- -X- O\n\n")
+    _write(data / "valid.txt", (fixtures / "conll/valid.txt").read_bytes())
+    argv = ["--task", "conll2003", "--data_dir", str(data), "--init_checkpoint", checkpoint,
+            "--model_dir", str(tmp_path / "out")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"error: --data_dir {data}: the training file holds no examples\n")
