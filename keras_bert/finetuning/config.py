@@ -7,6 +7,7 @@ an unknown key is an error. Defaults are the paper's (appendix A.3): batch
 """
 
 import dataclasses
+import math
 import typing
 from pathlib import Path
 
@@ -179,7 +180,8 @@ def load_finetune_config(task, config_file=None, overrides=()):
     return config
 
 
-# Lower bounds that the dataclass types cannot say; the rest fail loudly.
+# Lower bounds the dataclass types cannot express, checked once every
+# override is in.
 _MINIMUMS = {
     "data.max_seq_length": MIN_SEQ_LEN,  # [CLS] A [SEP] B [SEP]
     "data.doc_stride": 1,
@@ -202,8 +204,8 @@ def _check_values(config):
             raise FinetuneConfigError(
                 f"{key} must be >= {minimum}. Received: {key}={value}"
             )
-    if not (config.training.epochs or 0) > 0:
+    if not 0 < (config.training.epochs or 0) < math.inf:
         raise FinetuneConfigError(
-            f"training.epochs must be > 0. Received: "
+            f"training.epochs must be finite and > 0. Received: "
             f"training.epochs={config.training.epochs}"
         )

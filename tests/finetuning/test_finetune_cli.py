@@ -152,7 +152,10 @@ def test_tiny_model_learns_sst2_fixture(checkpoint, fixtures, tmp_path):
          "training.batch_size must be >= 1. Received: training.batch_size=-8"),
         (["--set", "training.batch_size="],
          "training.batch_size must be >= 1. Received: training.batch_size=None"),
-        (["--set", "training.epochs=0"], "training.epochs must be > 0. Received: training.epochs=0.0"),
+        (["--set", "training.epochs=0"],
+         "training.epochs must be finite and > 0. Received: training.epochs=0.0"),
+        (["--set", "training.epochs=.inf"],
+         "training.epochs must be finite and > 0. Received: training.epochs=inf"),
         (["--set", "training.epochs=[1"], "--set: training.epochs is not a YAML value. Received: '[1'"),
     ],
 )
