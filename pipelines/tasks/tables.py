@@ -6,14 +6,13 @@ GLUE distribution (and `run_classifier.py`'s processors): CoLA's train and
 dev files have no header, every other file has one.
 """
 
-import contextlib
 import csv
 import dataclasses
 import json
 import math
 import os
 
-from pipelines.tasks.errors import TaskDataError
+from pipelines.tasks.errors import TaskDataError, text_file_errors
 from pipelines.tasks.features import pack_pair, tokenize_texts
 
 # Some GLUE sentences (QQP, MNLI parses) exceed csv's default 128 KiB field.
@@ -135,7 +134,7 @@ def _parse_label(value, label_names, path, line_number):
 def _read_tsv(path, skip_header):
     if not os.path.isfile(path):
         raise TaskDataError(f"{path}: no such file")
-    with open(path, encoding="utf-8", newline="") as f, _text_errors(path):
+    with open(path, encoding="utf-8", newline="") as f, text_file_errors(path):
         # GLUE files are plain tab-separated, without quoting (as the
         # original processors read them: `quotechar=None`).
         reader = csv.reader(f, delimiter="\t", quotechar=None)
@@ -145,19 +144,6 @@ def _read_tsv(path, skip_header):
             if not row or not any(cell.strip() for cell in row):
                 continue
             yield reader.line_num, row
-
-
-@contextlib.contextmanager
-def _text_errors(path):
-    """Undecodable or binary files as a `TaskDataError` naming the file."""
-    try:
-        yield
-    except UnicodeDecodeError as error:
-        raise TaskDataError(
-            f"{path}: not UTF-8 text (byte {error.start}: {error.reason})"
-        ) from None
-    except csv.Error as error:
-        raise TaskDataError(f"{path}: not a text table: {error}") from None
 
 
 def read_table(path, text_column, text_b_column=None, label_column=None):
@@ -178,7 +164,7 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
     extension = os.path.splitext(path)[1].lower()
     examples = []
     if extension in (".csv", ".tsv"):
-        with open(path, encoding="utf-8", newline="") as f, _text_errors(path):
+        with open(path, encoding="utf-8", newline="") as f, text_file_errors(path):
             reader = csv.DictReader(f, delimiter="," if extension == ".csv" else "\t")
             missing = [c for c in wanted if c not in (reader.fieldnames or [])]
             if missing:
@@ -194,7 +180,7 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
                     )
                 examples.append(_table_example(row, text_column, text_b_column, label_column, path, reader.line_num))
     elif extension in (".jsonl", ".json"):
-        with open(path, encoding="utf-8") as f, _text_errors(path):
+        with open(path, encoding="utf-8") as f, text_file_errors(path):
             for line_number, line in enumerate(f, 1):
                 if not line.strip():
                     continue
