@@ -5,7 +5,9 @@
         [--num_shards 16]
 
 Each shard holds one `tf.train.Example` per document (`token_ids`,
-`sentence_lengths`); `metadata.json` records the vocabulary's SHA-256.
+`sentence_lengths`); `metadata.json` records the vocabulary's SHA-256 and
+the shards' names, and is checked for every shard read. `--output_dir` must
+be new or empty, so that two runs' shards are never mixed.
 Next-sentence pairs and masks stay dynamic: read the shards with
 `pipelines.pretraining_dataset(..., corpus_format="tfrecord")`.
 """
@@ -22,7 +24,8 @@ def parse_args(argv=None):
         description="Tokenize a pre-training corpus into TFRecord shards.")
     parser.add_argument("--input", required=True, action="append",
                         help="corpus file or glob; repeatable.")
-    parser.add_argument("--output_dir", required=True)
+    parser.add_argument("--output_dir", required=True,
+                        help="new or empty folder for the shards.")
     parser.add_argument("--vocab", required=True, help="vocabulary file.")
     parser.add_argument("--corpus_format", default="sentences",
                         choices=("sentences", "text"),

@@ -11,6 +11,7 @@ by loading it back.
 
 import argparse
 import logging
+import os
 import sys
 import time
 
@@ -22,7 +23,8 @@ def parse_args(argv=None):
     parser.add_argument("--input", required=True, action="append",
                         help="text file or glob; repeatable.")
     parser.add_argument("--vocab_size", type=int, default=30522,
-                        help="maximum vocabulary size (default: %(default)s).")
+                        help="maximum vocabulary size, special tokens included "
+                             "(default: %(default)s).")
     parser.add_argument("--output", required=True, help="vocabulary file to write.")
     parser.add_argument("--cased", action="store_true",
                         help="keep case and accents (default: uncased).")
@@ -35,10 +37,29 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+def output_error(path):
+    """What is wrong with `--output`, found before learning, not after."""
+    if "://" in path:  # A remote file system: its writer will tell.
+        return None
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return f"--output {path}: is a folder, not a file"
+    if not os.path.isdir(parent):
+        return f"--output {path}: {parent} is not an existing folder"
+    if not os.access(parent, os.W_OK):
+        return f"--output {path}: folder {parent} is not writable"
+    return None
+
+
 def main(argv=None):
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     import pipelines
+
+    error = output_error(args.output)
+    if error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
     start = time.time()
     try:

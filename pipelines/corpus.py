@@ -84,6 +84,12 @@ def _is_blank(path, corpus_format):
         return not f.read().decode("utf-8", "ignore").strip()
 
 
+def _looks_binary(path):
+    """A NUL byte in the first KiB: no text file has one, binaries do."""
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return b"\x00" in f.read(1024)
+
+
 def list_files(file_pattern, corpus_format="sentences"):
     """Expands globs into a sorted, validated list of corpus files.
 
@@ -94,7 +100,8 @@ def list_files(file_pattern, corpus_format="sentences"):
     Returns:
         A list of file paths. Empty files, and text files of at most 1 MiB
         holding only whitespace, are left out with a warning that names them.
-        (A larger blank file is read and yields no document.)
+        (A larger blank file is read and yields no document.) A text file
+        that looks binary is kept, with a warning that names it.
 
     Raises:
         CorpusError: a pattern matches no file, or every file is empty.
@@ -114,6 +121,12 @@ def list_files(file_pattern, corpus_format="sentences"):
         raise CorpusError(
             f"Every corpus file matching {file_pattern!r} is empty or blank: "
             f"{', '.join(empty[:10])}")
+    if corpus_format != "tfrecord":
+        # Read anyway (its bytes become [UNK]s and stray pieces), but said.
+        for f in filter(_looks_binary, files):
+            logger.warning(
+                "Corpus file %s looks binary (NUL bytes in its first KiB), "
+                "not %s text; check --input.", f, corpus_format)
     return files
 
 
@@ -306,6 +319,27 @@ def _vocab_sha256(vocab_file):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def _check_output_dir(output_dir, num_shards):
+    """Refuses what would mix runs or fail only after tokenizing."""
+    if isinstance(num_shards, bool) or not isinstance(num_shards, int) \
+            or num_shards < 1:
+        raise CorpusError(
+            f"`num_shards` must be a positive integer. Received: "
+            f"num_shards={num_shards!r}")
+    if tf.io.gfile.exists(output_dir):
+        if not tf.io.gfile.isdir(output_dir):
+            raise CorpusError(
+                f"`output_dir` is a file, not a folder. Received: "
+                f"output_dir={output_dir!r}")
+        # Shards of another run (maybe another vocabulary) would be read
+        # together with these ones.
+        if tf.io.gfile.listdir(output_dir):
+            raise CorpusError(
+                f"`output_dir` must be new or empty; it holds "
+                f"{', '.join(sorted(tf.io.gfile.listdir(output_dir))[:5])}. "
+                f"Received: output_dir={output_dir!r}")
+
+
 def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
                           corpus_format="sentences", lower_case=True,
                           num_shards=16, text_document="file"):
@@ -313,9 +347,10 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
 
     Masking and pair construction stay dynamic: read the shards back with
     `pretraining_dataset(..., corpus_format="tfrecord")`. Documents are dealt
-    round-robin over `num_shards` files `part-XXXXX-of-YYYYY.tfrecord`, and
-    `metadata.json` records the vocabulary's SHA-256 so that shards are never
-    read with another vocabulary.
+    round-robin over `num_shards` files `part-XXXXX-of-YYYYY.tfrecord` in a
+    new or empty `output_dir`, and `metadata.json` records the vocabulary's
+    SHA-256 and the shards' names, so that every shard is checked against
+    the vocabulary it is read with.
 
     Returns:
         A dict with the shard paths and document/sentence/token counts.
@@ -328,14 +363,20 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
             f"'text'. Received: corpus_format={corpus_format!r}")
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
     files = list_files(file_pattern, corpus_format)
+    _check_output_dir(output_dir, num_shards)
     documents = documents_dataset(
         files, tokenizer, corpus_format=corpus_format,
         text_document=text_document, shuffle=False, seed=None)
-    tf.io.gfile.makedirs(output_dir)
     paths = [os.path.join(output_dir,
                           f"part-{i:05d}-of-{num_shards:05d}.tfrecord")
              for i in range(num_shards)]
-    writers = [tf.io.TFRecordWriter(p) for p in paths]
+    try:  # Before the tokenizing pass, which the writers' loop drives.
+        tf.io.gfile.makedirs(output_dir)
+        writers = [tf.io.TFRecordWriter(p) for p in paths]
+    except (tf.errors.OpError, OSError) as error:
+        raise CorpusError(
+            f"`output_dir` cannot be written: {error}. Received: "
+            f"output_dir={output_dir!r}") from None
     counts = {"documents": 0, "sentences": 0, "tokens": 0}
     try:
         for document in documents:
@@ -361,6 +402,7 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
         "lower_case": tokenizer.lower_case,
         "corpus_format": corpus_format,
         "input_files": len(files),
+        "shards": [os.path.basename(p) for p in paths],
         **counts,
     }
     with tf.io.gfile.GFile(os.path.join(output_dir, TFRECORD_METADATA), "w") as f:
@@ -369,19 +411,32 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
 
 
 def check_tfrecord_vocabulary(files, vocab_file):
-    """Raises `CorpusError` if shards were written with another vocabulary."""
+    """Raises `CorpusError` unless every shard in `files` is listed in the
+    `metadata.json` beside it with `vocab_file`'s SHA-256."""
     expected = _vocab_sha256(vocab_file)
+    metadata = {}
     for directory in sorted({os.path.dirname(f) for f in files}):
         path = os.path.join(directory, TFRECORD_METADATA)
-        if not tf.io.gfile.exists(path):
-            continue
-        with tf.io.gfile.GFile(path) as f:
-            metadata = json.load(f)
-        if metadata.get("vocab_sha256") != expected:
+        if tf.io.gfile.exists(path):
+            with tf.io.gfile.GFile(path) as f:
+                metadata[directory] = json.load(f)
+    for file in files:
+        meta = metadata.get(os.path.dirname(file))
+        if meta is None:
             raise CorpusError(
-                f"TFRecord shards in {directory!r} were written with vocabulary "
-                f"{metadata.get('vocab_file')!r}, not {vocab_file!r} (SHA-256 "
-                "differs); rewrite them with `python -m keras_bert.data`.")
+                f"TFRecord shard {file!r} has no {TFRECORD_METADATA} beside "
+                "it, so its vocabulary is unknown; write shards with "
+                "`python -m keras_bert.data`.")
+        if os.path.basename(file) not in meta.get("shards", ()):
+            raise CorpusError(
+                f"TFRecord shard {file!r} is not one of the shards its "
+                f"{TFRECORD_METADATA} lists (left by another run?); rewrite "
+                "the shards into an empty `--output_dir`.")
+        if meta.get("vocab_sha256") != expected:
+            raise CorpusError(
+                f"TFRecord shard {file!r} was written with vocabulary "
+                f"{meta.get('vocab_file')!r}, not {vocab_file!r} (SHA-256 "
+                "differs); rewrite it with `python -m keras_bert.data`.")
 
 
 # === Documents dataset ===

@@ -17,6 +17,9 @@ from pipelines.errors import VocabularyError
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 SUFFIX_INDICATOR = "##"
+# The special tokens plus room for a few characters: anything smaller cannot
+# tokenize text at all.
+MIN_VOCAB_SIZE = len(SPECIAL_TOKENS) + 5
 
 logger = logging.getLogger(__name__)
 
@@ -87,20 +90,34 @@ def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
     Args:
         file_pattern: str or list of str, globs of UTF-8 text files. Line and
             document structure do not matter here.
-        vocab_size: int, the maximum size of the vocabulary (the learner
-            accepts sizes down to 5% below it).
+        vocab_size: int, the maximum size of the vocabulary, special tokens
+            included (the learner accepts sizes down to 5% below it); at
+            least `MIN_VOCAB_SIZE`. A small size also shrinks the alphabet
+            (see `max_unique_chars`).
         lower_case: bool, lower-case and strip accents (uncased model).
         corpus_format: "sentences" or "text"; only used to validate files.
         max_word_chars: int, longer words are not counted.
-        max_unique_chars: int, size of the single-character alphabet.
+        max_unique_chars: int, size of the single-character alphabet; at
+            most half of what `vocab_size` leaves after the special tokens
+            (each character comes with and without `##`).
         min_count: int, the lowest piece frequency the learner's threshold
             search may go down to. A small corpus may yield fewer than
             `vocab_size` tokens (the bundled 7.6 MB corpus gives ~10.6k for
             30522); lower it to get closer.
 
     Returns:
-        A list of tokens.
+        A list of at most `vocab_size` tokens.
+
+    Raises:
+        VocabularyError: `vocab_size` is too small.
+        CorpusError: no usable corpus file.
     """
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) \
+            or vocab_size < MIN_VOCAB_SIZE:
+        raise VocabularyError(
+            f"`vocab_size` must be an int >= {MIN_VOCAB_SIZE} (the special "
+            f"tokens {' '.join(SPECIAL_TOKENS)} and a few characters). "
+            f"Received: vocab_size={vocab_size!r}")
     from tensorflow_text.tools.wordpiece_vocab import (
         wordpiece_tokenizer_learner_lib as learner)
 
@@ -121,6 +138,10 @@ def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
     word_counts = [(w.decode("utf-8"), c) for w, c in counts.items()]
     logger.info("Learning a %d-token vocabulary from %d distinct words.",
                 vocab_size, len(word_counts))
+    # Every character is two tokens (`x`, `##x`), which the learner keeps
+    # whatever its target: a large alphabet alone could overflow it.
+    max_unique_chars = min(
+        max_unique_chars, (vocab_size - len(SPECIAL_TOKENS) - 1) // 2)
     vocab = learner.learn(
         word_counts,
         vocab_size=vocab_size,
@@ -131,7 +152,28 @@ def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
         include_joiner_token=True,
         joiner=SUFFIX_INDICATOR,
     )
-    return vocab
+    return _cap_size(vocab, vocab_size)
+
+
+def _is_character(token):
+    return len(token[len(SUFFIX_INDICATOR):] if token.startswith(
+        SUFFIX_INDICATOR) else token) <= 1
+
+
+def _cap_size(vocab, vocab_size):
+    """`vocab` cut to `vocab_size` tokens.
+
+    The learner's threshold search may stop above its target. Its output is
+    the special tokens, the characters, then pieces most frequent first, so
+    the tail pieces are the ones to drop; every character stays, with and
+    without `##`, so that no word becomes [UNK].
+    """
+    if len(vocab) <= vocab_size:
+        return vocab
+    fixed = {t for t in vocab if t in SPECIAL_TOKENS or _is_character(t)}
+    pieces = [t for t in vocab if t not in fixed][:vocab_size - len(fixed)]
+    keep = fixed | set(pieces)
+    return [t for t in vocab if t in keep]
 
 
 def write_vocabulary(tokens, path):

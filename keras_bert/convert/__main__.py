@@ -55,9 +55,9 @@ def main(argv=None):
             vocab=args.vocab,
             overwrite=args.overwrite,
         )
-    except CheckpointError as error:
+    except (CheckpointError, OSError) as error:  # Bad input: one line.
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 2
     print("\n".join(report))
     return 0
 

@@ -19,6 +19,7 @@ from keras_bert.convert.google_checkpoint import (
     read_google_checkpoint,
 )
 from keras_bert.convert.hugging_face import (
+    HUGGING_FACE_FILES,
     is_hugging_face_folder,
     read_hugging_face,
     write_hugging_face,
@@ -28,7 +29,10 @@ from keras_bert.convert.keras_hub_checkpoint import (
     read_keras_hub,
 )
 from keras_bert.convert.vocabulary import read_vocabulary
-from keras_bert.export.keras_archive import save_keras_atomically
+from keras_bert.export.keras_archive import (
+    chmod_as_created,
+    save_keras_atomically,
+)
 
 _OURS = ("keras_bert>BertBackbone", "keras_bert>BertPretrainer")
 
@@ -85,6 +89,28 @@ def read_checkpoint(src):
     raise CheckpointError(f"{src}: no such checkpoint file or folder.")
 
 
+def _check_replaceable(dst):
+    """Refuses an existing `dst` that overwrite must not replace: overwrite
+    swaps out only what this converter writes, never the user's files."""
+    if dst.endswith(".keras"):
+        if os.path.isdir(dst):
+            raise CheckpointError(
+                f"{dst}: is a folder, not a .keras file; not replaced."
+            )
+        return
+    if not os.path.isdir(dst):
+        raise CheckpointError(
+            f"{dst}: is a file, not a Hugging Face folder; not replaced."
+        )
+    foreign = sorted(set(os.listdir(dst)) - set(HUGGING_FACE_FILES))
+    if foreign:
+        raise CheckpointError(
+            f"{dst}: not replaced: --overwrite replaces only a folder holding "
+            f"{', '.join(HUGGING_FACE_FILES)}; it also holds "
+            f"{', '.join(foreign)}."
+        )
+
+
 def _write_hugging_face(checkpoint, dst):
     dst = os.path.abspath(dst)
     parent = os.path.dirname(dst)
@@ -92,13 +118,22 @@ def _write_hugging_face(checkpoint, dst):
     old = None
     try:
         architecture = write_hugging_face(checkpoint, tmp)
+        # safetensors writes 0600 files, mkdtemp a 0700 folder.
+        for name in os.listdir(tmp):
+            chmod_as_created(os.path.join(tmp, name))
+        chmod_as_created(tmp)
         if os.path.exists(dst):  # Only with overwrite=True.
             old = tempfile.mkdtemp(
                 prefix=f".{os.path.basename(dst)}.old.", dir=parent
             )
             os.rmdir(old)
             os.rename(dst, old)
-        os.rename(tmp, dst)
+        try:
+            os.rename(tmp, dst)
+        except OSError:
+            if old:  # Put the previous output back rather than lose it.
+                os.rename(old, dst)
+            raise
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp)
@@ -121,7 +156,9 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False):
         heads: None keeps the source's heads (initialising a missing one),
             True always writes both heads, False writes the encoder only.
         vocab: optional `vocab.txt` replacing (or supplying) the source's.
-        overwrite: replace an existing `dst`.
+        overwrite: replace an existing `dst`: a `.keras` file, or a
+            folder holding nothing but the files written here (anything
+            else there is the user's, and the conversion is refused).
 
     Returns:
         The report: a list of lines (source, config, weights, heads, vocab).
@@ -135,12 +172,18 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False):
             f"{dst}: the destination is a `.keras` file or a folder (for "
             "Hugging Face), not a single weights file."
         )
-    if os.path.exists(dst) and not overwrite:
-        raise CheckpointError(
-            f"{dst}: already exists (pass overwrite to replace it)."
-        )
-    if not os.path.isdir(os.path.dirname(os.path.abspath(dst))):
+    if os.path.exists(dst):
+        if not overwrite:
+            raise CheckpointError(
+                f"{dst}: already exists (pass overwrite to replace it)."
+            )
+        _check_replaceable(dst)
+    parent = os.path.dirname(os.path.abspath(dst))
+    if not os.path.isdir(parent):
         raise CheckpointError(f"{dst}: parent folder does not exist.")
+    # Checked before the (slow) read; the write itself needs the parent.
+    if not os.access(parent, os.W_OK):
+        raise CheckpointError(f"{dst}: parent folder {parent} is not writable.")
     checkpoint = read_checkpoint(src)
     if vocab is not None:
         tokens, note = read_vocabulary(vocab)

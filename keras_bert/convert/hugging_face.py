@@ -26,6 +26,8 @@ from keras_bert.convert.vocabulary import read_vocabulary
 
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
+# Everything `write_hugging_face` writes: all that overwrite may replace.
+HUGGING_FACE_FILES = ("config.json", SAFETENSORS, "vocab.txt")
 # Non-trainable buffers that some transformers versions save; rebuilt by
 # transformers on load and not part of the model.
 _BUFFERS = ("embeddings.position_ids",)

@@ -14,7 +14,9 @@ core ops too. Signatures:
   `serving_default` already takes only `text_a` or needs `text_b`.
 * `serve_token_ids`: `token_ids`, `segment_ids`, `padding_mask` int32
   (B, T) ((B, C, T) for multiple choice; pretrainers add `mask_positions`
-  (B, P)); returns the Keras model's own outputs.
+  (B, P)); returns the Keras model's own outputs. An id outside its table
+  ([0, vocabulary_size), [0, num_segments), padding 0/1, positions [0, T))
+  fails the request (InvalidArgumentError); nothing is clipped or wrapped.
 """
 
 import functools
@@ -219,6 +221,31 @@ class BertServingModule(tf.Module):
                 )
         return features
 
+    def checked_ids(self, inputs):
+        """`serve_token_ids` inputs, each id checked against its table.
+
+        A request with an id outside [0, size) fails with
+        InvalidArgumentError naming the input: an embedding gather would
+        otherwise read token -5 as V - 5, silently.
+        """
+        backbone = getattr(self.model, "backbone", self.model)
+        # name -> (table size, how the error names it)
+        sizes = {
+            "token_ids": (backbone.vocabulary_size, backbone.vocabulary_size),
+            "segment_ids": (backbone.num_segments, backbone.num_segments),
+            "padding_mask": (2, 2),
+            "mask_positions": (tf.shape(inputs["token_ids"])[-1], "T"),
+        }
+        checks = []
+        for name, value in inputs.items():
+            size, shown = sizes[name]
+            message = f"{name} must be in [0, {shown})"
+            checks.append(tf.debugging.assert_non_negative(value, message))
+            checks.append(tf.debugging.assert_less(
+                value, tf.cast(size, value.dtype), message))
+        with tf.control_dependencies(checks):
+            return {name: tf.identity(value) for name, value in inputs.items()}
+
     def model_inputs(self, features):
         return {
             "token_ids": features["token_ids"],
@@ -266,12 +293,12 @@ class BertServingModule(tf.Module):
                 lambda token_ids, segment_ids, padding_mask, mask_positions: (
                     self.adapter.serve_ids(
                         self,
-                        {
+                        self.checked_ids({
                             "token_ids": token_ids,
                             "segment_ids": segment_ids,
                             "padding_mask": padding_mask,
                             "mask_positions": mask_positions,
-                        },
+                        }),
                     )
                 )
             ).get_concrete_function(
@@ -285,11 +312,11 @@ class BertServingModule(tf.Module):
                 lambda token_ids, segment_ids, padding_mask: (
                     self.adapter.serve_ids(
                         self,
-                        {
+                        self.checked_ids({
                             "token_ids": token_ids,
                             "segment_ids": segment_ids,
                             "padding_mask": padding_mask,
-                        },
+                        }),
                     )
                 )
             ).get_concrete_function(

@@ -1,7 +1,19 @@
 """`.keras` archives written atomically."""
 
 import os
+import stat
 import tempfile
+import zipfile
+
+
+def chmod_as_created(path):
+    """Gives `path` the mode a plain `open`/`mkdir` would under the umask:
+    `mkstemp`/`mkdtemp` make private 0600 files and 0700 folders, which a
+    rename into place would otherwise publish."""
+    umask = os.umask(0)
+    os.umask(umask)
+    full = 0o777 if stat.S_ISDIR(os.stat(path).st_mode) else 0o666
+    os.chmod(path, full & ~umask)
 
 
 def save_keras_atomically(model, path):
@@ -15,7 +27,26 @@ def save_keras_atomically(model, path):
     os.close(handle)
     try:
         model.save(tmp)
+        chmod_as_created(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def archive_problem(path):
+    """Why `path` is no readable `.keras` zip (None when it is one).
+
+    Keras reports a truncated archive as "File not found" and a damaged one
+    as a bare BadZipFile; this names the real problem.
+    """
+    if not os.path.isfile(path):
+        return "no such file"
+    if not zipfile.is_zipfile(path):
+        return "not a .keras archive (truncated or corrupt zip file)"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except Exception as error:  # zlib, zipfile and OS errors alike.
+        return f"corrupt .keras archive ({error})"
+    return f"corrupt .keras archive (CRC check failed for {damaged})" if damaged else None

@@ -23,6 +23,9 @@ import sys
 import tempfile
 import uuid
 
+from keras_bert.export.keras_archive import archive_problem
+from pipelines.tasks.features import MIN_SEQ_LEN
+
 MODEL_FILES = ("model.keras", "pretrainer.keras", "backbone.keras")
 SMOKE_TEXTS = ["", " \t\n", "Hello, World!", "\x00\ufffd\u200f中文 😀", "a" * 300]
 
@@ -63,11 +66,21 @@ def _import_models():
 
 
 def load_model(path):
-    """Loads a `.keras` archive with keras_bert's classes registered."""
+    """Loads a `.keras` archive with keras_bert's classes registered.
+
+    Raises:
+        ValueError: the file is missing, not a zip, damaged, or holds
+            something Keras cannot rebuild; one line naming the file.
+    """
     import keras
 
     _import_models()
-    return keras.saving.load_model(path, compile=False)
+    try:
+        return keras.saving.load_model(path, compile=False)
+    except Exception as error:  # Keras raises many types for bad archives.
+        first = (str(error).strip() or type(error).__name__).splitlines()[0]
+        problem = archive_problem(path) or f"cannot load: {first}"
+        raise ValueError(f"{path}: {problem}") from None
 
 
 def _backbone_of(model):
@@ -118,7 +131,8 @@ def export_for_serving(
             the vocabulary (cased vocabularies have upper-case tokens).
         seq_len: int. Requests are truncated to this many pieces. Defaults
             to 128; at most the backbone's `max_sequence_length`.
-        version: int or None. Defaults to 1 + the highest existing version.
+        version: int >= 0 or None. Defaults to 1 + the highest existing
+            version.
         top_k: int. Fill-mask candidates per `[MASK]` (pretrainers).
         max_masks: int. `[MASK]` tokens answered per request (pretrainers).
         max_answer_length: int. Longest span answer in pieces.
@@ -145,13 +159,25 @@ def export_for_serving(
             raise ValueError(
                 f"`{name}` must be a positive int. Received: {name}={value!r}"
             )
-    if seq_len < 3:
+    if seq_len < MIN_SEQ_LEN:
         raise ValueError(
-            f"`seq_len` must be at least 3 ([CLS] A [SEP] B [SEP] needs "
-            f"room). Received: seq_len={seq_len}"
+            f"`seq_len` must be at least {MIN_SEQ_LEN} ([CLS] A [SEP] B "
+            f"[SEP]). Received: seq_len={seq_len}"
         )
+    # TF Serving only loads versions named by non-negative integers.
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or version < 0
+    ):
+        raise ValueError(
+            f"`version` must be a non-negative int. Received: version={version!r}"
+        )
+    model_path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
+    # Checked here too, before a JAX/PyTorch process hands it to a child.
+    problem = model_path and archive_problem(model_path)
+    if problem:
+        raise ValueError(f"{model_path}: {problem}")
     os.makedirs(output_dir, exist_ok=True)
-    version = next_version(output_dir) if version is None else int(version)
+    version = next_version(output_dir) if version is None else version
     final_dir = os.path.join(output_dir, str(version))
     if os.path.exists(final_dir):
         raise FileExistsError(
@@ -161,7 +187,6 @@ def export_for_serving(
     if isinstance(vocabulary, (str, os.PathLike)):
         vocabulary = _read_vocabulary(vocabulary)
 
-    model_path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
     if keras.backend.backend() != "tensorflow":
         return _export_in_subprocess(
             model_path or model, output_dir, version, vocabulary, lower_case, options

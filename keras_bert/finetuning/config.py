@@ -7,10 +7,13 @@ an unknown key is an error. Defaults are the paper's (appendix A.3): batch
 """
 
 import dataclasses
+import math
 import typing
 from pathlib import Path
 
 import yaml
+
+from pipelines.tasks.features import MIN_SEQ_LEN
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "finetune"
 
@@ -109,7 +112,12 @@ def _apply(obj, key_path, value, where):
 
 def _coerce(value, annotation, current, key, where):
     if isinstance(value, str):
-        parsed = yaml.safe_load(value) if value != "" else None
+        try:
+            parsed = yaml.safe_load(value) if value != "" else None
+        except yaml.YAMLError:
+            raise FinetuneConfigError(
+                f"{where}: {key} is not a YAML value. Received: {value!r}"
+            ) from None
     else:
         parsed = value
     if parsed is None:
@@ -152,7 +160,11 @@ def load_finetune_config(task, config_file=None, overrides=()):
     if path is not None:
         if not path.is_file():
             raise FinetuneConfigError(f"{path}: no such config file")
-        tree = yaml.safe_load(path.read_text()) or {}
+        try:
+            tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError) as error:
+            first = str(error).strip().splitlines()[0]
+            raise FinetuneConfigError(f"{path}: not a YAML file: {first}") from None
         if not isinstance(tree, dict):
             raise FinetuneConfigError(f"{path}: expected a mapping of sections")
         for key, value in _flatten(tree):
@@ -164,4 +176,36 @@ def load_finetune_config(task, config_file=None, overrides=()):
             raise FinetuneConfigError(f"--set {item!r}: expected key=value")
         key, value = item.split("=", 1)
         _apply(config, key.strip(), value, "--set")
+    _check_values(config)
     return config
+
+
+# Lower bounds the dataclass types cannot express, checked once every
+# override is in.
+_MINIMUMS = {
+    "data.max_seq_length": MIN_SEQ_LEN,  # [CLS] A [SEP] B [SEP]
+    "data.doc_stride": 1,
+    "data.max_query_length": 1,
+    "training.batch_size": 1,
+    "training.eval_batch_size": 1,
+    "squad.n_best_size": 1,
+    "squad.max_answer_length": 1,
+    "export.seq_len": MIN_SEQ_LEN,
+}
+
+
+def _check_values(config):
+    for key, minimum in _MINIMUMS.items():
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name)
+        if key == "export.seq_len" and value is None:
+            continue  # data.max_seq_length's.
+        if value is None or value < minimum:
+            raise FinetuneConfigError(
+                f"{key} must be >= {minimum}. Received: {key}={value}"
+            )
+    if not 0 < (config.training.epochs or 0) < math.inf:
+        raise FinetuneConfigError(
+            f"training.epochs must be finite and > 0. Received: "
+            f"training.epochs={config.training.epochs}"
+        )

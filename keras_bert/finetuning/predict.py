@@ -3,19 +3,31 @@
 import numpy as np
 from keras import tree
 
+from keras_bert.finetuning.finetune_error import FinetuneError
+
 
 def predict_batches(model, dataset):
     """Model outputs as a list of per-batch NumPy trees, in dataset order.
 
     `model.predict` concatenates batches and so needs one sequence length;
     with dynamic padding every batch has its own.
+
+    Raises:
+        FinetuneError: an output holds NaN or inf.
     """
     outputs = []
     # NumPy batches: the JAX and PyTorch backends do not take tf.Tensors.
     for batch in dataset.as_numpy_iterator():
         inputs = batch[0] if isinstance(batch, tuple) else batch
-        result = model.predict_on_batch(inputs)
-        outputs.append(tree.map_structure(np.asarray, result))
+        result = tree.map_structure(np.asarray, model.predict_on_batch(inputs))
+        # A metric of NaN predictions is a number that means nothing.
+        if not all(np.isfinite(x).all() for x in tree.flatten(result)
+                   if np.issubdtype(x.dtype, np.floating)):
+            raise FinetuneError(
+                f"the model predicts non-finite values (NaN or inf) for "
+                f"dev batch {len(outputs) + 1}; no metric computed."
+            )
+        outputs.append(result)
     return outputs
 
 

@@ -16,16 +16,13 @@ import time
 import keras
 import yaml
 
-from keras_bert.export.keras_archive import save_keras_atomically
+from keras_bert.export.keras_archive import archive_problem, save_keras_atomically
 from keras_bert.finetuning.config import load_finetune_config
+from keras_bert.finetuning.finetune_error import FinetuneError
 from keras_bert.finetuning.optimization import create_finetune_optimizer
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
 
 logger = logging.getLogger("keras_bert.finetune")
-
-
-class FinetuneError(ValueError):
-    """Bad command-line input (checkpoint, vocabulary, task)."""
 
 
 def load_backbone(init_checkpoint):
@@ -37,13 +34,18 @@ def load_backbone(init_checkpoint):
     if init_checkpoint.startswith("random:"):
         from keras_bert.model_configs import load_model_config
 
-        return BertBackbone(**load_model_config(init_checkpoint[len("random:"):]))
+        try:
+            config = load_model_config(init_checkpoint[len("random:"):])
+        except ValueError as error:  # An unknown name or a bad YAML file.
+            raise FinetuneError(f"--init_checkpoint {init_checkpoint}: {error}") from None
+        return BertBackbone(**config)
     if init_checkpoint.endswith(".keras") and os.path.isfile(init_checkpoint):
         try:
             model = keras.saving.load_model(init_checkpoint, compile=False)
         except Exception as error:  # Keras raises many types for bad files.
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise FinetuneError(f"{init_checkpoint}: cannot load: {first}") from None
+            problem = archive_problem(init_checkpoint) or f"cannot load: {first}"
+            raise FinetuneError(f"{init_checkpoint}: {problem}") from None
         if isinstance(model, BertBackbone):
             return model
         if isinstance(getattr(model, "backbone", None), BertBackbone):
@@ -128,13 +130,18 @@ def run_finetune(
     if not os.path.isdir(data_dir):
         raise FinetuneError(f"--data_dir {data_dir}: no such directory")
     config = load_finetune_config(task, config_file or default_config_file(task), overrides)
-    os.makedirs(model_dir, exist_ok=True)
-    with open(os.path.join(model_dir, "config.yaml"), "w") as f:
-        yaml.safe_dump(
-            {**config.to_dict(), "init_checkpoint": init_checkpoint, "data_dir": data_dir},
-            f,
-            sort_keys=False,
-        )
+    if os.path.exists(model_dir) and not os.path.isdir(model_dir):
+        raise FinetuneError(f"--model_dir {model_dir}: is a file, not a folder")
+    try:  # The first write: an unwritable model_dir fails before training.
+        os.makedirs(model_dir, exist_ok=True)
+        with open(os.path.join(model_dir, "config.yaml"), "w") as f:
+            yaml.safe_dump(
+                {**config.to_dict(), "init_checkpoint": init_checkpoint, "data_dir": data_dir},
+                f,
+                sort_keys=False,
+            )
+    except OSError as error:
+        raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
     keras.utils.set_random_seed(config.training.seed)
 
     backbone = load_backbone(init_checkpoint)
@@ -146,6 +153,8 @@ def run_finetune(
     tokenizer = _tokenizer(backbone, vocab, model_dir, config.data.lower_case)
     handler_class = TASKS[task][0]
     handler = handler_class(task, config, data_dir, tokenizer)
+    if handler.num_train_examples == 0:
+        raise FinetuneError(f"--data_dir {data_dir}: the training file holds no examples")
     model = handler.build_model(backbone)
 
     batch_size = config.training.batch_size
@@ -167,8 +176,18 @@ def run_finetune(
         epochs=epochs,
         steps_per_epoch=math.ceil(total_steps / epochs),
         verbose=config.training.verbose,
+        callbacks=[keras.callbacks.TerminateOnNaN()],
     )
     train_seconds = time.time() - start
+    final_loss = float(history.history["loss"][-1])
+    # A diverged model is neither saved nor scored: its predictions are NaN.
+    if not math.isfinite(final_loss):
+        raise FinetuneError(
+            f"training loss became {final_loss} in epoch "
+            f"{len(history.history['loss'])}; nothing saved. Check the labels "
+            "or lower optimizer.learning_rate. Received: "
+            f"optimizer.learning_rate={config.optimizer.learning_rate}"
+        )
     # Saved before evaluation, so a failing evaluation keeps the training.
     save_keras_atomically(model, os.path.join(model_dir, "model.keras"))
 
@@ -180,7 +199,7 @@ def run_finetune(
         train_steps=total_steps,
         train_seconds=round(train_seconds, 1),
         eval_seconds=round(time.time() - start, 1),
-        final_train_loss=float(history.history["loss"][-1]),
+        final_train_loss=final_loss,
         predictions_file=os.path.basename(predictions_path),
     )
     if config.export.enabled:

@@ -1,6 +1,7 @@
 """GLUE and generic CSV/TSV/JSONL sentence(-pair) classification/regression."""
 
 import json
+import math
 import os
 
 import keras
@@ -60,6 +61,12 @@ class SentenceTask:
             self.label_names = data.label_names or sorted(
                 {str(e.label) for e in self.train_examples}
             )
+        files = [(train_path, self.train_examples)] + [
+            (os.path.join(self.data_dir, n), e) for n, e in self.dev_sets.items()
+        ]
+        for path, examples in files:  # Found now, not after training.
+            if not examples:
+                raise tasks.TaskDataError(f"{path}: no examples")
         for split, examples in [("train", self.train_examples)] + list(self.dev_sets.items()):
             self._check_labels(split, examples)
 
@@ -67,11 +74,15 @@ class SentenceTask:
         for e in examples:
             if self.regression:
                 try:
-                    e.label = float(e.label)
+                    label = float(e.label)
                 except (TypeError, ValueError):
+                    label = math.nan
+                # nan and inf parse as floats, but train to a NaN loss.
+                if not math.isfinite(label):
                     raise tasks.TaskDataError(
-                        f"{e.guid}: label {e.label!r} is not a number ({split})"
-                    ) from None
+                        f"{e.guid}: label {e.label!r} is not a finite number ({split})"
+                    )
+                e.label = label
             elif str(e.label) not in self.label_names:
                 raise tasks.TaskDataError(
                     f"{e.guid}: label {e.label!r} is not one of {self.label_names} "

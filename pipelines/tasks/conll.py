@@ -12,7 +12,7 @@ import dataclasses
 import os
 import re
 
-from pipelines.tasks.errors import TaskDataError
+from pipelines.tasks.errors import TaskDataError, text_file_errors
 from pipelines.tasks.features import IGNORED_LABEL, tokenize_texts
 
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")
@@ -34,7 +34,7 @@ def read_conll(path):
     if not os.path.isfile(path):
         raise TaskDataError(f"{path}: no such file")
     sentences, words, tags = [], [], []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8") as f, text_file_errors(path):
         for line_number, line in enumerate(f, 1):
             columns = line.split()
             if not columns or columns[0] == "-DOCSTART-":

@@ -18,6 +18,11 @@ INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 IGNORED_LABEL = -1  # Token positions that carry no label (loss ignores).
 
 
+# `[CLS] A [SEP] B [SEP]` with one piece in each segment: the shortest
+# sequence length pre-training, fine-tuning and export accept (one rule).
+MIN_SEQ_LEN = 5
+
+
 def truncated_lengths(len_a, len_b, budget):
     """Lengths after `run_classifier.py`'s `_truncate_seq_pair`.
 

@@ -17,7 +17,7 @@ import dataclasses
 import json
 import os
 
-from pipelines.tasks.errors import TaskDataError
+from pipelines.tasks.errors import TaskDataError, text_file_errors
 from pipelines.tasks.features import tokenize_texts
 
 
@@ -79,7 +79,7 @@ def read_squad(path, version_2=False, training=False):
     if not os.path.isfile(path):
         raise TaskDataError(f"{path}: no such file")
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f, text_file_errors(path):
             data = json.load(f)
     except json.JSONDecodeError as error:
         raise TaskDataError(f"{path}:{error.lineno}: invalid JSON: {error.msg}") from None

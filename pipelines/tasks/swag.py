@@ -9,7 +9,7 @@ import csv
 import dataclasses
 import os
 
-from pipelines.tasks.errors import TaskDataError
+from pipelines.tasks.errors import TaskDataError, text_file_errors
 from pipelines.tasks.features import pack_pair, tokenize_texts
 
 NUM_CHOICES = 4
@@ -34,7 +34,7 @@ def read_swag(path):
         raise TaskDataError(f"{path}: no such file")
     required = ["sent1", "sent2"] + [f"ending{i}" for i in range(NUM_CHOICES)]
     examples = []
-    with open(path, encoding="utf-8", newline="") as f:
+    with open(path, encoding="utf-8", newline="") as f, text_file_errors(path):
         reader = csv.DictReader(f)
         missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:

@@ -9,9 +9,10 @@ dev files have no header, every other file has one.
 import csv
 import dataclasses
 import json
+import math
 import os
 
-from pipelines.tasks.errors import TaskDataError
+from pipelines.tasks.errors import TaskDataError, text_file_errors
 from pipelines.tasks.features import pack_pair, tokenize_texts
 
 # Some GLUE sentences (QQP, MNLI parses) exceed csv's default 128 KiB field.
@@ -114,11 +115,14 @@ def _parse_label(value, label_names, path, line_number):
     value = value.strip()
     if label_names is None:
         try:
-            return float(value)
+            score = float(value)
         except ValueError:
+            score = math.nan
+        if not math.isfinite(score):  # nan and inf parse, but train to NaN.
             raise TaskDataError(
-                f"{path}:{line_number}: score {value!r} is not a number"
-            ) from None
+                f"{path}:{line_number}: score {value!r} is not a finite number"
+            )
+        return score
     if value not in label_names:
         raise TaskDataError(
             f"{path}:{line_number}: unknown label {value!r}; "
@@ -130,7 +134,7 @@ def _parse_label(value, label_names, path, line_number):
 def _read_tsv(path, skip_header):
     if not os.path.isfile(path):
         raise TaskDataError(f"{path}: no such file")
-    with open(path, encoding="utf-8", newline="") as f:
+    with open(path, encoding="utf-8", newline="") as f, text_file_errors(path):
         # GLUE files are plain tab-separated, without quoting (as the
         # original processors read them: `quotechar=None`).
         reader = csv.reader(f, delimiter="\t", quotechar=None)
@@ -160,7 +164,7 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
     extension = os.path.splitext(path)[1].lower()
     examples = []
     if extension in (".csv", ".tsv"):
-        with open(path, encoding="utf-8", newline="") as f:
+        with open(path, encoding="utf-8", newline="") as f, text_file_errors(path):
             reader = csv.DictReader(f, delimiter="," if extension == ".csv" else "\t")
             missing = [c for c in wanted if c not in (reader.fieldnames or [])]
             if missing:
@@ -176,7 +180,7 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
                     )
                 examples.append(_table_example(row, text_column, text_b_column, label_column, path, reader.line_num))
     elif extension in (".jsonl", ".json"):
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f, text_file_errors(path):
             for line_number, line in enumerate(f, 1):
                 if not line.strip():
                     continue

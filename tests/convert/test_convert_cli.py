@@ -46,19 +46,94 @@ def test_existing_destination_needs_overwrite(tmp_path, capsys):
     os.makedirs(tmp_path / "hf")
     (tmp_path / "hf" / "keep.txt").write_text("mine")
 
-    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 1
+    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 2
     assert "already exists" in capsys.readouterr().err
     assert os.listdir(tmp_path / "hf") == ["keep.txt"]
 
-    assert (
-        main([str(tmp_path / "google"), str(tmp_path / "hf"), "--overwrite"])
-        == 0
+
+def test_overwrite_replaces_a_previous_output(tmp_path, capsys):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
     )
-    assert "keep.txt" not in os.listdir(tmp_path / "hf")
-    assert sorted(os.listdir(tmp_path)) == [
-        "google",
-        "hf",
-    ]  # No temporaries left.
+    google, hf = str(tmp_path / "google"), str(tmp_path / "hf")
+    assert main([google, hf]) == 0
+    (tmp_path / "hf" / "config.json").write_text("stale")
+
+    assert main([google, hf, "--overwrite"]) == 0
+    assert (tmp_path / "hf" / "config.json").read_text() != "stale"
+    assert sorted(os.listdir(tmp_path)) == ["google", "hf"]  # No temporaries.
+    assert main([google, str(tmp_path / "m.keras")]) == 0
+    assert main([google, str(tmp_path / "m.keras"), "--overwrite"]) == 0
+
+
+@pytest.mark.parametrize(
+    "dst, make, message",
+    [
+        ("hf", "folder", "not replaced: --overwrite replaces only a folder "
+         "holding config.json, model.safetensors, vocab.txt; it also holds "
+         "keep.txt, sub."),
+        ("hf", "file", "is a file, not a Hugging Face folder; not replaced."),
+        ("m.keras", "folder", "is a folder, not a .keras file; not replaced."),
+    ],
+)
+def test_overwrite_never_deletes_user_files(tmp_path, capsys, dst, make, message):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    path = tmp_path / dst
+    if make == "folder":
+        (path / "sub").mkdir(parents=True)
+        (path / "sub" / "notes.txt").write_text("mine")
+        (path / "keep.txt").write_text("mine")
+        (path / "config.json").write_text("mine")
+    else:
+        path.write_text("mine")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+
+    assert main([str(tmp_path / "google"), str(path), "--overwrite"]) == 2
+
+    assert capsys.readouterr().err == f"error: {path}: {message}\n"
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    if make == "folder":
+        assert (path / "config.json").read_text() == "mine"
+    else:
+        assert path.read_text() == "mine"
+
+
+def test_unwritable_destination_is_one_line(tmp_path, capsys, monkeypatch):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    # Tests may run as root, which chmod cannot lock out.
+    monkeypatch.setattr(
+        "keras_bert.convert.converter.os.access", lambda path, mode: False
+    )
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 2
+
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path / 'hf'}: parent folder {tmp_path} is not writable.\n"
+    )
+    assert sorted(os.listdir(tmp_path)) == ["google"]
+
+
+def test_unreadable_source_is_one_line(tmp_path, capsys, monkeypatch):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "google"))
+
+    monkeypatch.setattr(
+        "keras_bert.convert.converter.read_google_checkpoint", refuse
+    )
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 2
+
+    err = capsys.readouterr().err
+    assert err.startswith("error: [Errno 13] Permission denied")
+    assert err.count("\n") == 1
 
 
 def test_error_is_one_line(tmp_path, capsys):
@@ -66,7 +141,7 @@ def test_error_is_one_line(tmp_path, capsys):
     del weights["cls/seq_relationship/output_bias"]
     write_google_checkpoint(tmp_path / "google", weights)
 
-    assert main([str(tmp_path / "google"), str(tmp_path / "out.keras")]) == 1
+    assert main([str(tmp_path / "google"), str(tmp_path / "out.keras")]) == 2
 
     captured = capsys.readouterr()
     assert captured.out == ""
@@ -96,7 +171,7 @@ def test_entry_point_exits_non_zero_without_traceback(tmp_path):
         env=dict(os.environ, PYTHONPATH=ROOT),
     )
 
-    assert result.returncode == 1
+    assert result.returncode == 2
     errors = [
         line for line in result.stderr.splitlines() if line.startswith("error:")
     ]
@@ -108,8 +183,27 @@ def test_entry_point_exits_non_zero_without_traceback(tmp_path):
 
 def test_weights_file_destination_is_refused(tmp_path, capsys):
     assert (
-        main([str(tmp_path / "missing"), str(tmp_path / "x.weights.h5")]) == 1
+        main([str(tmp_path / "missing"), str(tmp_path / "x.weights.h5")]) == 2
     )
     assert "a `.keras` file or a folder" in capsys.readouterr().err
-    assert main([str(tmp_path / "missing"), str(tmp_path / "out.keras")]) == 1
+    assert main([str(tmp_path / "missing"), str(tmp_path / "out.keras")]) == 2
     assert "no such checkpoint" in capsys.readouterr().err
+
+
+def test_outputs_follow_the_umask(tmp_path):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    previous = os.umask(0o027)
+    try:
+        assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
+        assert main([str(tmp_path / "google"), str(tmp_path / "m.keras")]) == 0
+    finally:
+        os.umask(previous)
+
+    def mode(name):
+        return os.stat(tmp_path / name).st_mode & 0o777
+
+    assert mode("hf") == 0o750 and mode("m.keras") == 0o640
+    for name in ("config.json", "model.safetensors", "vocab.txt"):
+        assert mode(f"hf/{name}") == 0o640

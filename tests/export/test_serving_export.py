@@ -218,8 +218,9 @@ def test_failed_export_leaves_no_version(tmp_path, vocab):
 
 def test_argument_errors(vocab, tmp_path):
     backbone = _backbone(vocab)
-    with pytest.raises(ValueError, match="seq_len"):
-        export_for_serving(backbone, str(tmp_path), seq_len=2)
+    # One minimum with fine-tuning and pre-training: [CLS] A [SEP] B [SEP].
+    with pytest.raises(ValueError, match=r"at least 5 .*Received: seq_len=4"):
+        export_for_serving(backbone, str(tmp_path), seq_len=4)
     with pytest.raises(ValueError, match="top_k"):
         export_for_serving(backbone, str(tmp_path), top_k=0)
 
@@ -367,3 +368,63 @@ def test_cli_reports_a_missing_model_in_one_line(tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("python -m keras_bert.export: error: `model_dir`")
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("name, bad", [
+    ("token_ids", -5), ("token_ids", 30522), ("segment_ids", 2),
+    ("padding_mask", -1),
+])
+def test_serve_token_ids_refuses_out_of_range_ids(backbone_export, name, bad):
+    import tensorflow as tf
+
+    served = tf.saved_model.load(backbone_export[1])
+    inputs = {"token_ids": tf.constant([[101, 7, 102]]),
+              "segment_ids": tf.zeros([1, 3], tf.int32),
+              "padding_mask": tf.ones([1, 3], tf.int32)}
+    served.signatures["serve_token_ids"](**inputs)  # In range: answered.
+    inputs[name] = tf.tensor_scatter_nd_update(inputs[name], [[0, 1]], [bad])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=rf"{name} must be in \[0, "):
+        served.signatures["serve_token_ids"](**inputs)
+
+
+def _damage(path, how):
+    """Truncates a `.keras` zip, or flips bytes inside its weights file."""
+    data = bytearray(path.read_bytes())
+    if how == "truncated":
+        path.write_bytes(bytes(data[: len(data) // 2]))
+        return
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("model.weights.h5")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    middle = start + info.compress_size // 2
+    data[middle : middle + 8] = bytes(b ^ 0xFF for b in data[middle : middle + 8])
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("args, damage, message", [
+    (["--version", "-1"], None,
+     "`version` must be a non-negative int. Received: version=-1"),
+    ([], "truncated",
+     "{model}: not a .keras archive (truncated or corrupt zip file)"),
+    ([], "crc", "{model}: corrupt .keras archive ("),
+    (["--seq_len", "4"], None, "`seq_len` must be at least 5"),
+])
+def test_cli_bad_input_is_one_line(vocab, tmp_path, capsys, args, damage, message):
+    from keras_bert.export.__main__ import main
+
+    model = tmp_path / "model.keras"
+    _backbone(vocab).save(str(model))
+    if damage:
+        _damage(model, damage)
+
+    with pytest.raises(SystemExit) as exit:
+        main(["--model", str(model), "--output", str(tmp_path / "out"), *args])
+
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m keras_bert.export: error: " + message.format(model=model))
+    assert err.count("\n") == 1
+    assert not (tmp_path / "out").exists()

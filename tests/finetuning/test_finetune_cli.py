@@ -143,6 +143,20 @@ def test_tiny_model_learns_sst2_fixture(checkpoint, fixtures, tmp_path):
         (["--set", "training.epochs=many"], "training.epochs must be float"),
         (["--data_dir", "/nonexistent"], "--data_dir /nonexistent: no such directory"),
         (["--init_checkpoint", "/nonexistent.keras"], "/nonexistent.keras: no such checkpoint"),
+        (["--init_checkpoint", "random:bert_huge"],
+         "--init_checkpoint random:bert_huge: Unknown model config 'bert_huge'"),
+        (["--set", "data.max_seq_length=1"],
+         "data.max_seq_length must be >= 5. Received: data.max_seq_length=1"),
+        (["--set", "export.seq_len=4"], "export.seq_len must be >= 5. Received: export.seq_len=4"),
+        (["--set", "training.batch_size=-8"],
+         "training.batch_size must be >= 1. Received: training.batch_size=-8"),
+        (["--set", "training.batch_size="],
+         "training.batch_size must be >= 1. Received: training.batch_size=None"),
+        (["--set", "training.epochs=0"],
+         "training.epochs must be finite and > 0. Received: training.epochs=0.0"),
+        (["--set", "training.epochs=.inf"],
+         "training.epochs must be finite and > 0. Received: training.epochs=inf"),
+        (["--set", "training.epochs=[1"], "--set: training.epochs is not a YAML value. Received: '[1'"),
     ],
 )
 def test_input_errors_are_one_line(checkpoint, fixtures, tmp_path, capsys, args, message):
@@ -181,3 +195,133 @@ def test_missing_vocabulary_needs_vocab_flag(fixtures, tmp_path, capsys):
             "--model_dir", str(tmp_path / "out")]
     assert main(argv) == 2
     assert "pass --vocab" in capsys.readouterr().err
+
+
+def _regression_data(tmp_path, fixtures, bad):
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = (fixtures / "generic/reg_train.tsv").read_text().splitlines()
+    rows[2] = rows[2].rsplit("\t", 1)[0] + "\t" + bad
+    (data / "train.tsv").write_text("\n".join(rows) + "\n")
+    (data / "dev.tsv").write_text((fixtures / "generic/reg_dev.tsv").read_text())
+    return data
+
+
+REGRESSION = ["--set", "data.label_column=score", "--set", "export.enabled=false"]
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-Infinity"])
+def test_non_finite_regression_labels_are_one_line(checkpoint, fixtures, tmp_path, capsys, bad):
+    data = _regression_data(tmp_path, fixtures, bad)
+    argv = ["--task", "regression", "--data_dir", str(data), "--init_checkpoint", checkpoint,
+            "--model_dir", str(tmp_path / "out")] + REGRESSION
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: train.tsv-3: label '{bad}' is not a finite number (train)\n"
+    assert not (tmp_path / "out" / "eval_results.json").exists()
+
+
+def test_non_finite_glue_score_is_one_line(checkpoint, fixtures, tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = (fixtures / "glue/STS-B/train.tsv").read_text().splitlines()
+    rows[1] = rows[1].rsplit("\t", 1)[0] + "\tnan"
+    (data / "train.tsv").write_text("\n".join(rows) + "\n")
+    (data / "dev.tsv").write_text((fixtures / "glue/STS-B/dev.tsv").read_text())
+    argv = ["--task", "stsb", "--data_dir", str(data), "--init_checkpoint", checkpoint,
+            "--model_dir", str(tmp_path / "out")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"error: {data}/train.tsv:2: score 'nan' is not a finite number\n")
+
+
+def test_nan_loss_stops_the_run(checkpoint, fixtures, tmp_path, capsys, monkeypatch):
+    from keras_bert.finetuning.sentence_task import SentenceTask
+
+    # Past the label check, as any other cause of divergence would be.
+    monkeypatch.setattr(SentenceTask, "_check_labels", lambda *args: None)
+    data = _regression_data(tmp_path, fixtures, "nan")
+    argv = ["--task", "regression", "--data_dir", str(data), "--init_checkpoint", checkpoint,
+            "--model_dir", str(tmp_path / "out")] + REGRESSION
+    for item in QUICK:
+        argv += ["--set", item]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: training loss became nan in epoch 1; nothing saved.")
+    assert err.count("\n") == 1
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["config.yaml", "vocab.txt"]
+
+
+def test_non_finite_predictions_are_not_scored():
+    import tensorflow as tf
+
+    from keras_bert.finetuning.finetune_error import FinetuneError
+    from keras_bert.finetuning.predict import predict_batches
+
+    class Model:
+        def predict_on_batch(self, inputs):
+            return {"score": np.where(inputs > 1, np.nan, 0.0)}
+
+    dataset = tf.data.Dataset.from_tensor_slices(np.arange(4.0)).batch(2)
+    with pytest.raises(FinetuneError, match="non-finite values .* for dev batch 2; no metric"):
+        predict_batches(Model(), dataset)
+
+
+def _write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        ({"data/train.tsv": b""}, "{tmp}/data/train.tsv: no examples"),
+        ({"data/train.tsv": b"sentence\tlabel\n"}, "{tmp}/data/train.tsv: no examples"),
+        ({"data/dev.tsv": b"sentence\tlabel\n"}, "{tmp}/data/dev.tsv: no examples"),
+        ({"data/train.tsv": b"sentence\tlabel\ncaf\xe9\t1\n"},
+         "{tmp}/data/train.tsv: not UTF-8 text (invalid continuation byte 0xe9)"),
+        ({"data/train.tsv": bytes(range(256))},
+         "{tmp}/data/train.tsv: not UTF-8 text (invalid start byte 0x80)"),
+        ({"bad.yaml": b"training: {batch_size: 8\n"}, "{tmp}/bad.yaml: not a YAML file: "),
+        ({"bad.yaml": b"\xff\xfe"}, "{tmp}/bad.yaml: not a YAML file: "),
+        ({"out": b"mine"}, "--model_dir {tmp}/out: is a file, not a folder"),
+        ({"file": b"mine"}, "--model_dir {tmp}/file/out: cannot write: [Errno 20] Not a directory"),
+    ],
+)
+def test_bad_files_are_one_line(checkpoint, fixtures, tmp_path, capsys, setup, message):
+    data = tmp_path / "data"
+    _write(data / "train.tsv", (fixtures / "glue/SST-2/train.tsv").read_bytes())
+    _write(data / "dev.tsv", (fixtures / "glue/SST-2/dev.tsv").read_bytes())
+    for name, content in setup.items():
+        _write(tmp_path / name, content)
+    argv = ["--task", "sst2", "--data_dir", str(data), "--init_checkpoint", checkpoint,
+            "--model_dir", str(tmp_path / ("file/out" if "file" in setup else "out"))]
+    if "bad.yaml" in setup:
+        argv += ["--config", str(tmp_path / "bad.yaml")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: " + message.format(tmp=tmp_path)) and err.count("\n") == 1
+    if "out" in setup:
+        assert (tmp_path / "out").read_bytes() == b"mine"
+
+
+def test_truncated_checkpoint_is_named_as_such(checkpoint, fixtures, tmp_path, capsys):
+    data = open(checkpoint, "rb").read()
+    broken = tmp_path / "broken.keras"
+    broken.write_bytes(data[: len(data) // 2])
+    argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"), "--init_checkpoint",
+            str(broken), "--model_dir", str(tmp_path / "out")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"error: {broken}: not a .keras archive (truncated or corrupt zip file)\n")
+
+
+def test_empty_training_file_of_any_task_is_one_line(checkpoint, fixtures, tmp_path, capsys):
+    data = tmp_path / "data"
+    _write(data / "train.txt", b"-DOCSTART- -X- -X- O\n\n")
+    _write(data / "valid.txt", (fixtures / "conll/valid.txt").read_bytes())
+    argv = ["--task", "conll2003", "--data_dir", str(data), "--init_checkpoint", checkpoint,
+            "--model_dir", str(tmp_path / "out")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"error: --data_dir {data}: the training file holds no examples\n")

@@ -278,3 +278,19 @@ def test_squad_predictions_with_oracle_logits(fixtures, tokenizer):
         examples, features, starts, ends, tokenizer.vocabulary, version_2=True
     )
     assert set(predictions.values()) == {""} and all(v > 0 for v in odds.values())
+
+
+@pytest.mark.parametrize("name, read", [
+    ("train.tsv", lambda p: tasks.read_glue("sst2", p)),
+    ("train.csv", lambda p: tasks.read_table(p, "text", label_column="label")),
+    ("train.jsonl", lambda p: tasks.read_table(p, "text", label_column="label")),
+    ("train.txt", tasks.read_conll),
+    ("train.csv", tasks.read_swag),
+    ("train-v1.1.json", tasks.read_squad),
+])
+def test_undecodable_files_are_named(tmp_path, name, read):
+    path = tmp_path / name
+    path.write_bytes(b"text\tlabel\n\x89PNG\r\n\x1a\n\x00\x00\xff\n")
+    with pytest.raises(tasks.TaskDataError,
+                       match=rf"^{path}: not UTF-8 text \(invalid start byte 0x89\)$"):
+        read(str(path))

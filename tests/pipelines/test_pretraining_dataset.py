@@ -229,6 +229,17 @@ def test_empty_and_blank_files(sentence_corpus, tmp_path, caplog):
     assert len(_take(ds, 1)) == 1
 
 
+@pytest.mark.parametrize("corpus_format", ["sentences", "text"])
+def test_binary_corpus_file_is_named_in_a_warning(tmp_path, caplog, corpus_format):
+    (tmp_path / "model.bin").write_bytes(bytes(range(256)) * 8)
+    (tmp_path / "notes.txt").write_text("Plain text.\n")
+    with caplog.at_level(logging.WARNING):
+        files = corpus.list_files(str(tmp_path / "*"), corpus_format)
+    assert files == [str(tmp_path / "model.bin"), str(tmp_path / "notes.txt")]
+    assert f"Corpus file {tmp_path / 'model.bin'} looks binary" in caplog.text
+    assert "notes.txt" not in caplog.text
+
+
 def test_one_sentence_document(tmp_path):
     path = tmp_path / "one.txt"
     path.write_text("Only one sentence lives in this document.\n")

@@ -4,11 +4,13 @@ import glob
 import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import pipelines
 from keras_bert import data as data_cli
 from keras_bert import vocab as vocab_cli
+from pipelines import corpus
 from tests.pipelines.common import CORPUS, VOCAB
 
 SMALL = sorted(glob.glob(os.path.join(CORPUS, "inaugural", "19*.txt")))[:4]
@@ -54,3 +56,129 @@ def test_data_cli_writes_shards(tmp_path, capsys):
             str(tmp_path / "nope.txt")]
     assert data_cli.main(argv) == 2
     assert "nope.txt" in capsys.readouterr().err
+
+
+def _data_argv(output_dir, *extra):
+    return ["--input", SMALL[0], "--output_dir", str(output_dir), "--vocab",
+            VOCAB, "--corpus_format", "text", *extra]
+
+
+@pytest.mark.parametrize("setup, extra, message", [
+    ("new", ["--num_shards", "0"],
+     "`num_shards` must be a positive integer. Received: num_shards=0"),
+    ("new", ["--num_shards", "-3"],
+     "`num_shards` must be a positive integer. Received: num_shards=-3"),
+    ("file", [], "`output_dir` is a file, not a folder."),
+    ("full", [], "`output_dir` must be new or empty; it holds old.tfrecord."),
+    ("under_file", [], "`output_dir` cannot be written: "),
+])
+def test_data_cli_rejects_bad_output(tmp_path, capsys, setup, extra, message):
+    output = tmp_path / "out"
+    if setup == "under_file":
+        (tmp_path / "file").write_text("mine")
+        output = tmp_path / "file" / "out"
+    if setup == "file":
+        output.write_text("mine")
+    elif setup == "full":
+        output.mkdir()
+        (output / "old.tfrecord").write_text("mine")
+    before = sorted(map(str, tmp_path.rglob("*")))
+
+    assert data_cli.main(_data_argv(output, *extra)) == 2
+
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and err.count("\n") == 1
+    assert f"output_dir={str(output)!r}" in err or setup == "new"
+    assert sorted(map(str, tmp_path.rglob("*"))) == before
+
+
+def test_every_shard_is_checked_against_the_vocabulary(tmp_path):
+    other_vocab = tmp_path / "other_vocab.txt"
+    other_vocab.write_text(open(VOCAB, encoding="utf-8").read() + "zzz\n")
+    assert data_cli.main(_data_argv(tmp_path / "a", "--num_shards", "2")) == 0
+    argv = _data_argv(tmp_path / "b", "--num_shards", "1")
+    argv[argv.index(VOCAB)] = str(other_vocab)
+    assert data_cli.main(argv) == 0
+    # A shard of the other vocabulary dropped among the first run's ones.
+    stray = tmp_path / "a" / "part-00000-of-00001.tfrecord"
+    stray.write_bytes((tmp_path / "b" / stray.name).read_bytes())
+    files = pipelines.list_files(str(tmp_path / "a" / "*.tfrecord"), "tfrecord")
+
+    assert files[0] == str(stray)
+    with pytest.raises(pipelines.CorpusError,
+                       match="part-00000-of-00001.tfrecord' is not one of"):
+        corpus.check_tfrecord_vocabulary(files, VOCAB)
+    corpus.check_tfrecord_vocabulary(files[1:], VOCAB)
+    with pytest.raises(pipelines.CorpusError, match="written with vocabulary"):
+        corpus.check_tfrecord_vocabulary(files[1:], str(other_vocab))
+    os.remove(tmp_path / "b" / "metadata.json")
+    with pytest.raises(pipelines.CorpusError, match="has no metadata.json"):
+        corpus.check_tfrecord_vocabulary(
+            [str(tmp_path / "b" / stray.name)], str(other_vocab))
+
+
+@pytest.mark.parametrize("setup, extra, message", [
+    (None, ["--vocab_size", "0"], "`vocab_size` must be an int >= 10 "),
+    (None, ["--vocab_size", "3"], "Received: vocab_size=3"),
+    ("folder", [], "--output {out}: is a folder, not a file"),
+    ("under_file", [], "--output {out}: {tmp}/file is not an existing folder"),
+])
+def test_vocab_cli_rejects_bad_arguments_before_learning(tmp_path, capsys, setup,
+                                                         extra, message):
+    output = tmp_path / "vocab.txt"
+    if setup == "folder":
+        output.mkdir()
+    elif setup == "under_file":
+        (tmp_path / "file").write_text("mine")
+        output = tmp_path / "file" / "vocab.txt"
+    argv = ["--input", SMALL[0], "--output", str(output), *extra]
+
+    assert vocab_cli.main(argv) == 2
+
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert message.format(out=output, tmp=tmp_path) in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == (
+        ["file"] if setup == "under_file" else ["vocab.txt"] if setup else [])
+
+
+def test_vocab_size_is_a_maximum(tmp_path):
+    # 300 CJK characters, each a word of its own: 605 tokens for the
+    # alphabet alone, which the learner keeps whatever its target.
+    chars = [chr(0x4E00 + i) for i in range(300)]
+    (tmp_path / "cjk.txt").write_text(
+        "\n".join(" ".join(chars[i:] + chars[:i]) for i in range(0, 300, 7)),
+        encoding="utf-8")
+    tokens = pipelines.learn_vocabulary(str(tmp_path / "cjk.txt"), 200,
+                                        min_count=2)
+    assert len(tokens) <= 200 and tokens[:5] == list(pipelines.SPECIAL_TOKENS)
+
+
+def test_cap_size_drops_the_rarest_pieces_keeps_characters():
+    from pipelines.vocabulary import _cap_size
+
+    learned = list(pipelines.SPECIAL_TOKENS) + [
+        "a", "b", "##", "##a", "the", "##b", "##ab", "ba"]
+    assert _cap_size(learned, 11) == learned[:11]
+    assert _cap_size(learned, 10) == learned[:9] + ["##b"]
+    assert _cap_size(learned, 20) == learned
+
+
+# Tests may run as root, whom chmod does not lock out: the refusals are faked.
+def test_vocab_cli_unwritable_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(vocab_cli.os, "access", lambda path, mode: False)
+    argv = ["--input", SMALL[0], "--output", str(tmp_path / "v.txt")]
+    assert vocab_cli.main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"error: --output {tmp_path}/v.txt: folder {tmp_path} is not writable\n")
+
+
+def test_data_cli_unwritable_output(tmp_path, capsys, monkeypatch):
+    def refuse(path):
+        raise tf.errors.PermissionDeniedError(None, None, f"{path}; Permission denied")
+
+    monkeypatch.setattr(tf.io, "TFRecordWriter", refuse)
+    assert data_cli.main(_data_argv(tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: `output_dir` cannot be written: ")
+    assert "Permission denied" in err and err.count("\n") == 1
