@@ -31,6 +31,7 @@ from pipelines import corpus
 from pipelines.bert_tokenizer import BertTokenizer
 from pipelines.masking import mask_batch
 from pipelines.next_sentence import create_pairs
+from pipelines.tasks.features import MIN_SEQ_LEN
 
 logger = logging.getLogger(__name__)
 
@@ -140,8 +141,9 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
     ...                          corpus_format="text", seed=0)
     >>> features, labels, weights = next(iter(ds))
     """
-    _check(isinstance(seq_len, int) and seq_len >= 5,
-           f"`seq_len` must be an int >= 5. Received: seq_len={seq_len!r}")
+    _check(isinstance(seq_len, int) and seq_len >= MIN_SEQ_LEN,
+           f"`seq_len` must be an int >= {MIN_SEQ_LEN}. Received: "
+           f"seq_len={seq_len!r}")
     _check(isinstance(max_predictions, int) and 1 <= max_predictions <= seq_len,
            "`max_predictions` must be an int in [1, seq_len]. Received: "
            f"max_predictions={max_predictions!r}, seq_len={seq_len}")

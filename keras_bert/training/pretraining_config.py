@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from keras_bert.training.config_error import ConfigError
+from pipelines.tasks.features import MIN_SEQ_LEN
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "pretrain"
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
@@ -217,8 +218,8 @@ class PretrainingConfig:
                   f"Received: data.{name}={value!r}")
         check(self.phases, "`phases` must list at least one phase.")
         for i, phase in enumerate(self.phases):
-            check(phase.seq_len >= 5,
-                  f"phases.{i}: `seq_len` must be >= 5 ([CLS] A [SEP] B "
+            check(phase.seq_len >= MIN_SEQ_LEN,
+                  f"phases.{i}: `seq_len` must be >= {MIN_SEQ_LEN} ([CLS] A [SEP] B "
                   f"[SEP]). Received: seq_len={phase.seq_len}")
             check((phase.steps is None) != (phase.fraction is None),
                   f"phases.{i}: give exactly one of `steps` and `fraction`. "
