@@ -9,6 +9,9 @@ converted with `python -m keras_bert.convert`. Never run by the test suite.
 
     PYTHONPATH=. .venv/bin/python bench/finetune_quality.py \
         --minilm /tmp/q/minilm.keras --out /tmp/q/quality sst2 stsb squad conll
+    PYTHONPATH=. .venv/bin/python bench/finetune_quality.py --seeds 3 \
+        --pretrained runs/pretrain_budget/backbone.keras --random random:bert_tiny \
+        mini_pretrained mini_random
 
 Runs on a shared 2-core machine are cut to a subset of the training data
 (`data.train_limit`) and fewer epochs than the paper; the table says which.
@@ -17,6 +20,7 @@ Runs on a shared 2-core machine are cut to a subset of the training data
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -61,6 +65,8 @@ def main(argv=None):
     parser.add_argument("--out", default="/tmp/finetune_quality")
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--set", action="append", default=[], help="extra override for every run")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="repeat each run with training.seed 0..N-1; report mean and std")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.data):
         print(f"shared data not found at {args.data}: nothing measured", file=sys.stderr)
@@ -74,25 +80,32 @@ def main(argv=None):
         if not checkpoint:
             print(f"{name}: skipped, no --{checkpoint_key} checkpoint", file=sys.stderr)
             continue
-        model_dir = os.path.join(args.out, name)
-        start = time.time()
-        results = run_finetune(
-            task,
-            os.path.join(args.data, folder),
-            checkpoint,
-            model_dir,
-            vocab=args.vocab if checkpoint_key != "minilm" else None,
-            overrides=overrides + ["export.enabled=false"] + args.set,
-        )
         metric = HEADLINE[task]
-        print(
-            f"| {name} | {task} | {os.path.basename(checkpoint)} | "
-            f"{' '.join(overrides + args.set)} | {metric} {results[metric]:.4f} | "
-            f"{results['train_examples']} ex, {results['train_steps']} steps | "
-            f"{time.time() - start:.0f} s |",
-            flush=True,
-        )
-        print(json.dumps(results, sort_keys=True), flush=True)
+        scores = []
+        for seed in range(args.seeds):
+            seeded = overrides + args.set + [f"training.seed={seed}"]
+            start = time.time()
+            results = run_finetune(
+                task,
+                os.path.join(args.data, folder),
+                checkpoint,
+                os.path.join(args.out, name, f"seed{seed}"),
+                vocab=args.vocab if checkpoint_key != "minilm" else None,
+                overrides=seeded + ["export.enabled=false"],
+            )
+            scores.append(results[metric])
+            print(
+                f"| {name} | {task} | {os.path.basename(checkpoint)} | "
+                f"{' '.join(seeded)} | {metric} {results[metric]:.4f} | "
+                f"{results['train_examples']} ex, {results['train_steps']} steps | "
+                f"{time.time() - start:.0f} s |",
+                flush=True,
+            )
+            print(json.dumps(results, sort_keys=True), flush=True)
+        if args.seeds > 1:
+            print(f"{name}: {metric} mean {statistics.mean(scores):.4f} "
+                  f"std {statistics.stdev(scores):.4f} over {args.seeds} seeds "
+                  f"{[round(x, 4) for x in scores]}", flush=True)
     return 0
 
 
