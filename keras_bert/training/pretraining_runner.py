@@ -1,7 +1,10 @@
 """The resumable pre-training loop behind `python -m keras_bert.pretrain`."""
 
+import glob
 import os
+import shutil
 import signal
+import tempfile
 
 import keras
 
@@ -77,6 +80,9 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
     schedule = pretraining.schedule
     checkpointer = PretrainingCheckpoint(
         manager, state, config.checkpoint.every_steps, accumulation)
+    # A run killed after its last phase resumes straight into evaluation
+    # and export, with no `fit` to hand the callback its model.
+    checkpointer.set_model(model)
     profile = None
     if config.profile_steps:
         profile = tuple(int(s) for s in config.profile_steps.split(","))
@@ -197,7 +203,18 @@ def fill_mask_report(pretraining):
 
 def export_models(pretraining, model_dir):
     """`backbone.keras`, `pretrainer.keras` and, where the backend can,
-    SavedModels under `saved_model/{backbone,pretrainer}`."""
+    SavedModels under `saved_model/{backbone,pretrainer}`.
+
+    Each is written to a hidden temporary sibling and moved into place; a
+    run killed mid-export leaves those siblings, removed here when the
+    rerun exports again."""
+    leftovers = (glob.glob(os.path.join(model_dir, ".*.tmp.keras"))
+                 + glob.glob(os.path.join(model_dir, "saved_model", ".tmp-*")))
+    for path in leftovers:
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
     save_keras_atomically(pretraining.backbone, os.path.join(model_dir, "backbone.keras"))
     save_keras_atomically(pretraining.model, os.path.join(model_dir, "pretrainer.keras"))
     if keras.backend.backend() == "torch":
@@ -218,7 +235,13 @@ def export_models(pretraining, model_dir):
                     (None, None if key == "mask_positions" else seq_len),
                     tf.int32, name=key)
                 for key in model.input}]
-        model.export(os.path.join(model_dir, "saved_model", name),
-                     format="tf_saved_model", verbose=False, **kwargs)
+        path = os.path.join(model_dir, "saved_model", name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        temp = tempfile.mkdtemp(prefix=f".tmp-{name}-",
+                                dir=os.path.dirname(path))
+        model.export(temp, format="tf_saved_model", verbose=False, **kwargs)
+        if os.path.exists(path):
+            shutil.rmtree(path)
+        os.rename(temp, path)
     print(f"Exported backbone and pretrainer (.keras, SavedModel) to "
           f"{model_dir}.", flush=True)

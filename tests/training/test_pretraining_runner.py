@@ -196,3 +196,34 @@ def test_fill_mask_reads_each_mask_position():
     for fillers in sentence:
         assert fillers[0][0] == "states" and fillers[0][1] > 0.99
         assert len(fillers) == 3
+
+
+def test_rerun_after_kill_during_export_finishes(tmp_path, tiny_corpus,
+                                                 monkeypatch):
+    from keras_bert.training import pretraining_runner
+
+    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
+    model_dir = config.model_dir
+
+    def killed_mid_export(pretraining, model_dir):
+        # What `kill -9` leaves: a temporary .keras sibling, a SavedModel
+        # half written in place (older runs) or in a temporary folder.
+        open(os.path.join(model_dir, ".backbone.keras.x1.tmp.keras"),
+             "w").close()
+        for folder in ("backbone/variables/variables_temp", ".tmp-pretrainer-x"):
+            os.makedirs(os.path.join(model_dir, "saved_model", folder))
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(pretraining_runner, "export_models", killed_mid_export)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_pretraining(config, verbose=0)
+    monkeypatch.undo()
+
+    results = run_pretraining(config, verbose=0)
+    assert results["state"].finished and results["state"].step == 9
+    assert os.path.exists(os.path.join(model_dir, "backbone.keras"))
+    assert not glob.glob(os.path.join(model_dir, ".*"))
+    assert not glob.glob(os.path.join(model_dir, "saved_model", ".*"))
+    assert not glob.glob(os.path.join(model_dir, "**", "variables_temp"),
+                         recursive=True)
+    assert run_pretraining(config, verbose=0)["state"].finished
