@@ -1,5 +1,6 @@
 """The resumable pre-training loop behind `python -m keras_bert.pretrain`."""
 
+import contextlib
 import glob
 import os
 import shutil
@@ -19,6 +20,7 @@ from keras_bert.training.pretraining import (
 )
 from keras_bert.training.pretraining_checkpoint import PretrainingCheckpoint
 from keras_bert.training.pretraining_config import write_config
+from keras_bert.training.run_lock import RunLock
 from keras_bert.training.training_monitor import TrainingMonitor
 from keras_bert.training.training_state import TrainingState
 
@@ -26,7 +28,8 @@ from keras_bert.training.training_state import TrainingState
 def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
     """Pre-trains BERT as `config` says, resuming from `model_dir` if it can.
 
-    Steps: write the resolved config to `<model_dir>/config.yaml`; build
+    Steps: lock `model_dir` (`RunLock`: a second run on it is refused);
+    write the resolved config to `<model_dir>/config.yaml`; build
     the model and optimizer; restore the newest checkpoint in
     `<model_dir>/checkpoints` (weights, optimizer and schedule position,
     phase, data position) or else warm-start from `init_checkpoint`; run
@@ -48,13 +51,24 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
         `fill_mask_probes`, `"fill_mask"` (see `fill_mask_report`).
     """
     pretraining = build_pretraining(config, distribution)
+    # Workers of one multi-worker run share `model_dir`; only the chief
+    # writes, so only the chief locks.
+    lock = contextlib.nullcontext()
+    if pretraining.distribution.is_chief:
+        os.makedirs(config.model_dir, exist_ok=True)
+        lock = RunLock(config.model_dir)
+    with lock:
+        if pretraining.distribution.is_chief:
+            write_config(config, os.path.join(config.model_dir, "config.yaml"))
+        return _resume_and_train(pretraining, verbose, callbacks)
+
+
+def _resume_and_train(pretraining, verbose, callbacks):
+    """`run_pretraining` once `model_dir` is ours."""
+    config = pretraining.config
     distribution = pretraining.distribution
     chief = distribution.is_chief
     model_dir = config.model_dir
-    if chief:
-        os.makedirs(model_dir, exist_ok=True)
-        write_config(config, os.path.join(model_dir, "config.yaml"))
-
     model = pretraining.model
     manager = CheckpointManager(os.path.join(model_dir, "checkpoints"),
                                 keep=config.checkpoint.keep, is_chief=chief)

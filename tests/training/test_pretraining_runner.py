@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from keras_bert.training import CheckpointManager, run_pretraining
-from tests.training.conftest import tiny_config
+from tests.training.conftest import tiny_cli_args, tiny_config
 
 
 def read_scalars(log_dir):
@@ -227,3 +227,39 @@ def test_rerun_after_kill_during_export_finishes(tmp_path, tiny_corpus,
     assert not glob.glob(os.path.join(model_dir, "**", "variables_temp"),
                          recursive=True)
     assert run_pretraining(config, verbose=0)["state"].finished
+
+
+def test_second_run_on_a_locked_model_dir_is_refused(tmp_path, tiny_corpus,
+                                                      capsys):
+    import socket
+
+    from keras_bert import pretrain
+
+    model_dir = tmp_path / "run"
+    model_dir.mkdir()
+    # A live holder: this very process, as a concurrent run would be.
+    lock = model_dir / "pretrain.lock"
+    lock.write_text(f"{os.getpid()} {socket.gethostname()}\n")
+    assert pretrain.main(tiny_cli_args(tmp_path, tiny_corpus)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err
+    assert f"held by pid {os.getpid()}" in err and str(lock) in err
+    assert not (model_dir / "checkpoints").exists()
+    assert lock.exists()
+
+
+def test_stale_lock_is_taken_over(tmp_path, tiny_corpus, capsys):
+    import socket
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    model_dir = tmp_path / "run"
+    model_dir.mkdir()
+    lock = model_dir / "pretrain.lock"
+    lock.write_text(f"{dead.pid} {socket.gethostname()}\n")
+    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
+    assert run_pretraining(config, verbose=0)["state"].finished
+    assert f"taking over the lock {lock} of pid {dead.pid}" in (
+        capsys.readouterr().out)
+    assert not lock.exists()  # Released at the end.
