@@ -11,6 +11,7 @@ import keras
 
 from keras_bert.export.keras_archive import save_keras_atomically
 from keras_bert.training.checkpoint_manager import CheckpointManager
+from keras_bert.training.config_error import ConfigError
 from keras_bert.models import BertPretrainer
 from keras_bert.training.fill_mask import fill_mask
 from keras_bert.training.pretraining import (
@@ -72,11 +73,8 @@ def _resume_and_train(pretraining, verbose, callbacks):
     model = pretraining.model
     manager = CheckpointManager(os.path.join(model_dir, "checkpoints"),
                                 keep=config.checkpoint.keep, is_chief=chief)
-    state = TrainingState()
-    latest = manager.latest()
+    latest, state = restore_newest_readable(manager, model, distribution)
     if latest:
-        with distribution.scope():
-            state = TrainingState(**CheckpointManager.restore(model, latest))
         print(f"Resuming from {latest}: step {state.step}, phase "
               f"{state.phase}, {state.phase_micro_step} batches into it.",
               flush=True)
@@ -149,6 +147,30 @@ def _resume_and_train(pretraining, verbose, callbacks):
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
     return results
+
+
+def restore_newest_readable(manager, model, distribution):
+    """`(path, TrainingState)` of the newest checkpoint that loads, or
+    `(None, TrainingState())` if there is none.
+
+    A checkpoint cut short or damaged on disk (a full disk, a bad copy)
+    is skipped with a warning for the one before it: losing
+    `checkpoint.every_steps` updates beats a run that cannot resume."""
+    checkpoints = [path for _, path in manager.checkpoints()]
+    for path in reversed(checkpoints):
+        try:
+            with distribution.scope():
+                return path, TrainingState(
+                    **CheckpointManager.restore(model, path))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"warning: checkpoint {path} is unreadable "
+                  f"({type(error).__name__}: {error}); trying the one "
+                  "before it.", flush=True)
+    if checkpoints:
+        raise ConfigError(
+            f"No readable checkpoint in {manager.directory} (tried "
+            f"{len(checkpoints)}). Move them away to start afresh.")
+    return None, TrainingState()
 
 
 def held_out_kwargs(pretraining, phase, step):

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert.training import CheckpointManager, run_pretraining
+from keras_bert.training import CheckpointManager, ConfigError, run_pretraining
 from tests.training.conftest import tiny_cli_args, tiny_config
 
 
@@ -263,3 +263,30 @@ def test_stale_lock_is_taken_over(tmp_path, tiny_corpus, capsys):
     assert f"taking over the lock {lock} of pid {dead.pid}" in (
         capsys.readouterr().out)
     assert not lock.exists()  # Released at the end.
+
+
+def test_corrupt_newest_checkpoint_falls_back_to_the_one_before(
+        tmp_path, tiny_corpus, capsys):
+    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
+    run_pretraining(config, verbose=0)
+    checkpoints = os.path.join(config.model_dir, "checkpoints")
+    newest = os.path.join(checkpoints, "ckpt-00000009")
+    weights = os.path.join(newest, "model.weights.h5")
+    with open(weights, "r+b") as f:
+        f.truncate(os.path.getsize(weights) // 2)
+    capsys.readouterr()
+
+    recorder = StepRecorder()
+    results = run_pretraining(config, verbose=0, callbacks=[recorder])
+    out = capsys.readouterr().out
+    assert f"warning: checkpoint {newest} is unreadable" in out
+    assert "Resuming from " + os.path.join(checkpoints, "ckpt-00000006") in out
+    assert recorder.seen == [6, 7, 8]
+    assert results["state"].finished and results["state"].step == 9
+
+    for step in (6, 9):
+        with open(os.path.join(checkpoints, f"ckpt-0000000{step}",
+                               "state.json"), "w") as f:
+            f.write("{")
+    with pytest.raises(ConfigError, match="No readable checkpoint in "):
+        run_pretraining(config, verbose=0)
