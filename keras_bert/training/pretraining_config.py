@@ -408,6 +408,54 @@ def config_from_dict(values):
     return config
 
 
+# What a rerun on an existing `model_dir` may change: how the run is
+# watched, saved and placed, not what it learns.
+RERUN_MAY_CHANGE = (
+    "checkpoint.every_steps", "checkpoint.keep", "eval_every_steps",
+    "eval_steps", "fill_mask_probes", "jit_compile", "model_dir",
+    "profile_steps", "steps_per_loop", "strategy", "tpu",
+)
+
+
+def _flatten(values, prefix=""):
+    """`{"a": {"b": [{"c": 1}]}}` -> `{"a.b.0.c": 1}`."""
+    if isinstance(values, dict):
+        items = values.items()
+    elif isinstance(values, list) and all(isinstance(v, dict) for v in values):
+        items = enumerate(values)
+    else:
+        return {prefix[:-1]: values}
+    flat = {}
+    for key, value in items:
+        flat.update(_flatten(value, f"{prefix}{key}."))
+    return flat
+
+
+def check_rerun_config(config, path):
+    """Raises `ConfigError` if `config` differs from the one recorded at
+    `path` in a key outside `RERUN_MAY_CHANGE`: resuming checkpoints
+    under another model, data, schedule or phase plan would train a mix
+    that no config describes."""
+    try:
+        recorded = _from_dict(PretrainingConfig,
+                              yaml.safe_load(Path(path).read_text()) or {})
+    except (ConfigError, yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ConfigError(f"Cannot read {path}: {error}") from None
+    before = _flatten(json.loads(json.dumps(recorded.to_dict())))
+    now = _flatten(json.loads(json.dumps(config.to_dict())))
+    changed = [
+        f"{key}: {before.get(key)!r} -> {now.get(key)!r}"
+        for key in sorted(set(before) | set(now))
+        if before.get(key) != now.get(key) and not any(
+            key == k or key.startswith(k + ".") for k in RERUN_MAY_CHANGE)]
+    if changed:
+        raise ConfigError(
+            f"{config.model_dir} holds checkpoints of another config "
+            f"({path}); this run changes {'; '.join(changed)}. Use a new "
+            "model_dir, or the recorded values. A rerun may change only "
+            f"{', '.join(RERUN_MAY_CHANGE)}.")
+
+
 def write_config(config, path):
     """Writes the resolved config as YAML (sorted keys, one file)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,10 @@ from keras_bert.training.pretraining import (
     load_initial_weights,
 )
 from keras_bert.training.pretraining_checkpoint import PretrainingCheckpoint
-from keras_bert.training.pretraining_config import write_config
+from keras_bert.training.pretraining_config import (
+    check_rerun_config,
+    write_config,
+)
 from keras_bert.training.run_lock import RunLock
 from keras_bert.training.training_monitor import TrainingMonitor
 from keras_bert.training.training_state import TrainingState
@@ -30,7 +33,8 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
     """Pre-trains BERT as `config` says, resuming from `model_dir` if it can.
 
     Steps: lock `model_dir` (`RunLock`: a second run on it is refused);
-    write the resolved config to `<model_dir>/config.yaml`; build
+    write the resolved config to `<model_dir>/config.yaml` or, on a
+    rerun, refuse a config that changes training (`record_config`); build
     the model and optimizer; restore the newest checkpoint in
     `<model_dir>/checkpoints` (weights, optimizer and schedule position,
     phase, data position) or else warm-start from `init_checkpoint`; run
@@ -60,7 +64,7 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
         lock = RunLock(config.model_dir)
     with lock:
         if pretraining.distribution.is_chief:
-            write_config(config, os.path.join(config.model_dir, "config.yaml"))
+            record_config(config)
         return _resume_and_train(pretraining, verbose, callbacks)
 
 
@@ -147,6 +151,19 @@ def _resume_and_train(pretraining, verbose, callbacks):
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
     return results
+
+
+def record_config(config):
+    """Writes `<model_dir>/config.yaml` once, before the first checkpoint;
+    once checkpoints exist a rerun must match it (`check_rerun_config`),
+    so the file always describes what was trained."""
+    path = os.path.join(config.model_dir, "config.yaml")
+    trained = CheckpointManager(os.path.join(config.model_dir, "checkpoints"),
+                                is_chief=False).checkpoints()
+    if trained and os.path.exists(path):
+        check_rerun_config(config, path)
+    else:
+        write_config(config, path)
 
 
 def restore_newest_readable(manager, model, distribution):

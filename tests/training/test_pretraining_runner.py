@@ -290,3 +290,38 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_one_before(
             f.write("{")
     with pytest.raises(ConfigError, match="No readable checkpoint in "):
         run_pretraining(config, verbose=0)
+
+
+def test_rerun_with_a_config_that_changes_training_is_refused(
+        tmp_path, tiny_corpus, capsys):
+    from keras_bert import pretrain
+
+    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
+    run_pretraining(config, verbose=0)
+    path = os.path.join(config.model_dir, "config.yaml")
+    recorded = open(path).read()
+    capsys.readouterr()
+
+    def rerun(**changes):
+        code = pretrain.main(tiny_cli_args(
+            tmp_path, tiny_corpus, **{"eval_steps": 0, **changes}))
+        assert open(path).read() == recorded  # Written once.
+        return code, capsys.readouterr()
+
+    # Checkpoints at seq 32 / batch 4 resumed at seq 128 / batch 2.
+    code, out = rerun(**{"phases.0.seq_len": 128, "phases.0.batch_size": 2})
+    assert code == 2
+    err = out.err.strip()
+    assert err.startswith("error: ") and "\n" not in err
+    assert "phases.0.batch_size: 4 -> 2; phases.0.seq_len: 32 -> 128." in err
+    assert "Traceback" not in out.out + out.err
+
+    code, out = rerun(model="bert_mini")
+    assert code == 2 and "model: 'bert_tiny' -> 'bert_mini'" in out.err
+
+    code, out = rerun(**{"model_overrides": {"dropout": 0.1}})
+    assert code == 2 and "model_overrides.dropout" in out.err
+
+    # Evaluation and checkpoint rotation are not training.
+    code, out = rerun(eval_steps=3, **{"checkpoint.keep": 5})
+    assert code == 0 and "Already finished at step 9" in out.out
