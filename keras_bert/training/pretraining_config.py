@@ -391,6 +391,8 @@ def load_pretraining_config(name_or_path="default", overrides=()):
         values = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path} is not UTF-8 text: {error}") from None
     base = _from_dict(PretrainingConfig, values).to_dict()
     pairs = overrides.items() if isinstance(overrides, dict) else map(
         parse_override, overrides)

@@ -60,7 +60,12 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
     # writes, so only the chief locks.
     lock = contextlib.nullcontext()
     if pretraining.distribution.is_chief:
-        os.makedirs(config.model_dir, exist_ok=True)
+        try:
+            os.makedirs(config.model_dir, exist_ok=True)
+        except OSError as error:
+            raise ConfigError(f"Cannot create model_dir: {error.strerror}. "
+                              f"Received: model_dir={config.model_dir!r}"
+                              ) from None
         lock = RunLock(config.model_dir)
     with lock:
         if pretraining.distribution.is_chief:

@@ -31,6 +31,12 @@ class RunLock:
         try:
             fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY,
                          0o666)
+        except PermissionError as error:
+            # The first file a run writes: this is where a read-only
+            # model_dir shows.
+            raise ConfigError(
+                f"Cannot write in model_dir: {error.strerror}. Received: "
+                f"model_dir={os.path.dirname(self.path)!r}") from None
         except FileExistsError:
             pid, holder = self._holder()
             if holder != host or pid is None or _running(pid):

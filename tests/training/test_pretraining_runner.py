@@ -325,3 +325,57 @@ def test_rerun_with_a_config_that_changes_training_is_refused(
     # Evaluation and checkpoint rotation are not training.
     code, out = rerun(eval_steps=3, **{"checkpoint.keep": 5})
     assert code == 0 and "Already finished at step 9" in out.out
+
+
+def cli_error(argv, capsys):
+    """Runs the CLI; asserts exit 2 and one `error:` line; returns it."""
+    from keras_bert import pretrain
+
+    code = pretrain.main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert err.startswith("error: ") and "\n" not in err, err
+    return err
+
+
+def test_config_file_not_utf8_is_one_line_exit_2(tmp_path, capsys):
+    path = tmp_path / "recipe.yaml"
+    path.write_bytes(b"train_steps: 9\nmodel: bert_\xff\xfe\n")
+    err = cli_error(["--config", str(path)], capsys)
+    assert f"{path} is not UTF-8 text" in err
+
+
+def test_model_dir_that_is_a_file_is_one_line_exit_2(tmp_path, tiny_corpus,
+                                                     capsys):
+    (tmp_path / "run").write_text("not a folder")
+    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus), capsys)
+    assert "Cannot create model_dir" in err
+    assert f"model_dir={str(tmp_path / 'run')!r}" in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_read_only_model_dir_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
+    (tmp_path / "run").mkdir(mode=0o555)
+    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus), capsys)
+    assert "Cannot write in model_dir" in err
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bad_crc"])
+def test_damaged_init_checkpoint_is_one_line_exit_2(damage, tmp_path,
+                                                    tiny_corpus, capsys):
+    from keras_bert.training import build_backbone
+
+    path = str(tmp_path / "backbone.keras")
+    build_backbone(tiny_config(tmp_path, tiny_corpus)).save(path)
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        if damage == "truncated":
+            f.truncate(size // 2)
+        else:  # Same length, flipped bytes inside the weights member.
+            f.seek(size // 2)
+            data = f.read(64)
+            f.seek(size // 2)
+            f.write(bytes(b ^ 0xFF for b in data))
+    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus,
+                                  init_checkpoint=path), capsys)
+    assert f"init_checkpoint {path!r} cannot be loaded" in err
