@@ -1,7 +1,7 @@
 """`.keras` archives written atomically."""
 
 import os
-import tempfile
+import uuid
 
 
 def save_keras_atomically(model, path):
@@ -9,10 +9,10 @@ def save_keras_atomically(model, path):
     `path` only ever holds a complete archive; the sibling is removed
     whatever happens."""
     folder = os.path.dirname(os.path.abspath(path))
-    handle, tmp = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)}.", suffix=".tmp.keras", dir=folder
-    )
-    os.close(handle)
+    # Named, not created, here: `mkstemp` would create it 0600, and
+    # `model.save` creating it honours the umask like any other file.
+    tmp = os.path.join(
+        folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp.keras")
     try:
         model.save(tmp)
         os.replace(tmp, path)

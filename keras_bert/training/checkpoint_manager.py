@@ -4,7 +4,7 @@ import json
 import os
 import re
 import shutil
-import tempfile
+import uuid
 
 WEIGHTS_FILE = "model.weights.h5"
 STATE_FILE = "state.json"
@@ -62,7 +62,9 @@ class CheckpointManager:
         path = os.path.join(self.directory, f"ckpt-{state['step']:08d}")
         if not self.is_chief:
             return path
-        temp = tempfile.mkdtemp(prefix=".tmp-", dir=self.directory)
+        # Not `mkdtemp`, which makes it 0700 whatever the umask.
+        temp = os.path.join(self.directory, f".tmp-{uuid.uuid4().hex}")
+        os.mkdir(temp)
         model.save_weights(os.path.join(temp, WEIGHTS_FILE))
         # state.json last: its presence marks a checkpoint complete.
         with open(os.path.join(temp, STATE_FILE), "w") as f:

@@ -5,7 +5,7 @@ import glob
 import os
 import shutil
 import signal
-import tempfile
+import uuid
 
 import keras
 
@@ -294,9 +294,9 @@ def export_models(pretraining, model_dir):
                     tf.int32, name=key)
                 for key in model.input}]
         path = os.path.join(model_dir, "saved_model", name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        temp = tempfile.mkdtemp(prefix=f".tmp-{name}-",
-                                dir=os.path.dirname(path))
+        # Created by `export`, so with the umask's permissions.
+        temp = os.path.join(model_dir, "saved_model",
+                            f".tmp-{name}-{uuid.uuid4().hex}")
         model.export(temp, format="tf_saved_model", verbose=False, **kwargs)
         if os.path.exists(path):
             shutil.rmtree(path)

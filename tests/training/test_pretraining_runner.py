@@ -379,3 +379,28 @@ def test_damaged_init_checkpoint_is_one_line_exit_2(damage, tmp_path,
     err = cli_error(tiny_cli_args(tmp_path, tiny_corpus,
                                   init_checkpoint=path), capsys)
     assert f"init_checkpoint {path!r} cannot be loaded" in err
+
+
+def test_outputs_follow_the_umask(tmp_path, tiny_corpus):
+    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
+    previous = os.umask(0o022)
+    try:
+        run_pretraining(config, verbose=0)
+    finally:
+        os.umask(previous)
+    modes = {}
+    for folder, dirs, files in os.walk(config.model_dir):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            modes[os.path.relpath(path, config.model_dir)] = (
+                os.stat(path).st_mode & 0o777)
+    for path in ("checkpoints/ckpt-00000009",
+                 "checkpoints/ckpt-00000009/model.weights.h5",
+                 "config.yaml", "backbone.keras", "pretrainer.keras"):
+        assert path in modes
+    if keras.backend.backend() != "torch":
+        assert "saved_model/backbone/saved_model.pb" in modes
+    wrong = {p: oct(m) for p, m in modes.items()
+             if m != (0o755 if os.path.isdir(
+                 os.path.join(config.model_dir, p)) else 0o644)}
+    assert not wrong
