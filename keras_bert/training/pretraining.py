@@ -211,6 +211,10 @@ def build_pretraining(config, distribution=None):
     ...                           steps_per_epoch=phase.micro_steps, epochs=1)
     """
     config.validate()
+    # One seed for the initial weights, the dropout masks and the data
+    # order (`pipelines` folds TensorFlow's global seed into its own): a
+    # rerun of a config repeats it.
+    keras.utils.set_random_seed(config.data.seed)
     if distribution is None:
         distribution = create_distribution(config.strategy, config.tpu)
     vocabulary = _read_vocabulary(config.data.vocab_file)

@@ -46,6 +46,8 @@ class DataConfig:
     `eval_files` None holds out `holdout_fraction` of `train_files` (by
     file) with `pipelines.split_files`. `shuffle: false` reads files,
     documents and pairs in order (quick start-up for tests and debugging).
+    `seed` also seeds the initial weights and dropout: a rerun of a
+    config repeats it.
     """
 
     train_files: typing.Union[str, list] = "data/corpus/*/*.txt"
