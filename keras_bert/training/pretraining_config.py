@@ -435,11 +435,15 @@ def _flatten(values, prefix=""):
     return flat
 
 
-def check_rerun_config(config, path):
+def check_rerun_config(config, path, allow_longer_train_steps=False):
     """Raises `ConfigError` if `config` differs from the one recorded at
     `path` in a key outside `RERUN_MAY_CHANGE`: resuming checkpoints
     under another model, data, schedule or phase plan would train a mix
-    that no config describes."""
+    that no config describes.
+
+    With `allow_longer_train_steps`, a larger `train_steps` is accepted
+    if only the last phase grows (the steps already trained keep their
+    phases). Returns True when it does: `train_steps` was extended."""
     try:
         recorded = _from_dict(PretrainingConfig,
                               yaml.safe_load(Path(path).read_text()) or {})
@@ -447,6 +451,22 @@ def check_rerun_config(config, path):
         raise ConfigError(f"Cannot read {path}: {error}") from None
     before = _flatten(json.loads(json.dumps(recorded.to_dict())))
     now = _flatten(json.loads(json.dumps(config.to_dict())))
+    extended = (allow_longer_train_steps
+                and config.train_steps > recorded.train_steps)
+    if extended:
+        if config.phase_steps()[:-1] != recorded.phase_steps()[:-1]:
+            raise ConfigError(
+                "Only the last phase may grow when train_steps is extended. "
+                f"Received: train_steps={config.train_steps} gives phase "
+                f"steps {config.phase_steps()}; {path} has "
+                f"{recorded.phase_steps()}")
+        # Phase lengths were compared above as steps: a phase given by
+        # `fraction` may be rewritten as the same number of `steps`.
+        for key in [k for k in {*before, *now} if k == "train_steps"
+                    or k.startswith("phases.")
+                    and k.endswith((".steps", ".fraction"))]:
+            before.pop(key, None)
+            now.pop(key, None)
     changed = [
         f"{key}: {before.get(key)!r} -> {now.get(key)!r}"
         for key in sorted(set(before) | set(now))
@@ -457,7 +477,9 @@ def check_rerun_config(config, path):
             f"{config.model_dir} holds checkpoints of another config "
             f"({path}); this run changes {'; '.join(changed)}. Use a new "
             "model_dir, or the recorded values. A rerun may change only "
-            f"{', '.join(RERUN_MAY_CHANGE)}.")
+            f"{', '.join(RERUN_MAY_CHANGE)}, and raise train_steps with "
+            "--allow_longer_train_steps.")
+    return extended
 
 
 def write_config(config, path):

@@ -29,7 +29,8 @@ from keras_bert.training.training_monitor import TrainingMonitor
 from keras_bert.training.training_state import TrainingState
 
 
-def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
+def run_pretraining(config, distribution=None, verbose="auto", callbacks=(),
+                    allow_longer_train_steps=False):
     """Pre-trains BERT as `config` says, resuming from `model_dir` if it can.
 
     Steps: lock `model_dir` (`RunLock`: a second run on it is refused);
@@ -49,6 +50,9 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
         distribution: `TrainingDistribution` or None (from the config).
         verbose: passed to `fit` (progress bar).
         callbacks: extra Keras callbacks for every `fit`.
+        allow_longer_train_steps: bool. Accept a rerun whose `train_steps`
+            exceeds the recorded one (only the last phase may grow); a
+            finished run then trains on.
 
     Returns:
         dict: `"state"` (`TrainingState`), `"eval"` (per phase index, the
@@ -69,7 +73,7 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
         lock = RunLock(config.model_dir)
     with lock:
         if pretraining.distribution.is_chief:
-            record_config(config)
+            record_config(config, allow_longer_train_steps)
         return _resume_and_train(pretraining, verbose, callbacks)
 
 
@@ -92,12 +96,20 @@ def _resume_and_train(pretraining, verbose, callbacks):
         print(f"Initial weights from {config.init_checkpoint}.", flush=True)
     results = {"state": state, "eval": {}, "preempted": False,
                "pretraining": pretraining}
+    accumulation = config.optimizer.gradient_accumulation_steps
+    last = pretraining.phases[-1]
+    if state.finished and state.step < last.first_step + last.steps:
+        # `train_steps` was extended (`check_rerun_config`): back into the
+        # last phase, whose first step did not move.
+        state.finished = False
+        state.phase = last.index
+        state.phase_micro_step = (state.micro_step
+                                  - last.first_step * accumulation)
     if state.finished:
         print(f"Already finished at step {state.step}; outputs are in "
               f"{model_dir}.", flush=True)
         return results
 
-    accumulation = config.optimizer.gradient_accumulation_steps
     schedule = pretraining.schedule
     checkpointer = PretrainingCheckpoint(
         manager, state, config.checkpoint.every_steps, accumulation)
@@ -158,16 +170,15 @@ def _resume_and_train(pretraining, verbose, callbacks):
     return results
 
 
-def record_config(config):
+def record_config(config, allow_longer_train_steps=False):
     """Writes `<model_dir>/config.yaml` once, before the first checkpoint;
     once checkpoints exist a rerun must match it (`check_rerun_config`),
     so the file always describes what was trained."""
     path = os.path.join(config.model_dir, "config.yaml")
     trained = CheckpointManager(os.path.join(config.model_dir, "checkpoints"),
                                 is_chief=False).checkpoints()
-    if trained and os.path.exists(path):
-        check_rerun_config(config, path)
-    else:
+    if not (trained and os.path.exists(path)) or check_rerun_config(
+            config, path, allow_longer_train_steps):
         write_config(config, path)
 
 

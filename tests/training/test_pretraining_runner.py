@@ -431,3 +431,31 @@ def test_data_seed_makes_runs_repeat_and_resume_exactly(tmp_path, tiny_corpus):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(a),
                                    keras.ops.convert_to_numpy(b),
                                    rtol=2e-4, atol=2e-6)
+
+
+def test_longer_train_steps_only_with_the_flag(tmp_path, tiny_corpus, capsys):
+    from keras_bert import pretrain
+
+    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
+    run_pretraining(config, verbose=0)
+    path = os.path.join(config.model_dir, "config.yaml")
+    capsys.readouterr()
+    longer = tiny_cli_args(tmp_path, tiny_corpus, eval_steps=0,
+                           train_steps=11, **{"phases.1.steps": 5})
+
+    assert pretrain.main(longer) == 2
+    err = capsys.readouterr().err
+    assert "train_steps: 9 -> 11" in err and "--allow_longer_train_steps" in err
+
+    # Phase 0 would grow: the steps already trained would change phase.
+    moved = tiny_cli_args(tmp_path, tiny_corpus, eval_steps=0, train_steps=11,
+                          **{"phases.0.steps": 8})
+    assert pretrain.main(moved + ["--allow_longer_train_steps"]) == 2
+    assert "Only the last phase may grow" in capsys.readouterr().err
+
+    assert pretrain.main(longer + ["--allow_longer_train_steps"]) == 0
+    assert "train_steps: 11" in open(path).read()
+    latest = CheckpointManager(os.path.join(config.model_dir,
+                                            "checkpoints")).latest()
+    state = CheckpointManager.read_state(latest)
+    assert state["step"] == 11 and state["finished"] and state["phase"] == 2
