@@ -24,9 +24,10 @@ class CheckpointManager:
     Adam moments and any gradient accumulators), `seeds.json` (the dropout
     `SeedGenerator` states, which `save_weights` leaves out: without them
     a resumed run would replay the first steps' dropout masks) and
-    `state.json` (global step, phase, data position). It is written into a temporary sibling
-    directory and renamed into place, so a crash (even `kill -9`) leaves
-    either a complete checkpoint or none; leftovers are removed on start.
+    `state.json` (global step, phase, data position). It is written into a
+    temporary sibling directory and renamed into place, so a crash (even
+    `kill -9`) leaves either a complete checkpoint or none; leftovers are
+    removed on start.
 
     Args:
         directory: str. Usually `<model_dir>/checkpoints`.

@@ -33,17 +33,18 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=(),
                     allow_longer_train_steps=False):
     """Pre-trains BERT as `config` says, resuming from `model_dir` if it can.
 
-    Steps: lock `model_dir` (`RunLock`: a second run on it is refused);
-    write the resolved config to `<model_dir>/config.yaml` or, on a
-    rerun, refuse a config that changes training (`record_config`); build
-    the model and optimizer; restore the newest checkpoint in
-    `<model_dir>/checkpoints` (weights, optimizer and schedule position,
-    phase, data position) or else warm-start from `init_checkpoint`; run
-    each remaining phase with `Model.fit` (one Keras epoch per
-    `steps_per_loop` updates, the window over which metrics are averaged
-    and logged); evaluate on held-out files after each phase; save the
-    final checkpoint; export the backbone and pretrainer as `.keras` and
-    SavedModel. SIGTERM saves a checkpoint and returns early.
+    Steps: build the model and optimizer (seeded by `data.seed`); lock
+    `model_dir` (`RunLock`: a second run on it is refused); write the
+    resolved config to `<model_dir>/config.yaml` or, on a rerun, refuse a
+    config that changes training (`record_config`); restore the newest
+    readable checkpoint in `<model_dir>/checkpoints` (weights, optimizer
+    and schedule position, dropout seeds, phase, data position) or else
+    warm-start from `init_checkpoint`; run each remaining phase with
+    `Model.fit` (one Keras epoch per `steps_per_loop` updates, the window
+    over which metrics are averaged and logged); evaluate on held-out
+    files after each phase; save the final checkpoint; export the backbone
+    and pretrainer as `.keras` and SavedModel. SIGTERM saves a checkpoint
+    and returns early.
 
     Args:
         config: `PretrainingConfig`.
