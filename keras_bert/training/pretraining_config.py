@@ -413,11 +413,12 @@ def config_from_dict(values):
 
 
 # What a rerun on an existing `model_dir` may change: how the run is
-# watched, saved and placed, not what it learns.
+# watched, saved and placed, not what it learns. (`init_checkpoint` is
+# read only before the first checkpoint; reruns are checked after it.)
 RERUN_MAY_CHANGE = (
     "checkpoint.every_steps", "checkpoint.keep", "eval_every_steps",
-    "eval_steps", "fill_mask_probes", "jit_compile", "model_dir",
-    "profile_steps", "steps_per_loop", "strategy", "tpu",
+    "eval_steps", "fill_mask_probes", "init_checkpoint", "jit_compile",
+    "model_dir", "profile_steps", "steps_per_loop", "strategy", "tpu",
 )
 
 

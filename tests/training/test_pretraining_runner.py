@@ -324,8 +324,10 @@ def test_rerun_with_a_config_that_changes_training_is_refused(
     code, out = rerun(**{"model_overrides": {"dropout": 0.1}})
     assert code == 2 and "model_overrides.dropout" in out.err
 
-    # Evaluation and checkpoint rotation are not training.
-    code, out = rerun(eval_steps=3, **{"checkpoint.keep": 5})
+    # Evaluation, checkpoint rotation and a warm start that the
+    # checkpoints supersede are not training.
+    code, out = rerun(eval_steps=3, init_checkpoint=str(tmp_path / "none"),
+                      **{"checkpoint.keep": 5})
     assert code == 0 and "Already finished at step 9" in out.out
 
 
