@@ -3,6 +3,7 @@
 import glob
 import json
 import os
+import shutil
 import signal
 
 import keras
@@ -102,6 +103,13 @@ def test_outputs_written(full_run):
     state = CheckpointManager.read_state(
         os.path.join(model_dir, "checkpoints", "ckpt-00000009"))
     assert state["finished"] and state["phase"] == 2
+
+
+def copy_of_full_run(full_run, tmp_path, tiny_corpus):
+    """A finished run to rerun, without training one: `full_run`'s folder
+    copied, and its config with no evaluation (a key reruns may change)."""
+    shutil.copytree(full_run[0].model_dir, tmp_path / "run")
+    return tiny_config(tmp_path, tiny_corpus, eval_steps=0)
 
 
 class SigtermAt(keras.callbacks.Callback):
@@ -268,9 +276,8 @@ def test_stale_lock_is_taken_over(tmp_path, tiny_corpus, capsys):
 
 
 def test_corrupt_newest_checkpoint_falls_back_to_the_one_before(
-        tmp_path, tiny_corpus, capsys):
-    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
-    run_pretraining(config, verbose=0)
+        full_run, tmp_path, tiny_corpus, capsys):
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
     checkpoints = os.path.join(config.model_dir, "checkpoints")
     newest = os.path.join(checkpoints, "ckpt-00000009")
     weights = os.path.join(newest, "model.weights.h5")
@@ -295,11 +302,10 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_one_before(
 
 
 def test_rerun_with_a_config_that_changes_training_is_refused(
-        tmp_path, tiny_corpus, capsys):
+        full_run, tmp_path, tiny_corpus, capsys):
     from keras_bert import pretrain
 
-    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
-    run_pretraining(config, verbose=0)
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
     path = os.path.join(config.model_dir, "config.yaml")
     recorded = open(path).read()
     capsys.readouterr()
@@ -435,11 +441,11 @@ def test_data_seed_makes_runs_repeat_and_resume_exactly(tmp_path, tiny_corpus):
                                    rtol=2e-4, atol=2e-6)
 
 
-def test_longer_train_steps_only_with_the_flag(tmp_path, tiny_corpus, capsys):
+def test_longer_train_steps_only_with_the_flag(full_run, tmp_path,
+                                              tiny_corpus, capsys):
     from keras_bert import pretrain
 
-    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
-    run_pretraining(config, verbose=0)
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
     path = os.path.join(config.model_dir, "config.yaml")
     capsys.readouterr()
     longer = tiny_cli_args(tmp_path, tiny_corpus, eval_steps=0,
