@@ -44,7 +44,11 @@ def full_run(tmp_path_factory, tiny_corpus):
     keras.utils.set_random_seed(7)
     config = tiny_config(tmp_path, tiny_corpus)
     recorder = StepRecorder()
-    results = run_pretraining(config, verbose=0, callbacks=[recorder])
+    previous = os.umask(0o022)  # See test_outputs_follow_the_umask.
+    try:
+        results = run_pretraining(config, verbose=0, callbacks=[recorder])
+    finally:
+        os.umask(previous)
     return config, results, recorder
 
 
@@ -391,13 +395,8 @@ def test_damaged_init_checkpoint_is_one_line_exit_2(damage, tmp_path,
     assert f"init_checkpoint {path!r} cannot be loaded" in err
 
 
-def test_outputs_follow_the_umask(tmp_path, tiny_corpus):
-    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
-    previous = os.umask(0o022)
-    try:
-        run_pretraining(config, verbose=0)
-    finally:
-        os.umask(previous)
+def test_outputs_follow_the_umask(full_run):
+    config = full_run[0]
     modes = {}
     for folder, dirs, files in os.walk(config.model_dir):
         for name in dirs + files:
