@@ -262,17 +262,15 @@ def test_second_run_on_a_locked_model_dir_is_refused(tmp_path, tiny_corpus,
     assert lock.exists()
 
 
-def test_stale_lock_is_taken_over(tmp_path, tiny_corpus, capsys):
+def test_stale_lock_is_taken_over(full_run, tmp_path, tiny_corpus, capsys):
     import socket
     import subprocess
 
     dead = subprocess.Popen(["true"])
     dead.wait()
-    model_dir = tmp_path / "run"
-    model_dir.mkdir()
-    lock = model_dir / "pretrain.lock"
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
+    lock = tmp_path / "run" / "pretrain.lock"
     lock.write_text(f"{dead.pid} {socket.gethostname()}\n")
-    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
     assert run_pretraining(config, verbose=0)["state"].finished
     assert f"taking over the lock {lock} of pid {dead.pid}" in (
         capsys.readouterr().out)
