@@ -41,6 +41,11 @@ def parse_args(argv=None):
     parser.add_argument("--tpu", help="TPU name or grpc://host:port.")
     parser.add_argument("--init_checkpoint", help="warm-start weights only "
                         "from a .keras file or a checkpoint directory.")
+    parser.add_argument(
+        "--allow_longer_train_steps", action="store_true",
+        help="rerun on a --model_dir with a larger train_steps than it was "
+             "started with: the last phase grows (and a finished run trains "
+             "on). Any other change to what trains is refused.")
     return parser.parse_args(argv)
 
 
@@ -57,7 +62,8 @@ def main(argv=None):
         config = load_pretraining_config(args.config, overrides)
         from keras_bert.training.pretraining_runner import run_pretraining
 
-        results = run_pretraining(config)
+        results = run_pretraining(
+            config, allow_longer_train_steps=args.allow_longer_train_steps)
     except (ConfigError, pipelines.PipelineInputError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

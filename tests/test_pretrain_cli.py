@@ -127,3 +127,31 @@ def test_sigterm_saves_and_exits_0(tmp_path):
     assert "Run the same command to resume." in output
     steps = checkpoint_steps(model_dir)
     assert steps[-1] > 5 or steps == [5]
+
+
+@pytest.mark.slow
+def test_kill_9_during_export_then_rerun_finishes(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus")
+    args = tiny_cli_args(tmp_path, corpus, steps=10)
+    model_dir = tmp_path / "run"
+    process = run_cli(args, tmp_path / "first.log")
+    # The SavedModel export writes into a temporary folder for seconds.
+    deadline = time.time() + 400
+    while time.time() < deadline and not list(
+            model_dir.glob("saved_model/.tmp-*")):
+        if process.poll() is not None:
+            pytest.fail("finished before it could be killed:\n"
+                        + (tmp_path / "first.log").read_text())
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+
+    rerun = run_cli(args, tmp_path / "rerun.log")
+    rerun.wait(timeout=600)
+    output = (tmp_path / "rerun.log").read_text()
+    assert rerun.returncode == 0, output
+    assert "taking over the lock" in output
+    assert "Exported backbone and pretrainer" in output
+    assert not list(model_dir.glob(".*")) + list(model_dir.glob("saved_model/.*"))
+    assert not list(model_dir.glob("**/variables_temp"))
+    assert (model_dir / "saved_model" / "pretrainer" / "saved_model.pb").exists()

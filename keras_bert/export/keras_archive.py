@@ -2,7 +2,7 @@
 
 import os
 import stat
-import tempfile
+import uuid
 import zipfile
 
 
@@ -21,13 +21,12 @@ def save_keras_atomically(model, path):
     `path` only ever holds a complete archive; the sibling is removed
     whatever happens."""
     folder = os.path.dirname(os.path.abspath(path))
-    handle, tmp = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)}.", suffix=".tmp.keras", dir=folder
-    )
-    os.close(handle)
+    # Named, not created, here: `mkstemp` would create it 0600, and
+    # `model.save` creating it honours the umask like any other file.
+    tmp = os.path.join(
+        folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp.keras")
     try:
         model.save(tmp)
-        chmod_as_created(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

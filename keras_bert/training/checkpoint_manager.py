@@ -4,9 +4,13 @@ import json
 import os
 import re
 import shutil
-import tempfile
+import uuid
+
+import keras
+import numpy as np
 
 WEIGHTS_FILE = "model.weights.h5"
+SEEDS_FILE = "seeds.json"
 STATE_FILE = "state.json"
 _CHECKPOINT_RE = re.compile(r"^ckpt-(\d+)$")
 
@@ -17,10 +21,13 @@ class CheckpointManager:
     Each checkpoint holds `model.weights.h5` (Keras' `save_weights` of a
     compiled model: every model variable and every optimizer variable,
     including the step counter that drives the learning-rate schedule, the
-    Adam moments and any gradient accumulators) and `state.json` (global
-    step, phase, data position). It is written into a temporary sibling
-    directory and renamed into place, so a crash (even `kill -9`) leaves
-    either a complete checkpoint or none; leftovers are removed on start.
+    Adam moments and any gradient accumulators), `seeds.json` (the dropout
+    `SeedGenerator` states, which `save_weights` leaves out: without them
+    a resumed run would replay the first steps' dropout masks) and
+    `state.json` (global step, phase, data position). It is written into a
+    temporary sibling directory and renamed into place, so a crash (even
+    `kill -9`) leaves either a complete checkpoint or none; leftovers are
+    removed on start.
 
     Args:
         directory: str. Usually `<model_dir>/checkpoints`.
@@ -62,8 +69,14 @@ class CheckpointManager:
         path = os.path.join(self.directory, f"ckpt-{state['step']:08d}")
         if not self.is_chief:
             return path
-        temp = tempfile.mkdtemp(prefix=".tmp-", dir=self.directory)
+        # Not `mkdtemp`, which makes it 0700 whatever the umask.
+        temp = os.path.join(self.directory, f".tmp-{uuid.uuid4().hex}")
+        os.mkdir(temp)
         model.save_weights(os.path.join(temp, WEIGHTS_FILE))
+        seeds = [keras.ops.convert_to_numpy(v).tolist()
+                 for v in _seed_states(model)]
+        with open(os.path.join(temp, SEEDS_FILE), "w") as f:
+            json.dump(seeds, f)
         # state.json last: its presence marks a checkpoint complete.
         with open(os.path.join(temp, STATE_FILE), "w") as f:
             json.dump(state, f, indent=2)
@@ -88,4 +101,22 @@ class CheckpointManager:
         saved state dict."""
         model.optimizer.build(model.trainable_variables)
         model.load_weights(os.path.join(path, WEIGHTS_FILE))
+        seeds_path = os.path.join(path, SEEDS_FILE)
+        if os.path.exists(seeds_path):  # Older checkpoints have none.
+            with open(seeds_path) as f:
+                seeds = json.load(f)
+            states = _seed_states(model)
+            if len(seeds) != len(states):
+                raise ValueError(
+                    f"{seeds_path} holds {len(seeds)} seed states; the model "
+                    f"has {len(states)} SeedGenerators.")
+            for variable, value in zip(states, seeds):
+                variable.assign(np.asarray(value, variable.dtype))
         return CheckpointManager.read_state(path)
+
+
+def _seed_states(model):
+    """The state variables of `model`'s `SeedGenerator`s, in model order:
+    in `variables` but not in `weights`."""
+    weights = {id(v) for v in model.weights}
+    return [v for v in model.variables if id(v) not in weights]

@@ -10,6 +10,7 @@ logging and export on top of the same objects.
 import dataclasses
 import functools
 import math
+import zipfile
 
 import keras
 
@@ -210,6 +211,10 @@ def build_pretraining(config, distribution=None):
     ...                           steps_per_epoch=phase.micro_steps, epochs=1)
     """
     config.validate()
+    # One seed for the initial weights, the dropout masks and the data
+    # order (`pipelines` folds TensorFlow's global seed into its own): a
+    # rerun of a config repeats it.
+    keras.utils.set_random_seed(config.data.seed)
     if distribution is None:
         distribution = create_distribution(config.strategy, config.tpu)
     vocabulary = _read_vocabulary(config.data.vocab_file)
@@ -250,14 +255,22 @@ def load_initial_weights(pretraining, path):
         path = os.path.join(latest or path, WEIGHTS_FILE)
     if not os.path.exists(path):
         raise ConfigError(f"init_checkpoint {path!r} does not exist.")
-    if path.endswith(".keras"):
-        source = keras.saving.load_model(path, compile=False)
-        target = (pretraining.backbone if isinstance(source, BertBackbone)
-                  else pretraining.model)
-        target.set_weights(source.get_weights())
-        return
-    # A training checkpoint also holds optimizer variables: load it into an
-    # uncompiled twin, which has no optimizer to restore, then copy.
-    twin = BertPretrainer(build_backbone(pretraining.config))
-    twin.load_weights(path)
-    pretraining.model.set_weights(twin.get_weights())
+    try:
+        if path.endswith(".keras"):
+            source = keras.saving.load_model(path, compile=False)
+            target = (pretraining.backbone if isinstance(source, BertBackbone)
+                      else pretraining.model)
+            target.set_weights(source.get_weights())
+            return
+        # A training checkpoint also holds optimizer variables: load it into
+        # an uncompiled twin, which has no optimizer to restore, then copy.
+        twin = BertPretrainer(build_backbone(pretraining.config))
+        twin.load_weights(path)
+        pretraining.model.set_weights(twin.get_weights())
+    except (zipfile.BadZipFile, OSError, EOFError, KeyError,
+            ValueError) as error:
+        # A copy cut short or corrupted on the way (bad CRC), or weights of
+        # another architecture.
+        raise ConfigError(
+            f"init_checkpoint {path!r} cannot be loaded: "
+            f"{type(error).__name__}: {error}") from None

@@ -47,6 +47,8 @@ class DataConfig:
     `eval_files` None holds out `holdout_fraction` of `train_files` (by
     file) with `pipelines.split_files`. `shuffle: false` reads files,
     documents and pairs in order (quick start-up for tests and debugging).
+    `seed` also seeds the initial weights and dropout: a rerun of a
+    config repeats it.
     """
 
     train_files: typing.Union[str, list] = "data/corpus/*/*.txt"
@@ -392,6 +394,8 @@ def load_pretraining_config(name_or_path="default", overrides=()):
         values = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path} is not UTF-8 text: {error}") from None
     base = _from_dict(PretrainingConfig, values).to_dict()
     pairs = overrides.items() if isinstance(overrides, dict) else map(
         parse_override, overrides)
@@ -407,6 +411,77 @@ def config_from_dict(values):
     config = _from_dict(PretrainingConfig, values)
     config.validate()
     return config
+
+
+# What a rerun on an existing `model_dir` may change: how the run is
+# watched, saved and placed, not what it learns. (`init_checkpoint` is
+# read only before the first checkpoint; reruns are checked after it.)
+RERUN_MAY_CHANGE = (
+    "checkpoint.every_steps", "checkpoint.keep", "eval_every_steps",
+    "eval_steps", "fill_mask_probes", "init_checkpoint", "jit_compile",
+    "model_dir", "profile_steps", "steps_per_loop", "strategy", "tpu",
+)
+
+
+def _flatten(values, prefix=""):
+    """`{"a": {"b": [{"c": 1}]}}` -> `{"a.b.0.c": 1}`."""
+    if isinstance(values, dict):
+        items = values.items()
+    elif isinstance(values, list) and all(isinstance(v, dict) for v in values):
+        items = enumerate(values)
+    else:
+        return {prefix[:-1]: values}
+    flat = {}
+    for key, value in items:
+        flat.update(_flatten(value, f"{prefix}{key}."))
+    return flat
+
+
+def check_rerun_config(config, path, allow_longer_train_steps=False):
+    """Raises `ConfigError` if `config` differs from the one recorded at
+    `path` in a key outside `RERUN_MAY_CHANGE`: resuming checkpoints
+    under another model, data, schedule or phase plan would train a mix
+    that no config describes.
+
+    With `allow_longer_train_steps`, a larger `train_steps` is accepted
+    if only the last phase grows (the steps already trained keep their
+    phases). Returns True when it does: `train_steps` was extended."""
+    try:
+        recorded = _from_dict(PretrainingConfig,
+                              yaml.safe_load(Path(path).read_text()) or {})
+    except (ConfigError, yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ConfigError(f"Cannot read {path}: {error}") from None
+    before = _flatten(json.loads(json.dumps(recorded.to_dict())))
+    now = _flatten(json.loads(json.dumps(config.to_dict())))
+    extended = (allow_longer_train_steps
+                and config.train_steps > recorded.train_steps)
+    if extended:
+        if config.phase_steps()[:-1] != recorded.phase_steps()[:-1]:
+            raise ConfigError(
+                "Only the last phase may grow when train_steps is extended. "
+                f"Received: train_steps={config.train_steps} gives phase "
+                f"steps {config.phase_steps()}; {path} has "
+                f"{recorded.phase_steps()}")
+        # Phase lengths were compared above as steps: a phase given by
+        # `fraction` may be rewritten as the same number of `steps`.
+        for key in [k for k in {*before, *now} if k == "train_steps"
+                    or k.startswith("phases.")
+                    and k.endswith((".steps", ".fraction"))]:
+            before.pop(key, None)
+            now.pop(key, None)
+    changed = [
+        f"{key}: {before.get(key)!r} -> {now.get(key)!r}"
+        for key in sorted(set(before) | set(now))
+        if before.get(key) != now.get(key) and not any(
+            key == k or key.startswith(k + ".") for k in RERUN_MAY_CHANGE)]
+    if changed:
+        raise ConfigError(
+            f"{config.model_dir} holds checkpoints of another config "
+            f"({path}); this run changes {'; '.join(changed)}. Use a new "
+            "model_dir, or the recorded values. A rerun may change only "
+            f"{', '.join(RERUN_MAY_CHANGE)}, and raise train_steps with "
+            "--allow_longer_train_steps.")
+    return extended
 
 
 def write_config(config, path):

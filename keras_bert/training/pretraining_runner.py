@@ -1,12 +1,17 @@
 """The resumable pre-training loop behind `python -m keras_bert.pretrain`."""
 
+import contextlib
+import glob
 import os
+import shutil
 import signal
+import uuid
 
 import keras
 
 from keras_bert.export.keras_archive import save_keras_atomically
 from keras_bert.training.checkpoint_manager import CheckpointManager
+from keras_bert.training.config_error import ConfigError
 from keras_bert.models import BertPretrainer
 from keras_bert.training.fill_mask import fill_mask
 from keras_bert.training.pretraining import (
@@ -15,29 +20,40 @@ from keras_bert.training.pretraining import (
     load_initial_weights,
 )
 from keras_bert.training.pretraining_checkpoint import PretrainingCheckpoint
-from keras_bert.training.pretraining_config import write_config
+from keras_bert.training.pretraining_config import (
+    check_rerun_config,
+    write_config,
+)
+from keras_bert.training.run_lock import RunLock
 from keras_bert.training.training_monitor import TrainingMonitor
 from keras_bert.training.training_state import TrainingState
 
 
-def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
+def run_pretraining(config, distribution=None, verbose="auto", callbacks=(),
+                    allow_longer_train_steps=False):
     """Pre-trains BERT as `config` says, resuming from `model_dir` if it can.
 
-    Steps: write the resolved config to `<model_dir>/config.yaml`; build
-    the model and optimizer; restore the newest checkpoint in
-    `<model_dir>/checkpoints` (weights, optimizer and schedule position,
-    phase, data position) or else warm-start from `init_checkpoint`; run
-    each remaining phase with `Model.fit` (one Keras epoch per
-    `steps_per_loop` updates, the window over which metrics are averaged
-    and logged); evaluate on held-out files after each phase; save the
-    final checkpoint; export the backbone and pretrainer as `.keras` and
-    SavedModel. SIGTERM saves a checkpoint and returns early.
+    Steps: build the model and optimizer (seeded by `data.seed`); lock
+    `model_dir` (`RunLock`: a second run on it is refused); write the
+    resolved config to `<model_dir>/config.yaml` or, on a rerun, refuse a
+    config that changes training (`record_config`); restore the newest
+    readable checkpoint in `<model_dir>/checkpoints` (weights, optimizer
+    and schedule position, dropout seeds, phase, data position) or else
+    warm-start from `init_checkpoint`; run each remaining phase with
+    `Model.fit` (one Keras epoch per `steps_per_loop` updates, the window
+    over which metrics are averaged and logged); evaluate on held-out
+    files after each phase; save the final checkpoint; export the backbone
+    and pretrainer as `.keras` and SavedModel. SIGTERM saves a checkpoint
+    and returns early.
 
     Args:
         config: `PretrainingConfig`.
         distribution: `TrainingDistribution` or None (from the config).
         verbose: passed to `fit` (progress bar).
         callbacks: extra Keras callbacks for every `fit`.
+        allow_longer_train_steps: bool. Accept a rerun whose `train_steps`
+            exceeds the recorded one (only the last phase may grow); a
+            finished run then trains on.
 
     Returns:
         dict: `"state"` (`TrainingState`), `"eval"` (per phase index, the
@@ -45,21 +61,34 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
         `fill_mask_probes`, `"fill_mask"` (see `fill_mask_report`).
     """
     pretraining = build_pretraining(config, distribution)
+    # Workers of one multi-worker run share `model_dir`; only the chief
+    # writes, so only the chief locks.
+    lock = contextlib.nullcontext()
+    if pretraining.distribution.is_chief:
+        try:
+            os.makedirs(config.model_dir, exist_ok=True)
+        except OSError as error:
+            raise ConfigError(f"Cannot create model_dir: {error.strerror}. "
+                              f"Received: model_dir={config.model_dir!r}"
+                              ) from None
+        lock = RunLock(config.model_dir)
+    with lock:
+        if pretraining.distribution.is_chief:
+            record_config(config, allow_longer_train_steps)
+        return _resume_and_train(pretraining, verbose, callbacks)
+
+
+def _resume_and_train(pretraining, verbose, callbacks):
+    """`run_pretraining` once `model_dir` is ours."""
+    config = pretraining.config
     distribution = pretraining.distribution
     chief = distribution.is_chief
     model_dir = config.model_dir
-    if chief:
-        os.makedirs(model_dir, exist_ok=True)
-        write_config(config, os.path.join(model_dir, "config.yaml"))
-
     model = pretraining.model
     manager = CheckpointManager(os.path.join(model_dir, "checkpoints"),
                                 keep=config.checkpoint.keep, is_chief=chief)
-    state = TrainingState()
-    latest = manager.latest()
+    latest, state = restore_newest_readable(manager, model, distribution)
     if latest:
-        with distribution.scope():
-            state = TrainingState(**CheckpointManager.restore(model, latest))
         print(f"Resuming from {latest}: step {state.step}, phase "
               f"{state.phase}, {state.phase_micro_step} batches into it.",
               flush=True)
@@ -68,15 +97,26 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
         print(f"Initial weights from {config.init_checkpoint}.", flush=True)
     results = {"state": state, "eval": {}, "preempted": False,
                "pretraining": pretraining}
+    accumulation = config.optimizer.gradient_accumulation_steps
+    last = pretraining.phases[-1]
+    if state.finished and state.step < last.first_step + last.steps:
+        # `train_steps` was extended (`check_rerun_config`): back into the
+        # last phase, whose first step did not move.
+        state.finished = False
+        state.phase = last.index
+        state.phase_micro_step = (state.micro_step
+                                  - last.first_step * accumulation)
     if state.finished:
         print(f"Already finished at step {state.step}; outputs are in "
               f"{model_dir}.", flush=True)
         return results
 
-    accumulation = config.optimizer.gradient_accumulation_steps
     schedule = pretraining.schedule
     checkpointer = PretrainingCheckpoint(
         manager, state, config.checkpoint.every_steps, accumulation)
+    # A run killed after its last phase resumes straight into evaluation
+    # and export, with no `fit` to hand the callback its model.
+    checkpointer.set_model(model)
     profile = None
     if config.profile_steps:
         profile = tuple(int(s) for s in config.profile_steps.split(","))
@@ -129,6 +169,42 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=()):
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
     return results
+
+
+def record_config(config, allow_longer_train_steps=False):
+    """Writes `<model_dir>/config.yaml` once, before the first checkpoint;
+    once checkpoints exist a rerun must match it (`check_rerun_config`),
+    so the file always describes what was trained."""
+    path = os.path.join(config.model_dir, "config.yaml")
+    trained = CheckpointManager(os.path.join(config.model_dir, "checkpoints"),
+                                is_chief=False).checkpoints()
+    if not (trained and os.path.exists(path)) or check_rerun_config(
+            config, path, allow_longer_train_steps):
+        write_config(config, path)
+
+
+def restore_newest_readable(manager, model, distribution):
+    """`(path, TrainingState)` of the newest checkpoint that loads, or
+    `(None, TrainingState())` if there is none.
+
+    A checkpoint cut short or damaged on disk (a full disk, a bad copy)
+    is skipped with a warning for the one before it: losing
+    `checkpoint.every_steps` updates beats a run that cannot resume."""
+    checkpoints = [path for _, path in manager.checkpoints()]
+    for path in reversed(checkpoints):
+        try:
+            with distribution.scope():
+                return path, TrainingState(
+                    **CheckpointManager.restore(model, path))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"warning: checkpoint {path} is unreadable "
+                  f"({type(error).__name__}: {error}); trying the one "
+                  "before it.", flush=True)
+    if checkpoints:
+        raise ConfigError(
+            f"No readable checkpoint in {manager.directory} (tried "
+            f"{len(checkpoints)}). Move them away to start afresh.")
+    return None, TrainingState()
 
 
 def held_out_kwargs(pretraining, phase, step):
@@ -197,7 +273,18 @@ def fill_mask_report(pretraining):
 
 def export_models(pretraining, model_dir):
     """`backbone.keras`, `pretrainer.keras` and, where the backend can,
-    SavedModels under `saved_model/{backbone,pretrainer}`."""
+    SavedModels under `saved_model/{backbone,pretrainer}`.
+
+    Each is written to a hidden temporary sibling and moved into place; a
+    run killed mid-export leaves those siblings, removed here when the
+    rerun exports again."""
+    leftovers = (glob.glob(os.path.join(model_dir, ".*.tmp.keras"))
+                 + glob.glob(os.path.join(model_dir, "saved_model", ".tmp-*")))
+    for path in leftovers:
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
     save_keras_atomically(pretraining.backbone, os.path.join(model_dir, "backbone.keras"))
     save_keras_atomically(pretraining.model, os.path.join(model_dir, "pretrainer.keras"))
     if keras.backend.backend() == "torch":
@@ -218,7 +305,13 @@ def export_models(pretraining, model_dir):
                     (None, None if key == "mask_positions" else seq_len),
                     tf.int32, name=key)
                 for key in model.input}]
-        model.export(os.path.join(model_dir, "saved_model", name),
-                     format="tf_saved_model", verbose=False, **kwargs)
+        path = os.path.join(model_dir, "saved_model", name)
+        # Created by `export`, so with the umask's permissions.
+        temp = os.path.join(model_dir, "saved_model",
+                            f".tmp-{name}-{uuid.uuid4().hex}")
+        model.export(temp, format="tf_saved_model", verbose=False, **kwargs)
+        if os.path.exists(path):
+            shutil.rmtree(path)
+        os.rename(temp, path)
     print(f"Exported backbone and pretrainer (.keras, SavedModel) to "
           f"{model_dir}.", flush=True)

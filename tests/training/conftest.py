@@ -1,5 +1,6 @@
 """Shared helpers for the training tests: a tiny corpus and config."""
 
+import json
 import random
 
 import pytest
@@ -54,6 +55,15 @@ def tiny_config(tmp_path, corpus, **extra):
     overrides = tiny_overrides(tmp_path, corpus)
     overrides.update(extra)
     return load_pretraining_config("default", overrides)
+
+
+def tiny_cli_args(tmp_path, corpus, **extra):
+    """`tiny_config`'s values as `python -m keras_bert.pretrain` flags."""
+    overrides = tiny_overrides(tmp_path, corpus)
+    overrides.update(extra)
+    # JSON is YAML: `--set` values read back as the same lists and dicts.
+    return [arg for key, value in overrides.items()
+            for arg in ("--set", f"{key}={json.dumps(value)}")]
 
 
 @pytest.fixture(scope="session")

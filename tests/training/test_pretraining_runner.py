@@ -3,14 +3,15 @@
 import glob
 import json
 import os
+import shutil
 import signal
 
 import keras
 import numpy as np
 import pytest
 
-from keras_bert.training import CheckpointManager, run_pretraining
-from tests.training.conftest import tiny_config
+from keras_bert.training import CheckpointManager, ConfigError, run_pretraining
+from tests.training.conftest import tiny_cli_args, tiny_config
 
 
 def read_scalars(log_dir):
@@ -43,7 +44,11 @@ def full_run(tmp_path_factory, tiny_corpus):
     keras.utils.set_random_seed(7)
     config = tiny_config(tmp_path, tiny_corpus)
     recorder = StepRecorder()
-    results = run_pretraining(config, verbose=0, callbacks=[recorder])
+    previous = os.umask(0o022)  # See test_outputs_follow_the_umask.
+    try:
+        results = run_pretraining(config, verbose=0, callbacks=[recorder])
+    finally:
+        os.umask(previous)
     return config, results, recorder
 
 
@@ -102,6 +107,13 @@ def test_outputs_written(full_run):
     state = CheckpointManager.read_state(
         os.path.join(model_dir, "checkpoints", "ckpt-00000009"))
     assert state["finished"] and state["phase"] == 2
+
+
+def copy_of_full_run(full_run, tmp_path, tiny_corpus):
+    """A finished run to rerun, without training one: `full_run`'s folder
+    copied, and its config with no evaluation (a key reruns may change)."""
+    shutil.copytree(full_run[0].model_dir, tmp_path / "run")
+    return tiny_config(tmp_path, tiny_corpus, eval_steps=0)
 
 
 class SigtermAt(keras.callbacks.Callback):
@@ -196,3 +208,259 @@ def test_fill_mask_reads_each_mask_position():
     for fillers in sentence:
         assert fillers[0][0] == "states" and fillers[0][1] > 0.99
         assert len(fillers) == 3
+
+
+def test_rerun_after_kill_during_export_finishes(tmp_path, tiny_corpus,
+                                                 monkeypatch):
+    from keras_bert.training import pretraining_runner
+
+    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
+    model_dir = config.model_dir
+
+    def killed_mid_export(pretraining, model_dir):
+        # What `kill -9` leaves: a temporary .keras sibling, a SavedModel
+        # half written in place (older runs) or in a temporary folder.
+        open(os.path.join(model_dir, ".backbone.keras.x1.tmp.keras"),
+             "w").close()
+        os.makedirs(os.path.join(model_dir, "saved_model", ".tmp-pretrainer-x"))
+        if keras.backend.backend() != "torch":  # No SavedModel on torch.
+            os.makedirs(os.path.join(model_dir, "saved_model", "backbone",
+                                     "variables", "variables_temp"))
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(pretraining_runner, "export_models", killed_mid_export)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_pretraining(config, verbose=0)
+    monkeypatch.undo()
+
+    results = run_pretraining(config, verbose=0)
+    assert results["state"].finished and results["state"].step == 9
+    assert os.path.exists(os.path.join(model_dir, "backbone.keras"))
+    assert not glob.glob(os.path.join(model_dir, ".*"))
+    assert not glob.glob(os.path.join(model_dir, "saved_model", ".*"))
+    assert not glob.glob(os.path.join(model_dir, "**", "variables_temp"),
+                         recursive=True)
+    assert run_pretraining(config, verbose=0)["state"].finished
+
+
+def test_second_run_on_a_locked_model_dir_is_refused(tmp_path, tiny_corpus,
+                                                      capsys):
+    import socket
+
+    from keras_bert import pretrain
+
+    model_dir = tmp_path / "run"
+    model_dir.mkdir()
+    # A live holder: this very process, as a concurrent run would be.
+    lock = model_dir / "pretrain.lock"
+    lock.write_text(f"{os.getpid()} {socket.gethostname()}\n")
+    assert pretrain.main(tiny_cli_args(tmp_path, tiny_corpus)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err
+    assert f"held by pid {os.getpid()}" in err and str(lock) in err
+    assert not (model_dir / "checkpoints").exists()
+    assert lock.exists()
+
+
+def test_stale_lock_is_taken_over(full_run, tmp_path, tiny_corpus, capsys):
+    import socket
+    import subprocess
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
+    lock = tmp_path / "run" / "pretrain.lock"
+    lock.write_text(f"{dead.pid} {socket.gethostname()}\n")
+    assert run_pretraining(config, verbose=0)["state"].finished
+    assert f"taking over the lock {lock} of pid {dead.pid}" in (
+        capsys.readouterr().out)
+    assert not lock.exists()  # Released at the end.
+
+
+def test_corrupt_newest_checkpoint_falls_back_to_the_one_before(
+        full_run, tmp_path, tiny_corpus, capsys):
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
+    checkpoints = os.path.join(config.model_dir, "checkpoints")
+    newest = os.path.join(checkpoints, "ckpt-00000009")
+    weights = os.path.join(newest, "model.weights.h5")
+    with open(weights, "r+b") as f:
+        f.truncate(os.path.getsize(weights) // 2)
+    capsys.readouterr()
+
+    recorder = StepRecorder()
+    results = run_pretraining(config, verbose=0, callbacks=[recorder])
+    out = capsys.readouterr().out
+    assert f"warning: checkpoint {newest} is unreadable" in out
+    assert "Resuming from " + os.path.join(checkpoints, "ckpt-00000006") in out
+    assert recorder.seen == [6, 7, 8]
+    assert results["state"].finished and results["state"].step == 9
+
+    for step in (6, 9):
+        with open(os.path.join(checkpoints, f"ckpt-0000000{step}",
+                               "state.json"), "w") as f:
+            f.write("{")
+    with pytest.raises(ConfigError, match="No readable checkpoint in "):
+        run_pretraining(config, verbose=0)
+
+
+def test_rerun_with_a_config_that_changes_training_is_refused(
+        full_run, tmp_path, tiny_corpus, capsys):
+    from keras_bert import pretrain
+
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
+    path = os.path.join(config.model_dir, "config.yaml")
+    recorded = open(path).read()
+    capsys.readouterr()
+
+    def rerun(**changes):
+        code = pretrain.main(tiny_cli_args(
+            tmp_path, tiny_corpus, **{"eval_steps": 0, **changes}))
+        assert open(path).read() == recorded  # Written once.
+        return code, capsys.readouterr()
+
+    # Checkpoints at seq 32 / batch 4 resumed at seq 128 / batch 2.
+    code, out = rerun(**{"phases.0.seq_len": 128, "phases.0.batch_size": 2})
+    assert code == 2
+    err = out.err.strip()
+    assert err.startswith("error: ") and "\n" not in err
+    assert "phases.0.batch_size: 4 -> 2; phases.0.seq_len: 32 -> 128." in err
+    assert "Traceback" not in out.out + out.err
+
+    code, out = rerun(model="bert_mini")
+    assert code == 2 and "model: 'bert_tiny' -> 'bert_mini'" in out.err
+
+    code, out = rerun(**{"model_overrides": {"dropout": 0.1}})
+    assert code == 2 and "model_overrides.dropout" in out.err
+
+    # Evaluation, checkpoint rotation and a warm start that the
+    # checkpoints supersede are not training.
+    code, out = rerun(eval_steps=3, init_checkpoint=str(tmp_path / "none"),
+                      **{"checkpoint.keep": 5})
+    assert code == 0 and "Already finished at step 9" in out.out
+
+
+def cli_error(argv, capsys):
+    """Runs the CLI; asserts exit 2 and one `error:` line; returns it."""
+    from keras_bert import pretrain
+
+    code = pretrain.main(argv)
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert err.startswith("error: ") and "\n" not in err, err
+    return err
+
+
+def test_config_file_not_utf8_is_one_line_exit_2(tmp_path, capsys):
+    path = tmp_path / "recipe.yaml"
+    path.write_bytes(b"train_steps: 9\nmodel: bert_\xff\xfe\n")
+    err = cli_error(["--config", str(path)], capsys)
+    assert f"{path} is not UTF-8 text" in err
+
+
+def test_model_dir_that_is_a_file_is_one_line_exit_2(tmp_path, tiny_corpus,
+                                                     capsys):
+    (tmp_path / "run").write_text("not a folder")
+    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus), capsys)
+    assert "Cannot create model_dir" in err
+    assert f"model_dir={str(tmp_path / 'run')!r}" in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_read_only_model_dir_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
+    (tmp_path / "run").mkdir(mode=0o555)
+    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus), capsys)
+    assert "Cannot write in model_dir" in err
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bad_crc"])
+def test_damaged_init_checkpoint_is_one_line_exit_2(damage, tmp_path,
+                                                    tiny_corpus, capsys):
+    from keras_bert.training import build_backbone
+
+    path = str(tmp_path / "backbone.keras")
+    build_backbone(tiny_config(tmp_path, tiny_corpus)).save(path)
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        if damage == "truncated":
+            f.truncate(size // 2)
+        else:  # Same length, flipped bytes inside the weights member.
+            f.seek(size // 2)
+            data = f.read(64)
+            f.seek(size // 2)
+            f.write(bytes(b ^ 0xFF for b in data))
+    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus,
+                                  init_checkpoint=path), capsys)
+    assert f"init_checkpoint {path!r} cannot be loaded" in err
+
+
+def test_outputs_follow_the_umask(full_run):
+    config = full_run[0]
+    modes = {}
+    for folder, dirs, files in os.walk(config.model_dir):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            modes[os.path.relpath(path, config.model_dir)] = (
+                os.stat(path).st_mode & 0o777)
+    for path in ("checkpoints/ckpt-00000009",
+                 "checkpoints/ckpt-00000009/model.weights.h5",
+                 "config.yaml", "backbone.keras", "pretrainer.keras"):
+        assert path in modes
+    if keras.backend.backend() != "torch":
+        assert "saved_model/backbone/saved_model.pb" in modes
+    wrong = {p: oct(m) for p, m in modes.items()
+             if m != (0o755 if os.path.isdir(
+                 os.path.join(config.model_dir, p)) else 0o644)}
+    assert not wrong
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() == "torch",
+    reason="torch's Dropout(seed=None) draws from torch's global generator, "
+           "which is not part of the model")
+def test_data_seed_makes_runs_repeat_and_resume_exactly(tmp_path, tiny_corpus):
+    dropout = {"num_layers": 1, "hidden_dim": 16, "num_heads": 2,
+               "intermediate_dim": 32, "dropout": 0.1}
+
+    def run(name, seed, **kwargs):
+        keras.utils.set_random_seed(seed)  # Overridden by data.seed.
+        config = tiny_config(tmp_path / name, tiny_corpus, eval_steps=0,
+                             model_overrides=dropout)
+        return run_pretraining(config, verbose=0, **kwargs)
+
+    # Same initial weights and dropout masks: the run repeats. Same
+    # dropout state after resuming: resumed equals uninterrupted.
+    uninterrupted = run("a", 1)["pretraining"].model
+    assert run("b", 2, callbacks=[SigtermAt(4)])["preempted"]
+    resumed = run("b", 3)["pretraining"].model
+    for a, b in zip(uninterrupted.weights, resumed.weights):
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(a),
+                                   keras.ops.convert_to_numpy(b),
+                                   rtol=2e-4, atol=2e-6)
+
+
+def test_longer_train_steps_only_with_the_flag(full_run, tmp_path,
+                                              tiny_corpus, capsys):
+    from keras_bert import pretrain
+
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
+    path = os.path.join(config.model_dir, "config.yaml")
+    capsys.readouterr()
+    longer = tiny_cli_args(tmp_path, tiny_corpus, eval_steps=0,
+                           train_steps=11, **{"phases.1.steps": 5})
+
+    assert pretrain.main(longer) == 2
+    err = capsys.readouterr().err
+    assert "train_steps: 9 -> 11" in err and "--allow_longer_train_steps" in err
+
+    # Phase 0 would grow: the steps already trained would change phase.
+    moved = tiny_cli_args(tmp_path, tiny_corpus, eval_steps=0, train_steps=11,
+                          **{"phases.0.steps": 8})
+    assert pretrain.main(moved + ["--allow_longer_train_steps"]) == 2
+    assert "Only the last phase may grow" in capsys.readouterr().err
+
+    assert pretrain.main(longer + ["--allow_longer_train_steps"]) == 0
+    assert "train_steps: 11" in open(path).read()
+    latest = CheckpointManager(os.path.join(config.model_dir,
+                                            "checkpoints")).latest()
+    state = CheckpointManager.read_state(latest)
+    assert state["step"] == 11 and state["finished"] and state["phase"] == 2

@@ -1,0 +1,73 @@
+"""One pre-training process per `model_dir`."""
+
+import os
+import socket
+
+from keras_bert.training.config_error import ConfigError
+
+LOCK_FILE = "pretrain.lock"
+
+
+class RunLock:
+    """Holds `<model_dir>/pretrain.lock` ("<pid> <host>") for a `with` block.
+
+    Two processes training into one folder would write the same
+    checkpoint steps over each other; the second is refused with a
+    `ConfigError`. The file is created with `O_EXCL`, so of two starters
+    exactly one gets it. A lock left by a process that died without
+    releasing it (`kill -9`, a crash) names a pid that no longer runs on
+    this host: it is taken over with a warning. A lock from another host
+    cannot be checked and is never taken over.
+
+    Args:
+        model_dir: str. An existing local folder.
+    """
+
+    def __init__(self, model_dir):
+        self.path = os.path.join(model_dir, LOCK_FILE)
+
+    def __enter__(self):
+        host = socket.gethostname()
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                         0o666)
+        except PermissionError as error:
+            # The first file a run writes: this is where a read-only
+            # model_dir shows.
+            raise ConfigError(
+                f"Cannot write in model_dir: {error.strerror}. Received: "
+                f"model_dir={os.path.dirname(self.path)!r}") from None
+        except FileExistsError:
+            pid, holder = self._holder()
+            if holder != host or pid is None or _running(pid):
+                raise ConfigError(
+                    f"{self.path} is held by pid {pid} on host {holder}: "
+                    "another pre-training is using this model_dir. Wait for "
+                    "it to end, or delete the file if it is gone.") from None
+            print(f"warning: taking over the lock {self.path} of pid {pid}, "
+                  "which is no longer running.", flush=True)
+            os.remove(self.path)
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                         0o666)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{os.getpid()} {host}\n")
+        return self
+
+    def __exit__(self, *exc_info):
+        os.remove(self.path)
+
+    def _holder(self):
+        """`(pid, host)` written in the lock; pid None if unreadable."""
+        with open(self.path) as f:
+            pid, _, host = f.read().strip().partition(" ")
+        return (int(pid) if pid.isdigit() else None), host
+
+
+def _running(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # Alive, owned by another user.
+        return True
+    return True
