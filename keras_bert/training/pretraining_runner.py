@@ -49,7 +49,7 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=(),
     Args:
         config: `PretrainingConfig`.
         distribution: `TrainingDistribution` or None (from the config).
-        verbose: passed to `fit` (progress bar).
+        verbose: bool or "auto". Print a line per logging window.
         callbacks: extra Keras callbacks for every `fit`.
         allow_longer_train_steps: bool. Accept a rerun whose `train_steps`
             exceeds the recorded one (only the last phase may grow); a
