@@ -3,7 +3,7 @@
 Field names are the YAML keys; `--set section.key=value` overrides one, and
 an unknown key is an error. Defaults are the paper's (appendix A.3): batch
 32, 3 epochs, learning rate from {5e-5, 3e-5, 2e-5}, 10% warmup, dropout
-0.1 on the task head.
+0.1 in the encoder and on the task head (`training.dropout`).
 """
 
 import dataclasses

@@ -60,6 +60,23 @@ def load_backbone(init_checkpoint):
     return read_checkpoint(init_checkpoint).to_model(heads=False)
 
 
+def with_dropout(backbone, rate):
+    """`backbone`, rebuilt with `dropout=rate` when it has another rate.
+
+    The paper fine-tunes with dropout 0.1 in the encoder too; a backbone
+    pre-trained without dropout (`configs/pretrain/budget.yaml`) would
+    otherwise fine-tune without it, and compare unfairly with random init.
+    """
+    from keras_bert.models import BertBackbone
+
+    if backbone.dropout == rate:
+        return backbone
+    rebuilt = BertBackbone.from_config({**backbone.get_config(), "dropout": rate})
+    rebuilt.set_weights(backbone.get_weights())
+    rebuilt.vocabulary = backbone.vocabulary
+    return rebuilt
+
+
 def infer_lower_case(vocabulary):
     """Uncased vocabularies have no upper-case letters outside [SPECIAL]."""
     return not any(
@@ -144,7 +161,7 @@ def run_finetune(
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
     keras.utils.set_random_seed(config.training.seed)
 
-    backbone = load_backbone(init_checkpoint)
+    backbone = with_dropout(load_backbone(init_checkpoint), config.training.dropout)
     if config.data.max_seq_length > backbone.max_sequence_length:
         raise FinetuneError(
             f"data.max_seq_length={config.data.max_seq_length} exceeds the "

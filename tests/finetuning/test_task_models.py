@@ -123,3 +123,16 @@ def test_classifier_matches_pooled_dense():
 def test_validation_messages(build, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[")):
         build(tiny_backbone())
+
+
+def test_fine_tuning_restores_dropout_of_a_backbone_pretrained_without():
+    from keras_bert.finetuning.runner import with_dropout
+
+    backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2,
+                            hidden_dim=8, intermediate_dim=16, dropout=0.0)
+    backbone.vocabulary = [f"t{i}" for i in range(30)]
+    rebuilt = with_dropout(backbone, 0.1)
+    assert rebuilt.dropout == 0.1 and rebuilt.vocabulary == backbone.vocabulary
+    for a, b in zip(rebuilt.get_weights(), backbone.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    assert with_dropout(rebuilt, 0.1) is rebuilt
