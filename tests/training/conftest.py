@@ -46,6 +46,8 @@ def tiny_overrides(tmp_path, corpus):
         "checkpoint.keep": 2,
         "steps_per_loop": 2,
         "eval_steps": 1,
+        "eval_every_steps": 0,
+        "fill_mask_probes": [],
         "strategy": "auto",
         "model_dir": str(tmp_path / "run"),
     }

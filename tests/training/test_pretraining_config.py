@@ -5,13 +5,18 @@ from keras_bert.training import ConfigError, load_pretraining_config
 from keras_bert.training.pretraining_config import parse_override
 
 
-def test_default_config_two_phases_90_10():
-    config = load_pretraining_config()
-    assert [p.seq_len for p in config.phases] == [128, 512]
-    assert [p.max_predictions for p in config.phases] == [20, 80]
-    steps = config.phase_steps()
-    assert sum(steps) == config.train_steps
-    assert steps[0] == round(0.9 * config.train_steps)
+@pytest.mark.parametrize("name, steps", [("default", [1100, 300]),
+                                         ("budget", [4800, 3200])])
+def test_short_sequences_first_recipes(name, steps):
+    config = load_pretraining_config(name)
+    assert [p.seq_len for p in config.phases] == [32, 128]
+    assert [p.max_predictions for p in config.phases] == [5, 20]
+    # The same tokens per update in both phases.
+    assert [p.batch_size * p.seq_len for p in config.phases] == [4096, 4096]
+    assert config.phase_steps() == steps and sum(steps) == config.train_steps
+    assert config.model_overrides == {"dropout": 0.0}
+    assert config.data.next_sentence_rate == 0.0
+    assert config.fill_mask_probes
 
 
 @pytest.mark.parametrize("name", ["bert_base", "bert_large"])
@@ -23,6 +28,7 @@ def test_paper_recipes(name):
     assert config.optimizer.weight_decay == 0.01
     assert (config.optimizer.beta_1, config.optimizer.beta_2) == (0.9, 0.999)
     assert config.optimizer.epsilon == 1e-6
+    assert config.data.next_sentence_rate == 0.5 and not config.model_overrides
     assert config.optimizer.global_clipnorm == 1.0
     assert all(p.batch_size == 256 for p in config.phases)
     assert config.phase_steps() == [900_000, 100_000]
@@ -70,7 +76,7 @@ def test_unknown_config_name():
 
 def test_exactly_one_of_steps_and_fraction():
     with pytest.raises(ConfigError, match="exactly one of `steps` and `fraction`"):
-        load_pretraining_config("default", ["phases.0.steps=5"])
+        load_pretraining_config("default", ["phases.1.steps=5"])
 
 
 def test_fixed_and_fraction_phases():
