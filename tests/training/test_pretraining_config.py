@@ -81,7 +81,8 @@ def test_exactly_one_of_steps_and_fraction():
 
 def test_fixed_and_fraction_phases():
     config = load_pretraining_config("default", [
-        "train_steps=100", "phases.0.steps=30", "phases.0.fraction=null"])
+        "train_steps=100", "optimizer.warmup_steps=10", "phases.0.steps=30",
+        "phases.0.fraction=null"])
     assert config.phase_steps() == [30, 70]
 
 
