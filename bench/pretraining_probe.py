@@ -58,6 +58,7 @@ def main():
     import keras_bert
     from pipelines.bert_tokenizer import BertTokenizer
     from pipelines.pretraining import pretraining_dataset
+    from keras_bert.training.fill_mask import fill_mask
     from pipelines.tasks.features import pack_pair, tokenize_texts
 
     model = keras.saving.load_model(args.pretrainer, compile=False)
@@ -77,15 +78,8 @@ def main():
     print(f"one batch: {chosen.sum()} chosen tokens, [MASK] {masked.mean():.3f}, "
           f"kept {kept.mean():.3f}, random {(~masked & ~kept).mean():.3f}")
 
-    for sentence in PROBES:
-        before, after = sentence.split("[MASK]")
-        left, right = tokenize_texts(tokenizer, [before, after])
-        ids = np.array([[cls_id, *left, mask_id, *right, sep_id]], "int32")
-        logits = model.predict({"token_ids": ids, "segment_ids": np.zeros_like(ids),
-                                "padding_mask": np.ones_like(ids),
-                                "mask_positions": np.array([[1 + len(left)]], "int32")},
-                               verbose=0)["mlm"][0, 0]
-        print(f"fill-mask {sentence!r}: {[vocab[i] for i in np.argsort(-logits)[:8]]}")
+    for sentence, (fillers,) in zip(PROBES, fill_mask(model, tokenizer, PROBES, top_k=8)):
+        print(f"fill-mask {sentence!r}: {[token for token, _ in fillers]}")
 
     counts = np.zeros(len(vocab), np.int64)
     for path in sorted(glob.glob(args.corpus)):
