@@ -226,8 +226,10 @@ def build_pretraining(config, distribution=None):
         model = BertPretrainer(backbone, name="bert_pretrainer")
         schedule = create_schedule(config.optimizer, total_steps)
         optimizer = create_optimizer(config.optimizer, total_steps, schedule)
-        compile_pretrainer(model, optimizer,
-                           jit_compile=resolve_jit_compile(config.jit_compile))
+        compile_pretrainer(
+            model, optimizer,
+            jit_compile=resolve_jit_compile(config.jit_compile),
+            next_sentence_prediction=config.data.next_sentence_rate > 0)
     for phase in phases:
         phase.dataset = functools.partial(
             lambda phase_config, skip_batches=0: _distributed_dataset(

@@ -28,16 +28,17 @@ def pretraining_losses():
     }
 
 
-def pretraining_metrics():
-    """`weighted_metrics` logged as `mlm_accuracy` and `nsp_accuracy`.
+def pretraining_metrics(next_sentence_prediction=True):
+    """`weighted_metrics` logged as `mlm_accuracy` and `nsp_accuracy`
+    (the latter only with the next-sentence task).
 
     Passed as `weighted_metrics` so the masked-LM accuracy counts only real
     predictions (weight 1); the next-sentence weights are all 1.
     """
-    return {
-        "mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-        "nsp": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
-    }
+    metrics = {"mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+    if next_sentence_prediction:
+        metrics["nsp"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+    return metrics
 
 
 def to_keras_batch(features, labels, sample_weights):
@@ -59,8 +60,17 @@ def to_keras_batch(features, labels, sample_weights):
 
 
 def compile_pretrainer(model, optimizer, jit_compile="auto",
-                       steps_per_execution=1):
+                       steps_per_execution=1, next_sentence_prediction=True):
     """Compiles a `BertPretrainer` with the BERT losses and metrics.
+
+    With `next_sentence_prediction=False` (the pipeline's
+    `next_sentence_rate=0`: every B is the true continuation) the
+    next-sentence loss has weight 0. Trained on labels that are all
+    "IsNext", it would only teach the pooler and its head a constant answer,
+    and drive the pooler's tanh into saturation: a fine-tuned classifier,
+    which reads the pooled `[CLS]` vector, then starts from a pooler that
+    passes no gradient (SST-2 measured 3 points below random init, see
+    BENCHMARKS.md). The pooler stays as initialised (up to weight decay).
 
     Under a `mixed_float16` policy Keras wraps `optimizer` in a
     `LossScaleOptimizer` (dynamic loss scaling); the heads' logits are
@@ -69,7 +79,8 @@ def compile_pretrainer(model, optimizer, jit_compile="auto",
     model.compile(
         optimizer=optimizer,
         loss=pretraining_losses(),
-        weighted_metrics=pretraining_metrics(),
+        loss_weights={"mlm": 1.0, "nsp": 1.0 if next_sentence_prediction else 0.0},
+        weighted_metrics=pretraining_metrics(next_sentence_prediction),
         jit_compile=jit_compile,
         steps_per_execution=steps_per_execution,
     )

@@ -240,8 +240,9 @@ def evaluate(pretraining, phase_index, monitor, step):
     metrics = {k: float(v) for k, v in metrics.items()}
     print(f"Held-out at seq_len={seq.seq_len} (step {step}): "
           f"MLM accuracy {metrics.get('mlm_accuracy', float('nan')):.4f}, "
-          f"NSP accuracy {metrics.get('nsp_accuracy', float('nan')):.4f}, "
-          f"loss {metrics.get('loss', float('nan')):.4f}", flush=True)
+          + (f"NSP accuracy {metrics['nsp_accuracy']:.4f}, "
+             if "nsp_accuracy" in metrics else "")
+          + f"loss {metrics.get('loss', float('nan')):.4f}", flush=True)
     monitor.write_scalars(
         "eval", {f"{k}_seq{seq.seq_len}": v for k, v in metrics.items()},
         step)

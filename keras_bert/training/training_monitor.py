@@ -103,8 +103,9 @@ class TrainingMonitor(keras.callbacks.Callback):
                 f"{self.phase} (seq {self.seq_len})  "
                 f"loss {scalars.get('loss', float('nan')):.3f}  "
                 f"mlm_accuracy {scalars.get('mlm_accuracy', float('nan')):.3f}  "
-                f"nsp_accuracy {scalars.get('nsp_accuracy', float('nan')):.3f}  "
-                f"lr {scalars['learning_rate']:.2e}  "
+                + (f"nsp_accuracy {scalars['nsp_accuracy']:.3f}  "
+                   if "nsp_accuracy" in scalars else "")
+                + f"lr {scalars['learning_rate']:.2e}  "
                 f"{scalars['examples_per_second']:.0f} seq/s")
         if held_out:
             line += (f"  | held-out mlm_accuracy "

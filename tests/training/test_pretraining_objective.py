@@ -45,3 +45,44 @@ def test_mlm_accuracy_is_weighted():
     metric.update_state(labels, logits,
                         sample_weight=np.array([[1, 1, 1, 0]], "float32"))
     np.testing.assert_allclose(float(metric.result()), 2 / 3, rtol=1e-6)
+
+
+def _trained_head_weights(next_sentence_prediction):
+    """Pooler + next-sentence head weights before and after two updates on
+    all-IsNext labels, and the logged losses."""
+    from keras_bert.training import OptimizerConfig, compile_pretrainer, create_optimizer
+    from tests.training.test_optimizers import batch, tiny_pretrainer
+
+    keras.utils.set_random_seed(0)
+    model = tiny_pretrainer()
+    optimizer = create_optimizer(
+        OptimizerConfig(learning_rate=1e-2, warmup_steps=0, weight_decay=0.0),
+        total_steps=10)
+    compile_pretrainer(model, optimizer,
+                       next_sentence_prediction=next_sentence_prediction)
+    features, labels, weights = batch()
+    labels["nsp"] = np.zeros_like(labels["nsp"])   # contiguous text only
+    heads = lambda: [np.array(w) for w in (
+        model.backbone.pooler_dense.get_weights() + model.nsp_head.get_weights())]
+    before = heads()
+    for _ in range(2):
+        logs = model.train_on_batch(features, labels, sample_weight=weights,
+                                    return_dict=True)
+    return before, heads(), logs
+
+
+def test_without_next_sentence_task_the_pooler_is_not_trained():
+    # next_sentence_rate=0: constant labels must not train the pooler into
+    # a constant answer; the total loss is the masked-LM loss alone.
+    before, after, logs = _trained_head_weights(False)
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(logs["loss"], logs["mlm_loss"], rtol=1e-6)
+    assert "nsp_accuracy" not in logs
+
+
+def test_with_next_sentence_task_the_pooler_is_trained():
+    before, after, logs = _trained_head_weights(True)
+    assert any(not np.array_equal(a, b) for a, b in zip(before, after))
+    assert logs["loss"] > logs["mlm_loss"]
+    assert "nsp_accuracy" in logs
