@@ -64,7 +64,7 @@ def doc_windows(query_len, doc_len, seq_len, doc_stride):
     }
 
 
-def max_context(windows, doc_len, piece_position, seq_len, doc_stride):
+def max_context(windows, query_len, doc_len, seq_len, doc_stride):
     """Whether each window gives each of its context pieces the most context.
 
     `run_squad.py`'s `_check_is_max_context`: a piece at context position p
@@ -73,23 +73,24 @@ def max_context(windows, doc_len, piece_position, seq_len, doc_stride):
     are float64, as Python computes them, so ties break the same way.
     Windows k and k' share a piece only if |k - k'| * stride < window,
     which bounds |k - k'| < D' = ceil((seq_len - 3) / doc_stride) whatever
-    the question length; each window is compared with its 2 D' - 1
-    neighbours (D) instead of every window of its request.
+    the question length; each window is compared with its D = 2 D' - 1
+    neighbours (itself included) instead of every window of its request.
 
     Args:
         windows: the dict of `doc_windows`.
-        doc_len: int64 (B,) context pieces.
-        piece_position: int64 (N, T) context position of each token
-            position of each window (anything where it is not a context
-            piece of that window).
+        query_len, doc_len: int64 (B,), as given to `doc_windows`.
         seq_len, doc_stride: ints, as given to `doc_windows`.
 
     Returns:
-        bool (N, T): the token is a context piece of this window and this
-        window is its max-context window.
+        bool (N, T) over the packed windows `[CLS] question [SEP] context
+        [SEP]`: the token is a context piece of this window and this window
+        is its max-context window.
     """
     reach = -(-(seq_len - 3) // doc_stride)  # D', static.
     request = windows["request"]
+    # Token t of window n is context piece start + t - (question + 2).
+    first_piece = windows["start"] - tf.gather(query_len, request) - 2  # (N,)
+    piece_position = first_piece[:, None] + tf.range(seq_len, dtype=tf.int64)
     offsets = tf.range(-(reach - 1), reach, dtype=tf.int64)  # (D,)
     neighbour = windows["index"][:, None] + offsets  # (N, D)
     exists = (neighbour >= 0) & (
@@ -110,8 +111,8 @@ def max_context(windows, doc_len, piece_position, seq_len, doc_stride):
     score = tf.where(holds, score, float("-inf"))  # (N, T, D)
     own = score[:, :, reach - 1]  # (N, T): offset 0, the window itself.
     beats_earlier = tf.reduce_all(score[:, :, : reach - 1] < own[:, :, None], -1)
-    ties_later = tf.reduce_all(score[:, :, reach:] <= own[:, :, None], -1)
-    return holds[:, :, reach - 1] & beats_earlier & ties_later
+    not_beaten_later = tf.reduce_all(score[:, :, reach:] <= own[:, :, None], -1)
+    return holds[:, :, reach - 1] & beats_earlier & not_beaten_later
 
 
 def best_spans(

@@ -151,14 +151,9 @@ def _span_text(module, question, context):
     starts = features["start_offsets"]  # (N, T), -1 for special tokens.
     ends = features["end_offsets"]
     in_context = (features["segment_ids"] == 1) & (starts >= 0)
-    # Token t of window n is context piece start + t - (question + 2).
-    t = tf.range(module.seq_len, dtype=tf.int64)
-    piece_position = (
-        windows["start"] - tf.gather(query_len, request) - 2
-    )[:, None] + t  # (N, T)
     best_context = squad_windows.max_context(
-        windows, doc_len, piece_position, module.seq_len, module.doc_stride
-    )
+        windows, query_len, doc_len, module.seq_len, module.doc_stride
+    )  # (N, T)
     best = squad_windows.best_spans(
         outputs["start_logits"],
         outputs["end_logits"],

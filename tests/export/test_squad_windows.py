@@ -51,15 +51,10 @@ def test_windows_are_doc_spans(doc_stride):
 @pytest.mark.parametrize("doc_stride", [1, 2, 3, 7, 16, 128])
 def test_max_context_is_check_is_max_context(doc_stride):
     query_len, doc_len, windows = _windows(ROWS, doc_stride)
-    request = windows["request"]
-    t = tf.range(SEQ_LEN, dtype=tf.int64)
-    piece_position = (
-        windows["start"] - tf.gather(query_len, request) - 2
-    )[:, None] + t  # As the span adapter computes it.
     got = squad_windows.max_context(
-        windows, doc_len, piece_position, SEQ_LEN, doc_stride
-    ).numpy()
-    request = request.numpy()
+        windows, query_len, doc_len, SEQ_LEN, doc_stride
+    ).numpy()  # (N, T) over [CLS] question [SEP] context [SEP].
+    request = windows["request"].numpy()
     for row, (query, doc) in enumerate(ROWS):
         spans = tasks.doc_spans(doc, SEQ_LEN - 3 - query, doc_stride)
         for index, (start, length) in enumerate(spans):
