@@ -2,7 +2,8 @@
 
 Each test exports one tiny task model, calls `serving_default` in a fresh
 tensorflow-only process and checks the answer against the Keras model run on
-the reference tokenizer's ids. All are slow (an export costs 15-60 s on
+the reference tokenizer's ids (the span labeler: against fine-tuning's own
+SQuAD evaluation on the same text). All are slow (an export costs 15-60 s on
 these machines); `test_serving_export.py` covers backbone and pretrainer in
 the default run.
 """
@@ -90,7 +91,7 @@ def test_regressor(vocab, reference, tmp_path):
 # SQuAD serving as fine-tuning evaluates: 8-piece question cap, windows of
 # the SEQ_LEN = 32 pieces left, 8 apart; 4-best starts and ends per window.
 SQUAD = dict(max_query_length=8, doc_stride=8, n_best_size=4, max_answer_length=5)
-FILLER = "Jane Austen wrote Emma in 1815 , in Chawton . " * 4  # 44 pieces.
+FILLER = "Jane Austen wrote Emma in 1815 , in Chawton . " * 4  # 48 pieces.
 SQUAD_REQUESTS = [
     (b"what is striped?", FILLER + "Some say zebra stripes are warm ."),  # Last.
     (b"what is striped?", "The zebra stripes fade . " + FILLER),  # First.
@@ -117,7 +118,12 @@ def _zebra_span_labeler(vocab):
 
 def _finetuning_answers(model, vocab, questions, contexts):
     """Fine-tuning evaluation on the same inputs: `squad_features` windows,
-    the Keras model, `squad_predictions` (and its best span's score)."""
+    the Keras model, `squad_predictions`.
+
+    Returns:
+        (answer texts, features, each question's feature indices, each
+        question's best `Candidate` or None).
+    """
     examples = [
         tasks.SquadExample(str(i), _text(q), c, split_words(c)[0], [])
         for i, (q, c) in enumerate(zip(questions, contexts))
@@ -140,15 +146,16 @@ def _finetuning_answers(model, vocab, questions, contexts):
         examples, features, starts, ends, vocab,
         n_best_size=SQUAD["n_best_size"], max_answer_length=SQUAD["max_answer_length"],
     )
-    best = []
+    windows, best = [], []
     for i in range(len(examples)):
-        indices = [n for n, f in enumerate(features) if f.example_index == i]
+        windows.append([n for n, f in enumerate(features) if f.example_index == i])
         candidates = span_candidates(
-            features, indices, starts, ends,
+            features, windows[-1], starts, ends,
             SQUAD["n_best_size"], SQUAD["max_answer_length"],
         )
-        best.append((indices, features, candidates[0] if candidates else None))
-    return [predictions[str(i)] for i in range(len(examples))], best
+        best.append(candidates[0] if candidates else None)
+    answers = [predictions[str(i)] for i in range(len(examples))]
+    return answers, features, windows, best
 
 
 @pytest.mark.slow
@@ -164,20 +171,22 @@ def test_span_labeler_windows_match_finetuning(vocab, tmp_path):
     batch, last_alone, pair = serve([
         (path, "serving_default", {"text_a": questions, "text_b": contexts}),
         (path, "serving_default", {"text_a": questions[:1], "text_b": contexts[:1]}),
-        # Two requests of different lengths (8 windows and 1).
+        # Two requests of different lengths (5 windows and 1).
         (path, "serving_default", {"text_a": questions[1:3], "text_b": contexts[1:3]}),
     ], tmp_path)
-    answers, best = _finetuning_answers(
+    answers, features, windows, best = _finetuning_answers(
         model, vocab, questions, [c for _, c in SQUAD_REQUESTS]
     )
     assert answers[:2] == ["zebra stripes", "zebra stripes"]
     # Request 0's answer is in its last window, past the whole first one:
-    # a single-window export could not have found it.
-    indices, features, first = best[0]
-    assert len(indices) > 2 and first.feature == indices[-1]
-    answer_word = features[first.feature].token_to_word[first.start]
-    assert max(features[indices[0]].token_to_word.values()) < answer_word
-    for row, (answer, (_, _, first)) in enumerate(zip(answers, best)):
+    # a single-window export could not have found it. Request 1's is in
+    # its first window.
+    assert len(windows[0]) > 2 and best[0].feature == windows[0][-1]
+    answer_word = features[best[0].feature].token_to_word[best[0].start]
+    assert max(features[windows[0][0]].token_to_word.values()) < answer_word
+    assert len(windows[1]) > 2 and best[1].feature == windows[1][0]
+    assert len(windows[2]) == 1
+    for row, (answer, first) in enumerate(zip(answers, best)):
         assert batch["answer"][row].decode() == answer, row
         start, end = batch["start_offset"][row], batch["end_offset"][row]
         if first is None:
