@@ -166,11 +166,11 @@ def best_spans(
     score = top_start.values[:, :, None] + top_end.values[:, None, :]
     score = tf.reshape(tf.where(valid, score, float("-inf")), [-1, k * k])
     pair = tf.argmax(score, axis=1, output_type=tf.int32)  # (N,)
-    window_score = tf.reduce_max(score, axis=1)
+    window_score = tf.reduce_max(score, axis=1)  # -inf: no valid pair.
     window_found = tf.reduce_any(valid, axis=[1, 2])
     best_score = tf.math.unsorted_segment_max(
-        tf.where(window_found, window_score, float("-inf")), request, num_requests
-    )  # (B,)
+        window_score, request, num_requests
+    )  # (B,); every request has a window.
     is_best = window_found & (window_score == tf.gather(best_score, request))
     num_windows = tf.shape(request, out_type=tf.int64)[0]
     window = tf.math.unsorted_segment_min(
