@@ -40,6 +40,8 @@ def main(argv=None):
     parser.add_argument("--max_masks", type=int, default=20)
     parser.add_argument("--max_answer_length", type=int, default=30)
     parser.add_argument("--max_query_length", type=int, default=64)
+    parser.add_argument("--doc_stride", type=int, default=128)
+    parser.add_argument("--n_best_size", type=int, default=20)
     args = parser.parse_args(argv)
 
     from keras_bert.export.serving_export import (
@@ -60,6 +62,8 @@ def main(argv=None):
             max_masks=args.max_masks,
             max_answer_length=args.max_answer_length,
             max_query_length=args.max_query_length,
+            doc_stride=args.doc_stride,
+            n_best_size=args.n_best_size,
         )
     except (ValueError, OSError) as e:  # Bad arguments or files: one line.
         parser.exit(2, f"{parser.prog}: error: {e}\n")

@@ -71,8 +71,16 @@ class BertServingModule(tf.Module):
         max_answer_length: int. Longest span answer in pieces. Defaults to
             30, as in the original `run_squad.py`.
         max_query_length: int. Span labelers keep this many question
-            pieces, then fill the rest with context (`run_squad.py`; one
-            window, no doc stride). Defaults to 64.
+            pieces; the context fills the rest of each window. Defaults to
+            64.
+        doc_stride: int. Span labelers start a new context window this
+            many pieces after the previous one. Defaults to 128.
+        n_best_size: int. Start and end candidates per window for span
+            labelers. Defaults to 20.
+
+    The SQuAD settings are those fine-tuning evaluated with (`run_squad.py`
+    defaults); a span labeler's export keeps them, with `seq_len`, as the
+    int64 variables `squad_settings[name]` of the SavedModel.
     """
 
     def __init__(
@@ -86,6 +94,8 @@ class BertServingModule(tf.Module):
         max_masks=20,
         max_answer_length=30,
         max_query_length=64,
+        doc_stride=128,
+        n_best_size=20,
     ):
         super().__init__(name="bert_serving")
         # Not tracked: saving a tracked Keras model would also trace and save
@@ -100,7 +110,8 @@ class BertServingModule(tf.Module):
         self.tokenize = tf.function(
             autograph=False,
             func=functools.partial(
-                self.tokenizer.tokenize, max_words_per_row=seq_len
+                self.tokenizer.tokenize,
+                max_words_per_row=None if self.adapter.whole_text else seq_len,
             ),
             input_signature=[tf.TensorSpec([None], tf.string)],
         )
@@ -131,7 +142,22 @@ class BertServingModule(tf.Module):
         self.max_masks = max_masks
         self.max_answer_length = max_answer_length
         self.max_query_length = max_query_length
+        self.doc_stride = doc_stride
+        self.n_best_size = n_best_size
         self.lower_case = lower_case
+        if self.adapter.text_inputs == "question_context":
+            # Readable from the SavedModel, to check against the fine-tuning
+            # config; the graph itself uses the Python ints.
+            self.squad_settings = {
+                name: tf.Variable(value, dtype=tf.int64, trainable=False, name=name)
+                for name, value in (
+                    ("seq_len", seq_len),
+                    ("max_query_length", max_query_length),
+                    ("doc_stride", doc_stride),
+                    ("max_answer_length", max_answer_length),
+                    ("n_best_size", n_best_size),
+                )
+            }
 
     # --- Preprocessing ------------------------------------------------------
 
@@ -168,7 +194,6 @@ class BertServingModule(tf.Module):
         text_b=None,
         split_masks=False,
         extras=(),
-        max_len_a=None,
         whole_words=False,
     ):
         """Raw strings (B,) -> packed dense (B, T) features.
@@ -178,7 +203,6 @@ class BertServingModule(tf.Module):
             split_masks: bool. A literal "[MASK]" is the mask token.
             extras: names of tokenizer features to pack alongside the ids
                 (`start_offsets`, `end_offsets`, `word_index`).
-            max_len_a: optional int. SQuAD truncation (question first).
             whole_words: bool. Cut single segments at a word boundary, as
                 the tagging reader does (a word that does not fit is
                 dropped with all that follows).
@@ -193,6 +217,27 @@ class BertServingModule(tf.Module):
             seg_a = {k: v[:batch] for k, v in both.items()}
             seg_b = {k: v[batch:] for k, v in both.items()}
             has_b = tf.strings.length(text_b) > 0
+        if whole_words:
+            seg_a = _whole_words(seg_a, self.seq_len - 2)
+        features = self.pack(seg_a, seg_b, has_b, extras)
+        if "word_index" in extras:  # Taggers answer per word of text A.
+            for name in ("word_start_offsets", "word_end_offsets"):
+                features[name] = seg_a[name].to_tensor(
+                    default_value=-1, shape=[None, self.seq_len]
+                )
+        return features
+
+    def pack(self, seg_a, seg_b, has_b, extras=(), max_len_a=None):
+        """Ragged per-piece segments (B, None) -> packed dense (B, T).
+
+        Args:
+            seg_a, seg_b: dicts with `token_ids` and the `extras`; seg_b
+                None for single segments.
+            has_b: bool (B,): rows that are pairs (ignored without seg_b).
+            extras: names packed alongside the ids, -1 on special tokens
+                and padding.
+            max_len_a: optional int. SQuAD truncation (question first).
+        """
         fills = {
             "token_ids": (
                 self.special_ids["cls"],
@@ -202,23 +247,15 @@ class BertServingModule(tf.Module):
         }
         for name in extras:
             fills[name] = (-1, -1, -1)
-        keep = list(fills)
-        if whole_words:
-            seg_a = _whole_words(seg_a, self.seq_len - 2)
         features = packing.pack(
-            {k: seg_a[k] for k in keep},
-            None if seg_b is None else {k: seg_b[k] for k in keep},
+            {k: seg_a[k] for k in fills},
+            None if seg_b is None else {k: seg_b[k] for k in fills},
             has_b,
             self.seq_len,
             fills,
             max_len_a=max_len_a,
         )
         features["token_ids"] = tf.cast(features["token_ids"], tf.int32)
-        if "word_index" in extras:  # Taggers answer per word of text A.
-            for name in ("word_start_offsets", "word_end_offsets"):
-                features[name] = seg_a[name].to_tensor(
-                    default_value=-1, shape=[None, self.seq_len]
-                )
         return features
 
     def checked_ids(self, inputs):

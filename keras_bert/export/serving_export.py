@@ -112,6 +112,8 @@ def export_for_serving(
     max_masks=20,
     max_answer_length=30,
     max_query_length=64,
+    doc_stride=128,
+    n_best_size=20,
 ):
     """Exports `model` for TF Serving as `output_dir/<version>/`.
 
@@ -135,8 +137,17 @@ def export_for_serving(
             version.
         top_k: int. Fill-mask candidates per `[MASK]` (pretrainers).
         max_masks: int. `[MASK]` tokens answered per request (pretrainers).
-        max_answer_length: int. Longest span answer in pieces.
-        max_query_length: int. Question pieces kept by span labelers.
+        max_answer_length, max_query_length, doc_stride, n_best_size: ints.
+            Span labelers answer as SQuAD fine-tuning evaluates
+            (`run_squad.py`): the question cut to `max_query_length`
+            pieces, the context split into windows of the `seq_len` pieces
+            left, `doc_stride` apart; the best of every window's
+            `n_best_size` starts and ends, at most `max_answer_length`
+            pieces long, with its start in its max-context window. Pass the
+            values fine-tuning used (`data.max_seq_length` as `seq_len`,
+            `data.doc_stride`, `data.max_query_length`, `squad.*`);
+            `max_query_length` must leave room for a context piece
+            (at most `seq_len - 4`).
 
     Returns:
         str, the path of the version directory written.
@@ -153,6 +164,8 @@ def export_for_serving(
         max_masks=max_masks,
         max_answer_length=max_answer_length,
         max_query_length=max_query_length,
+        doc_stride=doc_stride,
+        n_best_size=n_best_size,
     )
     for name, value in options.items():
         if not isinstance(value, int) or value < 1:
@@ -188,6 +201,8 @@ def export_for_serving(
         vocabulary = _read_vocabulary(vocabulary)
 
     if keras.backend.backend() != "tensorflow":
+        if model_path is None:  # Else the child checks it, after loading.
+            _check_span_options(model, options)
         return _export_in_subprocess(
             model_path or model, output_dir, version, vocabulary, lower_case, options
         )
@@ -204,6 +219,7 @@ def export_for_serving(
     vocabulary = [token.strip() for token in vocabulary]
     if lower_case is None:
         lower_case = infer_lower_case(vocabulary)
+    _check_span_options(model, options)
     backbone = _backbone_of(model)
     if seq_len > backbone.max_sequence_length:
         raise ValueError(
@@ -230,6 +246,19 @@ def export_for_serving(
     with atomic_directory(final_dir) as staging:
         _write_saved_model(model, staging, vocabulary, lower_case, options)
     return final_dir
+
+
+def _check_span_options(model, options):
+    """Span labelers: the question must leave a window of context."""
+    if not any(c.__name__ == "BertSpanLabeler" for c in type(model).__mro__):
+        return
+    seq_len, max_query_length = options["seq_len"], options["max_query_length"]
+    if max_query_length > seq_len - 4:
+        raise ValueError(
+            "`max_query_length` must leave room for a context piece in "
+            "`[CLS] question [SEP] context [SEP]` (at most seq_len - 4). "
+            f"Received: max_query_length={max_query_length}, seq_len={seq_len}"
+        )
 
 
 @contextlib.contextmanager

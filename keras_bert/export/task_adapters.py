@@ -18,7 +18,8 @@ BertClassifier      text_a, text_b    probabilities, label, label_id,
                                       label_names
 BertRegressor       text_a, text_b    score
 BertSpanLabeler     question (text_a) answer, start_offset, end_offset
-                    context (text_b)  (UTF-8 byte offsets in text_b), score
+                    context (text_b)  (UTF-8 byte offsets in text_b), score;
+                                      best span over doc-stride windows
 BertTokenClassifier text_a            words, labels, label_ids, word
                                       offsets, one row slot per word
 BertMultipleChoice  text_a (B,),      probabilities, choice, choice_text
@@ -29,6 +30,8 @@ BertMultipleChoice  text_a (B,),      probabilities, choice, choice_text
 import dataclasses
 
 import tensorflow as tf
+
+from keras_bert.export import squad_windows
 
 
 def _float32(outputs):
@@ -117,33 +120,55 @@ def _regressor_text(module, text_a, text_b):
 
 
 def _span_text(module, question, context):
-    features = module.preprocess(
-        question,
-        context,
+    """`run_squad.py` evaluation in the graph: doc-stride windows, one model
+    batch of every window of every request, the best n-best span with its
+    start in its max-context window (see `squad_windows`)."""
+    batch = tf.shape(question)[0]
+    pieces = module.tokenize(tf.concat([question, context], 0))
+    names = ("token_ids", "start_offsets", "end_offsets")
+    query = {k: pieces[k][:batch] for k in names}  # (B, None)
+    doc = {k: pieces[k][batch:] for k in names}
+    doc_len = doc["token_ids"].row_lengths()  # (B,)
+    query_len = tf.minimum(
+        query["token_ids"].row_lengths(), module.max_query_length
+    )
+    windows = squad_windows.doc_windows(
+        query_len, doc_len, module.seq_len, module.doc_stride
+    )
+    request = windows["request"]  # (N,)
+    # Window n: its request's question, then context pieces
+    # [start, start + length), gathered from the flat pieces of the batch.
+    first = tf.gather(doc["token_ids"].row_starts(), request) + windows["start"]
+    flat_index = tf.ragged.range(first, first + windows["length"])  # (N, None)
+    features = module.pack(
+        {k: tf.gather(v, request) for k, v in query.items()},
+        {k: tf.gather(v.flat_values, flat_index) for k, v in doc.items()},
+        has_b=tf.ones_like(request, tf.bool),  # [SEP] closes even no context.
         extras=("start_offsets", "end_offsets"),
         max_len_a=module.max_query_length,
-    )
+    )  # (N, T) each.
     outputs = _call(module, module.model_inputs(features))
-    starts = features["start_offsets"]  # (B, T), -1 for special tokens.
+    starts = features["start_offsets"]  # (N, T), -1 for special tokens.
     ends = features["end_offsets"]
-    # Answers are spans of context pieces, at most max_answer_length long.
-    in_context = (features["segment_ids"] == 1) & (starts >= 0)  # (B, T)
-    t = tf.range(module.seq_len)
-    length = t[None, :] - t[:, None]  # (T, T): end - start.
-    allowed = (length >= 0) & (length < module.max_answer_length)
-    valid = in_context[:, :, None] & in_context[:, None, :] & allowed  # (B,T,T)
-    scores = (
-        outputs["start_logits"][:, :, None] + outputs["end_logits"][:, None, :]
+    in_context = (features["segment_ids"] == 1) & (starts >= 0)
+    best_context = squad_windows.max_context(
+        windows, query_len, doc_len, module.seq_len, module.doc_stride
+    )  # (N, T)
+    best = squad_windows.best_spans(
+        outputs["start_logits"],
+        outputs["end_logits"],
+        in_window=features["padding_mask"] == 1,
+        start_allowed=in_context & best_context,
+        end_allowed=in_context,
+        request=request,
+        num_requests=batch,
+        n_best_size=module.n_best_size,
+        max_answer_length=module.max_answer_length,
     )
-    scores = tf.where(valid, scores, float("-inf"))
-    best = tf.argmax(
-        tf.reshape(scores, [-1, module.seq_len * module.seq_len]),
-        axis=-1,
-        output_type=tf.int32,
-    )
-    found = tf.reduce_any(valid, axis=[1, 2])
-    start = tf.gather(starts, best // module.seq_len, batch_dims=1)
-    end = tf.gather(ends, best % module.seq_len, batch_dims=1)
+    found = best["found"]
+    window = best["window"]  # (B,)
+    start = tf.gather_nd(starts, tf.stack([window, best["start"]], 1))
+    end = tf.gather_nd(ends, tf.stack([window, best["end"]], 1))
     start = tf.where(found, start, -1)
     end = tf.where(found, end, -1)
     answer = tf.strings.substr(
@@ -153,7 +178,7 @@ def _span_text(module, question, context):
         "answer": tf.where(found, answer, ""),
         "start_offset": start,  # UTF-8 bytes into text_b; -1 = no answer.
         "end_offset": end,  # Exclusive.
-        "score": tf.where(found, tf.reduce_max(scores, axis=[1, 2]), 0.0),
+        "score": best["score"],  # Start + end logit; 0 = no answer.
     }
 
 
@@ -246,6 +271,9 @@ class TaskAdapter:
         serve_ids: fn(module, inputs) -> dict of outputs.
         ids_shape: shape of each id input of `serve_token_ids`.
         mask_positions: bool. `serve_token_ids` also takes mask_positions.
+        whole_text: bool. Tokenize every word of a request (doc-stride
+            windows read the whole context); otherwise tokenization stops
+            after `seq_len` words, all one window can hold.
     """
 
     text_inputs: str
@@ -253,6 +281,7 @@ class TaskAdapter:
     serve_ids: object
     ids_shape: tuple = (None, None)
     mask_positions: bool = False
+    whole_text: bool = False
 
 
 ADAPTERS = {
@@ -265,7 +294,7 @@ ADAPTERS = {
     ),
     "BertRegressor": TaskAdapter("pair", _regressor_text, _ids_outputs("score")),
     "BertSpanLabeler": TaskAdapter(
-        "question_context", _span_text, _ids_outputs("")
+        "question_context", _span_text, _ids_outputs(""), whole_text=True
     ),
     "BertTokenClassifier": TaskAdapter(
         "single", _tagger_text, _ids_outputs("logits")

@@ -126,6 +126,11 @@ def _export(model, model_dir, config):
         os.path.join(model_dir, "export"),
         vocabulary=model.backbone.vocabulary,
         seq_len=seq_len,
+        # A span labeler serves with the windows and n-best it was
+        # evaluated with.
+        max_query_length=config.data.max_query_length,
+        doc_stride=config.data.doc_stride,
+        n_best_size=config.squad.n_best_size,
         max_answer_length=config.squad.max_answer_length,
     )
 

@@ -18,8 +18,46 @@ import numpy as np
 from pipelines.bert_tokenizer import basic_split
 
 
+Candidate = collections.namedtuple("Candidate", "score feature start end")
+
+
 def _top_indices(logits, n):
     return np.argsort(-logits, kind="stable")[:n].tolist()
+
+
+def span_candidates(
+    features, indices, start_logits, end_logits, n_best_size=20, max_answer_length=30
+):
+    """One question's candidate spans, best first (`run_squad.py`).
+
+    Of each window (`features[i]` for i in `indices`, in window order), the
+    `n_best_size` highest start and end logits (ties to the lower position)
+    pair up; a pair is kept when both ends are context pieces, start ≤ end,
+    the span has at most `max_answer_length` pieces and the window gives
+    its start the most context. The sort is stable, so equal scores keep
+    window, then start-rank, then end-rank order. The SavedModel's
+    in-graph `keras_bert.export.squad_windows.best_spans` must pick the
+    first of this list.
+
+    Returns:
+        list of `Candidate(score, feature index, start, end)` positions.
+    """
+    candidates = []
+    for index in indices:
+        feature = features[index]
+        starts, ends = start_logits[index], end_logits[index]
+        length = len(feature.token_ids)
+        for s in _top_indices(starts[:length], n_best_size):
+            for e in _top_indices(ends[:length], n_best_size):
+                if s not in feature.token_to_word or e not in feature.token_to_word:
+                    continue
+                if e < s or e - s + 1 > max_answer_length:
+                    continue
+                if not feature.token_is_max_context.get(s, False):
+                    continue
+                candidates.append(Candidate(float(starts[s] + ends[e]), index, s, e))
+    candidates.sort(key=lambda c: -c.score)
+    return candidates
 
 
 def squad_predictions(
@@ -55,40 +93,29 @@ def squad_predictions(
     for index, feature in enumerate(features):
         by_example[feature.example_index].append(index)
 
-    Candidate = collections.namedtuple("Candidate", "score feature start end")
     chosen = {}  # example index → list of (score, piece text, orig text)
     null_scores = {}
     for example_index, example in enumerate(examples):
-        candidates = []
-        null_score = None
-        for index in by_example[example_index]:
-            feature = features[index]
-            starts, ends = start_logits[index], end_logits[index]
-            length = len(feature.token_ids)
-            if version_2:
-                score = float(starts[0] + ends[0])
-                null_score = score if null_score is None else min(null_score, score)
-            for s in _top_indices(starts[:length], n_best_size):
-                for e in _top_indices(ends[:length], n_best_size):
-                    if s not in feature.token_to_word or e not in feature.token_to_word:
-                        continue
-                    if e < s or e - s + 1 > max_answer_length:
-                        continue
-                    if not feature.token_is_max_context.get(s, False):
-                        continue
-                    candidates.append(Candidate(float(starts[s] + ends[e]), feature, s, e))
-        candidates.sort(key=lambda c: -c.score)
+        indices = by_example[example_index]
+        if version_2:  # [CLS] scores "no answer"; its lowest over the windows.
+            null_scores[example_index] = min(
+                (float(start_logits[i][0] + end_logits[i][0]) for i in indices),
+                default=None,
+            )
+        candidates = span_candidates(
+            features, indices, start_logits, end_logits, n_best_size, max_answer_length
+        )
         spans = []
         for c in candidates[: n_best_size * 2]:
-            pieces = [vocabulary[i] for i in c.feature.token_ids[c.start : c.end + 1]]
+            feature = features[c.feature]
+            pieces = [vocabulary[i] for i in feature.token_ids[c.start : c.end + 1]]
             piece_text = " ".join(pieces).replace(" ##", "").replace("##", "")
             piece_text = " ".join(piece_text.split())
-            first = c.feature.token_to_word[c.start]
-            last = c.feature.token_to_word[c.end]
+            first = feature.token_to_word[c.start]
+            last = feature.token_to_word[c.end]
             orig_text = " ".join(example.doc_words[first : last + 1])
             spans.append((c.score, piece_text, orig_text))
         chosen[example_index] = spans
-        null_scores[example_index] = null_score
 
     # One batched basic-tokenizer call for every candidate's original words.
     originals = sorted({orig for spans in chosen.values() for _, _, orig in spans})

@@ -2,7 +2,8 @@
 
 * GLUE TSVs (`GLUE_TASKS`, `read_glue`) and generic CSV/TSV/JSONL files
   (`read_table`), packed by `classification_features`.
-* SQuAD v1.1/v2.0 JSON (`read_squad`, `squad_features`).
+* SQuAD v1.1/v2.0 JSON (`read_squad`, `squad_features`, windows by
+  `doc_spans`).
 * CoNLL-2003 IOB1/IOB2 files (`read_conll`, `tagging_features`).
 * SWAG CSV (`read_swag`, `choice_features`).
 * `make_dataset`: dynamically padded (and, for training, length-bucketed)
@@ -21,7 +22,13 @@ from pipelines.tasks.features import (
     tokenize_texts,
     truncated_lengths,
 )
-from pipelines.tasks.squad import SquadExample, SquadFeature, read_squad, squad_features
+from pipelines.tasks.squad import (
+    SquadExample,
+    SquadFeature,
+    doc_spans,
+    read_squad,
+    squad_features,
+)
 from pipelines.tasks.swag import NUM_CHOICES, ChoiceExample, choice_features, read_swag
 from pipelines.tasks.tables import (
     GLUE_DIRS,
@@ -47,6 +54,7 @@ __all__ = [
     "TaskDataError",
     "choice_features",
     "classification_features",
+    "doc_spans",
     "find_split_file",
     "glue_data_dir",
     "make_dataset",

@@ -146,6 +146,38 @@ def _max_context(spans, span_index, position):
     return best_index == span_index
 
 
+def doc_spans(num_tokens, window, doc_stride):
+    """`run_squad.py`'s windows over a context of `num_tokens` pieces.
+
+    Each window holds up to `window` pieces (what `[CLS] question [SEP] …
+    [SEP]` leaves); the next one starts `doc_stride` pieces later (never
+    past the end of the current one), and the last one reaches the end. An
+    empty context still gets one empty window.
+
+    Returns:
+        list of (start, length).
+
+    Raises:
+        ValueError: `window` < 1 (the question leaves no room for context:
+            the original loops forever) or `doc_stride` < 1.
+    """
+    if window < 1 or doc_stride < 1:
+        raise ValueError(
+            "`doc_stride` and the window (max_seq_length - question pieces "
+            "- 3) must be positive; lower max_query_length or raise "
+            f"max_seq_length. Received: doc_stride={doc_stride}, "
+            f"window={window}"
+        )
+    spans, start = [], 0
+    while start < num_tokens or not spans:
+        length = min(num_tokens - start, window)
+        spans.append((start, length))
+        if start + length >= num_tokens:
+            break
+        start += min(length, doc_stride)
+    return spans
+
+
 def squad_features(
     examples,
     tokenizer,
@@ -186,14 +218,7 @@ def squad_features(
             answer_start, answer_end = _improve_span(
                 doc_tokens, answer_start, answer_end, tokenizer, example.answers[0]
             )
-        window = max_seq_length - len(query) - 3
-        spans, start = [], 0
-        while start < len(doc_tokens) or not spans:
-            length = min(len(doc_tokens) - start, window)
-            spans.append((start, length))
-            if start + length >= len(doc_tokens):
-                break
-            start += min(length, doc_stride)
+        spans = doc_spans(len(doc_tokens), max_seq_length - len(query) - 3, doc_stride)
         for span_index, (start, length) in enumerate(spans):
             token_ids = [tokenizer.cls_id] + query + [tokenizer.sep_id]
             segment_ids = [0] * len(token_ids)

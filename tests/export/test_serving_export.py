@@ -16,7 +16,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert import BertBackbone, BertPretrainer
+from keras_bert import BertBackbone, BertPretrainer, BertSpanLabeler
 from keras_bert.export import export_for_serving, find_model_file
 from keras_bert.export import serving_export
 from pipelines.tasks.features import pack_pair
@@ -223,6 +223,19 @@ def test_argument_errors(vocab, tmp_path):
         export_for_serving(backbone, str(tmp_path), seq_len=4)
     with pytest.raises(ValueError, match="top_k"):
         export_for_serving(backbone, str(tmp_path), top_k=0)
+    for name in ("doc_stride", "n_best_size"):
+        with pytest.raises(ValueError, match=rf"`{name}` must be a positive int"):
+            export_for_serving(backbone, str(tmp_path), **{name: 0})
+    # A span labeler's question must leave a context piece in every window.
+    span_labeler = BertSpanLabeler(backbone)
+    with pytest.raises(ValueError, match=(
+        r"`max_query_length` must leave room .* Received: "
+        r"max_query_length=29, seq_len=32"
+    )):
+        export_for_serving(
+            span_labeler, str(tmp_path), seq_len=32, max_query_length=29
+        )
+    assert os.listdir(tmp_path) == []
 
 
 def test_find_model_file(tmp_path):

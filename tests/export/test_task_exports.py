@@ -2,22 +2,28 @@
 
 Each test exports one tiny task model, calls `serving_default` in a fresh
 tensorflow-only process and checks the answer against the Keras model run on
-the reference tokenizer's ids. All are slow (an export costs 15-60 s on
+the reference tokenizer's ids (the span labeler: against fine-tuning's own
+SQuAD evaluation on the same text). All are slow (an export costs 15-60 s on
 these machines); `test_serving_export.py` covers backbone and pretrainer in
 the default run.
 """
 
+import keras
 import numpy as np
 import pytest
 
+import pipelines
+import pipelines.tasks as tasks
 from keras_bert import models
 from keras_bert.export import export_for_serving
-from pipelines.tasks.features import pack_pair
+from keras_bert.finetuning.squad_postprocess import span_candidates, squad_predictions
+from pipelines.tasks.squad import split_words
 from tests.export.test_serving_export import (
     CLS,
     PAD,
     SEP,
     SEQ_LEN,
+    VOCAB,
     _backbone,
     _text,
     expected_packed,
@@ -82,52 +88,123 @@ def test_regressor(vocab, reference, tmp_path):
     np.testing.assert_allclose(out["score"], np.reshape(score, [-1]), atol=1e-5)
 
 
-@pytest.mark.slow
-def test_span_labeler(vocab, reference, tmp_path):
+# SQuAD serving as fine-tuning evaluates: 8-piece question cap, windows of
+# the SEQ_LEN = 32 pieces left, 8 apart; 4-best starts and ends per window.
+SQUAD = dict(max_query_length=8, doc_stride=8, n_best_size=4, max_answer_length=5)
+FILLER = "Jane Austen wrote Emma in 1815 , in Chawton . " * 4  # 48 pieces.
+SQUAD_REQUESTS = [
+    (b"what is striped?", FILLER + "Some say zebra stripes are warm ."),  # Last.
+    (b"what is striped?", "The zebra stripes fade . " + FILLER),  # First.
+    (b"where?", "北京 is the capital ; Zürich is not ."),  # One window.
+    (b"\xff" + b"why " * 12, FILLER),  # Invalid UTF-8; over max_query_length.
+    (b"", FILLER),  # No question.
+    (b"empty", ""),  # No context: no answer.
+]
+
+
+def _zebra_span_labeler(vocab):
+    """A tiny span labeler whose best span is "zebra stripes" wherever it
+    stands: those words' embeddings point along the head's start and end
+    vectors (with any other weights, the best span lands anywhere)."""
     model = models.BertSpanLabeler(_backbone(vocab))
-    questions = [b"who wrote it?", b"where?", b"\xff" + b"why " * 40, b"empty"]
-    contexts = [
-        "Jane Austen wrote Emma in 1815, in Chawton.".encode(),
-        "北京 is the capital; Zürich is not.".encode(),
-        b"long question, short context",
-        b"",
+    embedding = model.backbone.get_layer("embeddings").token_embedding
+    table = keras.ops.convert_to_numpy(embedding.embeddings)
+    head = keras.ops.convert_to_numpy(model.output_dense.kernel)  # (H, 2)
+    for word, column in (("zebra", 0), ("stripes", 1)):
+        table[vocab.index(word)] = 3 * head[:, column] / np.linalg.norm(head[:, column])
+    embedding.embeddings.assign(table)
+    return model
+
+
+def _finetuning_answers(model, vocab, questions, contexts):
+    """Fine-tuning evaluation on the same inputs: `squad_features` windows,
+    the Keras model, `squad_predictions`.
+
+    Returns:
+        (answer texts, features, each question's feature indices, each
+        question's best `Candidate` or None).
+    """
+    examples = [
+        tasks.SquadExample(str(i), _text(q), c, split_words(c)[0], [])
+        for i, (q, c) in enumerate(zip(questions, contexts))
     ]
-    (out,) = _export_and_serve(
-        model,
-        [("serving_default", {"text_a": questions, "text_b": contexts})],
-        tmp_path,
+    features = tasks.squad_features(
+        examples,
+        pipelines.BertTokenizer(VOCAB),
+        max_seq_length=SEQ_LEN,
+        doc_stride=SQUAD["doc_stride"],
+        max_query_length=SQUAD["max_query_length"],
     )
-    # run_squad.py packing: question cut to 64 pieces, context fills the rest.
-    rows = []
-    for q, c in zip(questions, contexts):
-        # A question longer than the sequence leaves no room for context.
-        q_ids = reference.ids(_text(q))[: min(64, SEQ_LEN - 3)]
-        c_ids = reference.ids(_text(c))[: SEQ_LEN - len(q_ids) - 3] if c else None
-        packed, _ = pack_pair(q_ids, c_ids, SEQ_LEN, CLS, SEP)
-        rows.append(packed + [PAD] * (SEQ_LEN - len(packed)))
-    ids = np.array(rows, np.int32)
-    logits = to_numpy(model(keras_inputs(ids, _segments(ids))))
-    for row, context in enumerate(contexts):
-        if SEP not in list(ids[row])[list(ids[row]).index(SEP) + 2 :]:
-            # No context piece fits (or no context): no answer.
-            assert out["answer"][row] == b""
-            assert out["start_offset"][row] == out["end_offset"][row] == -1
-            continue
-        first_sep = list(ids[row]).index(SEP)
-        last = int((ids[row] != PAD).sum()) - 2  # Before the final [SEP].
-        best = max(
-            (logits["start_logits"][row, i] + logits["end_logits"][row, j], i, j)
-            for i in range(first_sep + 1, last + 1)
-            for j in range(i, min(last, i + 29) + 1)
+    ids = np.full((len(features), SEQ_LEN), PAD, np.int32)
+    segments = np.zeros_like(ids)
+    for n, feature in enumerate(features):
+        ids[n, : len(feature.token_ids)] = feature.token_ids
+        segments[n, : len(feature.segment_ids)] = feature.segment_ids
+    logits = to_numpy(model(keras_inputs(ids, segments)))
+    starts, ends = logits["start_logits"], logits["end_logits"]
+    predictions, _ = squad_predictions(
+        examples, features, starts, ends, vocab,
+        n_best_size=SQUAD["n_best_size"], max_answer_length=SQUAD["max_answer_length"],
+    )
+    windows, best = [], []
+    for i in range(len(examples)):
+        windows.append([n for n, f in enumerate(features) if f.example_index == i])
+        candidates = span_candidates(
+            features, windows[-1], starts, ends,
+            SQUAD["n_best_size"], SQUAD["max_answer_length"],
         )
-        np.testing.assert_allclose(out["score"][row], best[0], atol=1e-4)
-        start, end = out["start_offset"][row], out["end_offset"][row]
-        assert 0 <= start < end <= len(context)
-        assert out["answer"][row] == context[start:end]
-        # The answer re-tokenizes to the chosen pieces when it spans words.
-        assert reference.ids(_text(out["answer"][row]))[:1] == [
-            ids[row, best[1]]
-        ] or vocab[ids[row, best[1]]].startswith("##")
+        best.append(candidates[0] if candidates else None)
+    answers = [predictions[str(i)] for i in range(len(examples))]
+    return answers, features, windows, best
+
+
+@pytest.mark.slow
+def test_span_labeler_windows_match_finetuning(vocab, tmp_path):
+    import tensorflow as tf
+
+    model = _zebra_span_labeler(vocab)
+    path = export_for_serving(
+        model, str(tmp_path / "export"), seq_len=SEQ_LEN, **SQUAD
+    )
+    questions = [q for q, _ in SQUAD_REQUESTS]
+    contexts = [c.encode() for _, c in SQUAD_REQUESTS]
+    batch, last_alone, pair = serve([
+        (path, "serving_default", {"text_a": questions, "text_b": contexts}),
+        (path, "serving_default", {"text_a": questions[:1], "text_b": contexts[:1]}),
+        # Two requests of different lengths (5 windows and 1).
+        (path, "serving_default", {"text_a": questions[1:3], "text_b": contexts[1:3]}),
+    ], tmp_path)
+    answers, features, windows, best = _finetuning_answers(
+        model, vocab, questions, [c for _, c in SQUAD_REQUESTS]
+    )
+    assert answers[:2] == ["zebra stripes", "zebra stripes"]
+    # Request 0's answer is in its last window, past the whole first one:
+    # a single-window export could not have found it. Request 1's is in
+    # its first window.
+    assert len(windows[0]) > 2 and best[0].feature == windows[0][-1]
+    answer_word = features[best[0].feature].token_to_word[best[0].start]
+    assert max(features[windows[0][0]].token_to_word.values()) < answer_word
+    assert len(windows[1]) > 2 and best[1].feature == windows[1][0]
+    assert len(windows[2]) == 1
+    for row, (answer, first) in enumerate(zip(answers, best)):
+        assert batch["answer"][row].decode() == answer, row
+        start, end = batch["start_offset"][row], batch["end_offset"][row]
+        if first is None:
+            assert answer == "" and start == end == -1 and batch["score"][row] == 0
+            continue
+        # Offsets are UTF-8 bytes into the original context.
+        assert contexts[row][start:end] == batch["answer"][row]
+        np.testing.assert_allclose(batch["score"][row], first.score, atol=1e-4)
+    # A request is answered the same alone or in any batch.
+    for out, rows in ((last_alone, [0]), (pair, [1, 2])):
+        for k in ("answer", "start_offset", "end_offset"):
+            assert out[k].tolist() == batch[k][rows].tolist()
+        np.testing.assert_allclose(out["score"], batch["score"][rows], atol=1e-5)
+    # The export records the settings it answers with.
+    settings = tf.saved_model.load(path).squad_settings
+    assert {k: int(v.numpy()) for k, v in settings.items()} == dict(
+        seq_len=SEQ_LEN, **SQUAD
+    )
 
 
 @pytest.mark.slow
