@@ -24,7 +24,6 @@ import tempfile
 import uuid
 
 from keras_bert.export.keras_archive import archive_problem
-from pipelines.tasks.features import MIN_SEQ_LEN
 
 MODEL_FILES = ("model.keras", "pretrainer.keras", "backbone.keras")
 SMOKE_TEXTS = ["", " \t\n", "Hello, World!", "\x00\ufffd\u200f中文 😀", "a" * 300]
@@ -172,6 +171,10 @@ def export_for_serving(
             raise ValueError(
                 f"`{name}` must be a positive int. Received: {name}={value!r}"
             )
+    # Imported here: serving needs no tensorflow-text (CoreOpsBertTokenizer),
+    # and `pipelines` imports it.
+    from pipelines.tasks.features import MIN_SEQ_LEN
+
     if seq_len < MIN_SEQ_LEN:
         raise ValueError(
             f"`seq_len` must be at least {MIN_SEQ_LEN} ([CLS] A [SEP] B "

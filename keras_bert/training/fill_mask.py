@@ -8,8 +8,6 @@ initialised model's answers.
 
 import numpy as np
 
-from pipelines.tasks.features import tokenize_texts
-
 
 def fill_mask(model, tokenizer, sentences, top_k=5):
     """Top-`top_k` fillers for each `[MASK]` of each sentence.
@@ -25,6 +23,10 @@ def fill_mask(model, tokenizer, sentences, top_k=5):
         One list per sentence, one entry per `[MASK]`: a list of
         `(token, probability)` pairs, best first.
     """
+    # Imported here: `import keras_bert` must work where tensorflow-text is
+    # absent (a serving or GPU box); only the probes need the pipeline.
+    from pipelines.tasks.features import tokenize_texts
+
     results = []
     for sentence in sentences:
         pieces = tokenize_texts(tokenizer, sentence.split("[MASK]"))

@@ -14,7 +14,6 @@ from pathlib import Path
 import yaml
 
 from keras_bert.training.config_error import ConfigError
-from pipelines.tasks.features import MIN_SEQ_LEN
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "pretrain"
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
@@ -218,6 +217,10 @@ class PretrainingConfig:
             value = getattr(self.data, name)
             check(0.0 <= value <= 1.0, f"`data.{name}` must be in [0, 1]. "
                   f"Received: data.{name}={value!r}")
+        # Imported here, like every pipeline use in keras_bert.training: the
+        # package must import where tensorflow-text is absent.
+        from pipelines.tasks.features import MIN_SEQ_LEN
+
         check(self.phases, "`phases` must list at least one phase.")
         for i, phase in enumerate(self.phases):
             check(phase.seq_len >= MIN_SEQ_LEN,
