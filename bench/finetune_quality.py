@@ -49,6 +49,16 @@ RUNS = {
     "mini_random": ("sst2", "glue", "random", [
         "data.train_limit=20000", "training.epochs=1", "optimizer.learning_rate=1e-4",
     ]),
+    # Token tagging reads every position, not the pooled [CLS]: does the
+    # pre-trained encoder's context help where labelled data are scarce?
+    "conll_pretrained": ("conll2003", "conll2003", "pretrained", [
+        "data.train_limit=2000", "data.eval_limit=1000", "training.epochs=3",
+        "optimizer.learning_rate=5e-4",
+    ]),
+    "conll_random": ("conll2003", "conll2003", "random", [
+        "data.train_limit=2000", "data.eval_limit=1000", "training.epochs=3",
+        "optimizer.learning_rate=5e-4",
+    ]),
 }
 HEADLINE = {
     "sst2": "accuracy", "stsb": "pearson", "squad_v1": "f1", "conll2003": "f1",
