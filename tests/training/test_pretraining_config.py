@@ -55,11 +55,16 @@ def test_overrides_nested_and_list():
     ("train_steps=ten", "`train_steps` must be of type int"),
     ("phases.0.max_predictions=999", "max_predictions=999"),
     ("optimizer.warmup_steps=-1", "warmup_steps=-1"),
+    ("optimizer.name=adam", "`optimizer.name` must be one of .*"
+     "Received: optimizer.name='adam'"),
+    ("optimizer.decay_start=original", "`optimizer.decay_start` must be one "
+     "of .*Received: optimizer.decay_start='original'"),
     ("novalue", "key=value"),
 ])
 def test_bad_overrides_name_the_key(override, message):
-    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")) as error:
         load_pretraining_config("default", [override])
+    assert "\n" not in str(error.value)
 
 
 def test_unknown_key_in_yaml(tmp_path):
