@@ -67,6 +67,11 @@ def make_optimizer(**kwargs):
         exclude_from_weight_decay=EXCLUDE, global_clipnorm=CLIP, **kwargs)
 
 
+def apply(optimizer, grads, variables):
+    tensors = [keras.ops.convert_to_tensor(g) for g in grads]
+    optimizer.apply_gradients(zip(tensors, variables))
+
+
 def values(variables):
     return [keras.ops.convert_to_numpy(v) for v in variables]
 
@@ -78,7 +83,7 @@ def test_matches_the_original_update_over_several_steps():
     steps = gradients(rng, 7)
     optimizer = make_optimizer()
     for grads in steps:
-        optimizer.apply_gradients(zip(grads, variables))
+        apply(optimizer, grads, variables)
     expected = original_updates(initial, steps, decayed=[True, False, False])
     for got, want in zip(values(variables), expected):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -90,7 +95,7 @@ def test_matches_the_original_update_over_several_steps():
         weight_decay=WD, epsilon=EPS, global_clipnorm=CLIP)
     adamw.exclude_from_weight_decay(var_names=EXCLUDE)
     for grads in steps:
-        adamw.apply_gradients(zip(grads, adamw_variables))
+        apply(adamw, grads, adamw_variables)
     assert np.abs(values(adamw_variables)[0] - expected[0]).max() > 1e-2
 
 
@@ -112,7 +117,7 @@ def test_gradient_accumulation_applies_the_mean_once_per_k_micro_batches():
     micro = gradients(rng, 10)
     optimizer = make_optimizer(gradient_accumulation_steps=2)
     for grads in micro:
-        optimizer.apply_gradients(zip(grads, variables))
+        apply(optimizer, grads, variables)
     assert int(optimizer.iterations) == 5
     means = [[(a + b) / 2 for a, b in zip(micro[i], micro[i + 1])]
              for i in range(0, 10, 2)]
