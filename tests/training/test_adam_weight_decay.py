@@ -51,7 +51,7 @@ def make_variables(rng):
 def gradients(rng, steps):
     # Scaled so that some steps exceed the clip norm and some do not.
     return [
-        [rng.normal(size=s).astype("float32") * scale
+        [(rng.normal(size=s) * scale).astype("float32")
          for s in ((3, 4), (4,), (4,))]
         for scale in np.linspace(0.1, 1.5, steps)
     ]
