@@ -30,6 +30,9 @@ def test_paper_recipes(name):
     assert config.optimizer.epsilon == 1e-6
     assert config.data.next_sentence_rate == 0.5 and not config.model_overrides
     assert config.optimizer.global_clipnorm == 1.0
+    # The original optimizer and schedule (google-research/bert optimization.py).
+    assert config.optimizer.name == "adam_weight_decay"
+    assert config.optimizer.decay_start == "step_0"
     assert all(p.batch_size == 256 for p in config.phases)
     assert config.phase_steps() == [900_000, 100_000]
 
