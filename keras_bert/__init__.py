@@ -10,9 +10,10 @@ from keras_bert.models import (
     BertTokenClassifier,
 )
 
-# Saved task and pre-training models carry their optimizer, whose learning
-# rate is this schedule: importing it registers it, so that
+# Saved task and pre-training models carry their optimizer and its learning
+# rate schedule: importing them registers them, so that
 # `keras.saving.load_model` needs nothing beyond `import keras_bert`.
+from keras_bert.training.adam_weight_decay import AdamWeightDecay  # noqa: F401
 from keras_bert.training.warmup_linear_decay import WarmupLinearDecay  # noqa: F401
 
 __all__ = [

@@ -41,6 +41,14 @@ def main(argv=None):
     parser.add_argument(
         "--overwrite", action="store_true", help="replace an existing DST"
     )
+    parser.add_argument(
+        "--hidden_activation",
+        metavar="{gelu,gelu_approximate}",
+        help="the GELU the checkpoint was trained with: gelu (erf; "
+        "BERT-Base/Large) or gelu_approximate (tanh; google-research/bert "
+        "from Feb 2019 on, e.g. the compact 2020 models). Default: the "
+        "source config's, where 'gelu' reads as erf",
+    )
     args = parser.parse_args(argv)
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -54,6 +62,7 @@ def main(argv=None):
             heads=args.heads,
             vocab=args.vocab,
             overwrite=args.overwrite,
+            hidden_activation=args.hidden_activation,
         )
     except (CheckpointError, OSError) as error:  # Bad input: one line.
         print(f"error: {error}", file=sys.stderr)

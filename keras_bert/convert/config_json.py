@@ -9,9 +9,10 @@ from keras_bert.convert.checkpoint_error import CheckpointError
 
 # `"gelu"` is read as the exact erf form of the GELU paper, as Hugging Face
 # reads it. google-research/bert's `modeling.py` computed it with erf at
-# first and with the tanh approximation later, under the same config word;
-# the two differ by under 1e-3 per activation. Write `"gelu_new"` in a
-# `bert_config.json` to get the tanh form.
+# first and with the tanh approximation from February 2019 on, under the
+# same config word; the two differ by under 1e-3 per activation.
+# `convert(..., hidden_activation=...)` (`--hidden_activation`) overrides
+# what the config says.
 _ACTIVATIONS = {
     "gelu": "gelu",
     "gelu_new": "gelu_approximate",

@@ -33,6 +33,12 @@ from keras_bert.export.keras_archive import (
     chmod_as_created,
     save_keras_atomically,
 )
+from keras_bert.layers.bert_encoder_block import ACTIVATIONS
+
+_ACTIVATION_FORMS = {
+    "gelu": "exact GELU, x * Phi(x) with erf",
+    "gelu_approximate": "tanh approximation of GELU",
+}
 
 _OURS = ("keras_bert>BertBackbone", "keras_bert>BertPretrainer")
 
@@ -142,7 +148,26 @@ def _write_hugging_face(checkpoint, dst):
     return architecture
 
 
-def convert(src, dst, heads=None, vocab=None, overwrite=False):
+def _activation_line(checkpoint, hidden_activation):
+    """Sets the backbone's GELU and says which one it is and why.
+
+    Every Google `bert_config.json` says `"gelu"`, yet google-research/bert
+    computed it with erf until February 2019 (BERT-Base/Large, multilingual,
+    Chinese) and with the tanh approximation afterwards (the 24 compact
+    models of 2020): the word alone cannot tell, so the caller may.
+    """
+    if hidden_activation is None:
+        name = checkpoint.config["hidden_activation"]
+        why = "from the source's config"
+    else:
+        checkpoint.config["hidden_activation"] = name = hidden_activation
+        why = "as requested"
+    return f"activation: {name} ({_ACTIVATION_FORMS[name]}), {why}"
+
+
+def convert(
+    src, dst, heads=None, vocab=None, overwrite=False, hidden_activation=None
+):
     """Converts the checkpoint at `src` and writes it to `dst`.
 
     Args:
@@ -159,6 +184,11 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False):
         overwrite: replace an existing `dst`: a `.keras` file, or a
             folder holding nothing but the files written here (anything
             else there is the user's, and the conversion is refused).
+        hidden_activation: None (the source config's: `"gelu"` is read as
+            the exact erf form), `"gelu"` (erf) or `"gelu_approximate"`
+            (tanh). Google checkpoints say `"gelu"` for both; those
+            trained with google-research/bert from February 2019 on (the
+            compact models of 2020) used tanh, BERT-Base/Large erf.
 
     Returns:
         The report: a list of lines (source, config, weights, heads, vocab).
@@ -167,6 +197,11 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False):
         CheckpointError: for a bad source, config, weights or destination.
     """
     src, dst = os.fspath(src), os.fspath(dst)
+    if hidden_activation is not None and hidden_activation not in ACTIVATIONS:
+        raise CheckpointError(
+            f"`hidden_activation` must be one of {sorted(ACTIVATIONS)}. "
+            f"Received: hidden_activation={hidden_activation!r}"
+        )
     if dst.endswith((".h5", ".safetensors", ".bin", ".ckpt", ".json")):
         raise CheckpointError(
             f"{dst}: the destination is a `.keras` file or a folder (for "
@@ -195,10 +230,12 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False):
         ]
         checkpoint.notes.append(note)
 
+    activation = _activation_line(checkpoint, hidden_activation)
     model = checkpoint.to_model(heads)
     report = [
         f"source:  {checkpoint.source}",
         f"config:  {checkpoint.describe()}",
+        activation,
         f"weights: {len(checkpoint.weights)} tensors checked and loaded",
     ]
     report += [

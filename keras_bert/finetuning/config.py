@@ -13,6 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from keras_bert.training.pretraining_config import OPTIMIZERS
+from keras_bert.training.warmup_linear_decay import DECAY_STARTS
 from pipelines.tasks.features import MIN_SEQ_LEN
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "finetune"
@@ -50,6 +52,12 @@ class DataConfig:
 
 @dataclasses.dataclass
 class OptimizerConfig:
+    """`name` and `decay_start` as in pre-training (`adamw`,
+    `adam_weight_decay` or `lamb`; `warmup_end` or `step_0`); the warmup is
+    a fraction of the run."""
+
+    name: str = "adamw"
+    decay_start: str = "warmup_end"
     learning_rate: float = 2e-5
     warmup_fraction: float = 0.1
     weight_decay: float = 0.01
@@ -194,7 +202,22 @@ _MINIMUMS = {
 }
 
 
+# Keys whose value must be one of a few words.
+_CHOICES = {
+    "optimizer.name": OPTIMIZERS,
+    "optimizer.decay_start": DECAY_STARTS,
+}
+
+
 def _check_values(config):
+    for key, choices in _CHOICES.items():
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name)
+        if value not in choices:
+            raise FinetuneConfigError(
+                f"{key} must be one of {', '.join(choices)}. "
+                f"Received: {key}={value!r}"
+            )
     for key, minimum in _MINIMUMS.items():
         section, name = key.split(".")
         value = getattr(getattr(config, section), name)

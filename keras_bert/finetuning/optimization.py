@@ -1,10 +1,11 @@
 """The fine-tuning optimizer: the pre-training one, with a 10% warmup.
 
-Reuses `keras_bert.training.create_optimizer` (AdamW with decoupled weight
-decay 0.01 excluding LayerNorm and biases, β = (0.9, 0.999), ε = 1e-6,
-global-norm clipping at 1, `WarmupLinearDecay`): BERT fine-tunes with the
-pre-training optimizer (paper appendix A.3), only the warmup is given as a
-fraction of the run (10%) instead of a step count.
+Reuses `keras_bert.training.create_optimizer` (decoupled weight decay 0.01
+excluding LayerNorm and biases, β = (0.9, 0.999), ε = 1e-6, global-norm
+clipping at 1, `WarmupLinearDecay`): BERT fine-tunes with the pre-training
+optimizer (paper appendix A.3), only the warmup is given as a fraction of
+the run (10%) instead of a step count. `optimizer.name` and
+`optimizer.decay_start` pick the update and the schedule's shape.
 """
 
 from keras_bert.training.optimizers import create_optimizer
@@ -14,11 +15,13 @@ from keras_bert.training.pretraining_config import (
 
 
 def create_finetune_optimizer(config, total_steps):
-    """AdamW for a fine-tuning `OptimizerConfig` over `total_steps` updates."""
+    """The optimizer of a fine-tuning `OptimizerConfig` over `total_steps`
+    updates."""
     total_steps = max(int(total_steps), 1)
     return create_optimizer(
         TrainingOptimizerConfig(
-            name="adamw",
+            name=config.name,
+            decay_start=config.decay_start,
             learning_rate=config.learning_rate,
             warmup_steps=int(round(config.warmup_fraction * total_steps)),
             weight_decay=config.weight_decay,

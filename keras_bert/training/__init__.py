@@ -1,6 +1,7 @@
 """Pre-training: configs, optimizer and schedule, objective, distribution,
 checkpoints, monitoring, and the resumable runner."""
 
+from keras_bert.training.adam_weight_decay import AdamWeightDecay
 from keras_bert.training.checkpoint_manager import CheckpointManager
 from keras_bert.training.config_error import ConfigError
 from keras_bert.training.optimizers import create_optimizer, create_schedule
@@ -36,6 +37,7 @@ from keras_bert.training.training_state import TrainingState
 from keras_bert.training.warmup_linear_decay import WarmupLinearDecay
 
 __all__ = [
+    "AdamWeightDecay",
     "CheckpointConfig",
     "CheckpointManager",
     "ConfigError",

@@ -14,11 +14,12 @@ from pathlib import Path
 import yaml
 
 from keras_bert.training.config_error import ConfigError
+from keras_bert.training.warmup_linear_decay import DECAY_STARTS
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "pretrain"
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
-OPTIMIZERS = ("adamw", "lamb")
+OPTIMIZERS = ("adamw", "adam_weight_decay", "lamb")
 
 
 @dataclasses.dataclass
@@ -69,11 +70,19 @@ class DataConfig:
 
 @dataclasses.dataclass
 class OptimizerConfig:
-    """AdamW or LAMB, warmup + linear decay, clipping, accumulation (§A.2)."""
+    """The optimizer, its warmup + linear decay, clipping, accumulation (§A.2).
+
+    `name`: `adamw` (Keras' AdamW, bias-corrected), `adam_weight_decay`
+    (the original BERT update, no bias correction) or `lamb`.
+    `decay_start`: `warmup_end` (decay from the peak when warmup ends) or
+    `step_0` (the original schedule: decay from step 0, overridden by
+    warmup). See `AdamWeightDecay` and `WarmupLinearDecay`.
+    """
 
     name: str = "adamw"
     learning_rate: float = 1e-4
     warmup_steps: int = 10_000
+    decay_start: str = "warmup_end"
     weight_decay: float = 0.01
     # Leaf variable names: LayerNorm's `gamma`/`beta` and every `bias`
     # (`output_bias` of the masked-LM head included) are not decayed.
@@ -192,6 +201,9 @@ class PretrainingConfig:
         check(self.optimizer.name in OPTIMIZERS,
               f"`optimizer.name` must be one of {OPTIMIZERS}. "
               f"Received: optimizer.name={self.optimizer.name!r}")
+        check(self.optimizer.decay_start in DECAY_STARTS,
+              f"`optimizer.decay_start` must be one of {DECAY_STARTS}. "
+              f"Received: optimizer.decay_start={self.optimizer.decay_start!r}")
         check(self.jit_compile in ("auto", True, False),
               "`jit_compile` must be auto, true or false. "
               f"Received: jit_compile={self.jit_compile!r}")

@@ -1,18 +1,24 @@
 """`python -m keras_bert.convert`: report, one-line errors, atomic writes."""
 
+import json
 import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
+import keras_bert  # noqa: F401  (registers the models for load_model)
 from keras_bert.convert.__main__ import main
 from tests.convert.tiny_bert import (
+    TINY,
     original_shapes,
     random_weights,
+    run_model,
     write_google_checkpoint,
 )
+from tests.reference_bert import bert_forward
 
 ROOT = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,6 +43,62 @@ def test_report(tmp_path, capsys):
         "model.safetensors",
         "vocab.txt",
     ]
+
+
+def test_hidden_activation_picks_the_gelu(tmp_path, capsys, inputs):
+    # bert_config.json says "gelu" for erf and tanh alike; the flag decides.
+    weights = random_weights(original_shapes(heads=False))
+    write_google_checkpoint(tmp_path / "google", weights)
+    google = str(tmp_path / "google")
+
+    def reference(approximate):
+        return bert_forward(weights, num_heads=TINY["num_heads"],
+                            approximate_gelu=approximate, **inputs)[0]
+
+    erf, tanh = reference(False), reference(True)
+    # The two references are far enough apart for the check to tell them.
+    assert np.abs(erf - tanh).max() > 1e-4
+
+    outputs = {}
+    for flag, form in [(None, "exact GELU, x * Phi(x) with erf"),
+                       ("gelu", "exact GELU, x * Phi(x) with erf"),
+                       ("gelu_approximate", "tanh approximation of GELU")]:
+        dst = str(tmp_path / f"{flag}.keras")
+        argv = [google, dst] + (["--hidden_activation", flag] if flag else [])
+        assert main(argv) == 0
+        report = capsys.readouterr().out
+        name = flag or "gelu"
+        why = "as requested" if flag else "from the source's config"
+        assert f"activation: {name} ({form}), {why}\n" in report
+        backbone = keras.saving.load_model(dst)
+        assert backbone.hidden_activation == name
+        assert backbone.get_config()["hidden_activation"] == name
+        outputs[flag] = run_model(backbone, inputs)["sequence_output"]
+    np.testing.assert_allclose(outputs[None], erf, atol=1e-5)
+    np.testing.assert_allclose(outputs["gelu"], erf, atol=1e-5)
+    np.testing.assert_allclose(outputs["gelu_approximate"], tanh, atol=1e-5)
+
+    # Hugging Face output names the tanh form "gelu_new".
+    assert main([google, str(tmp_path / "hf"),
+                 "--hidden_activation", "gelu_approximate"]) == 0
+    with open(tmp_path / "hf" / "config.json") as f:
+        assert json.load(f)["hidden_act"] == "gelu_new"
+
+
+def test_bad_hidden_activation_is_one_line(tmp_path, capsys):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+
+    argv = [str(tmp_path / "google"), str(tmp_path / "m.keras"),
+            "--hidden_activation", "tanh"]
+    assert main(argv) == 2
+
+    assert capsys.readouterr().err == (
+        "error: `hidden_activation` must be one of ['gelu', "
+        "'gelu_approximate']. Received: hidden_activation='tanh'\n"
+    )
+    assert sorted(os.listdir(tmp_path)) == ["google"]
 
 
 def test_existing_destination_needs_overwrite(tmp_path, capsys):

@@ -1,8 +1,10 @@
 import numpy as np
 import keras
+import pytest
 
 from keras_bert import BertBackbone, BertPretrainer
 from keras_bert.training import (
+    AdamWeightDecay,
     OptimizerConfig,
     compile_pretrainer,
     create_optimizer,
@@ -41,9 +43,27 @@ def test_paper_hyperparameters():
     assert isinstance(lamb, keras.optimizers.Lamb)
 
 
-def test_layer_norm_and_biases_are_not_decayed():
+def test_the_original_optimizer_and_schedule_by_name():
+    config = OptimizerConfig(name="adam_weight_decay", decay_start="step_0",
+                             learning_rate=1.0, warmup_steps=10)
+    optimizer = create_optimizer(config, total_steps=100)
+    assert isinstance(optimizer, AdamWeightDecay)
+    assert optimizer.weight_decay is None  # no Keras decay before the step
+    assert optimizer.weight_decay_rate == 0.01
+    assert (optimizer.beta_1, optimizer.beta_2, optimizer.epsilon) == (0.9, 0.999, 1e-6)
+    assert optimizer.global_clipnorm == 1.0
+    assert optimizer.get_config()["exclude_from_weight_decay"] == ["gamma", "beta", "bias"]
+    # step_0: 1 - 10/100 of the peak right after warmup.
+    np.testing.assert_allclose(
+        float(keras.ops.convert_to_numpy(optimizer._learning_rate(10))), 0.9)
+    with pytest.raises(ValueError, match="Received: optimizer.name='adam'"):
+        create_optimizer(OptimizerConfig(name="adam"), total_steps=20_000)
+
+
+@pytest.mark.parametrize("name", ["adamw", "adam_weight_decay"])
+def test_layer_norm_and_biases_are_not_decayed(name):
     model = tiny_pretrainer()
-    optimizer = create_optimizer(OptimizerConfig(), total_steps=20_000)
+    optimizer = create_optimizer(OptimizerConfig(name=name), total_steps=20_000)
     optimizer.build(model.trainable_variables)
     excluded = {v.path for v in model.trainable_variables
                 if not optimizer._use_weight_decay(v)}
@@ -57,9 +77,10 @@ def test_layer_norm_and_biases_are_not_decayed():
                {v.path for v in model.trainable_variables} - excluded)
 
 
-def test_gradient_accumulation_counts_applied_updates():
+@pytest.mark.parametrize("name", ["adamw", "adam_weight_decay"])
+def test_gradient_accumulation_counts_applied_updates(name):
     model = tiny_pretrainer()
-    config = OptimizerConfig(learning_rate=1.0, warmup_steps=4,
+    config = OptimizerConfig(name=name, learning_rate=1.0, warmup_steps=4,
                              gradient_accumulation_steps=2)
     optimizer = create_optimizer(config, total_steps=8)
     compile_pretrainer(model, optimizer)

@@ -30,6 +30,9 @@ def test_paper_recipes(name):
     assert config.optimizer.epsilon == 1e-6
     assert config.data.next_sentence_rate == 0.5 and not config.model_overrides
     assert config.optimizer.global_clipnorm == 1.0
+    # The original optimizer and schedule (google-research/bert optimization.py).
+    assert config.optimizer.name == "adam_weight_decay"
+    assert config.optimizer.decay_start == "step_0"
     assert all(p.batch_size == 256 for p in config.phases)
     assert config.phase_steps() == [900_000, 100_000]
 
@@ -55,11 +58,16 @@ def test_overrides_nested_and_list():
     ("train_steps=ten", "`train_steps` must be of type int"),
     ("phases.0.max_predictions=999", "max_predictions=999"),
     ("optimizer.warmup_steps=-1", "warmup_steps=-1"),
+    ("optimizer.name=adam", "`optimizer.name` must be one of .*"
+     "Received: optimizer.name='adam'"),
+    ("optimizer.decay_start=original", "`optimizer.decay_start` must be one "
+     "of .*Received: optimizer.decay_start='original'"),
     ("novalue", "key=value"),
 ])
 def test_bad_overrides_name_the_key(override, message):
-    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")) as error:
         load_pretraining_config("default", [override])
+    assert "\n" not in str(error.value)
 
 
 def test_unknown_key_in_yaml(tmp_path):
