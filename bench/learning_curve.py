@@ -39,30 +39,37 @@ FIELDS = ("token_ids", "segment_ids", "padding_mask", "mask_positions",
           "mlm_labels", "mlm_weights", "nsp_labels")
 
 
+def compact_batches(dataset, count):
+    """`count` batches of a pre-training dataset (Keras form), concatenated
+    per field: (N, T) / (N, P) / (N,), uint16 ids and uint8 flags."""
+    rows = {field: [] for field in FIELDS}
+    for x, y, w in dataset.take(count):
+        for field, value in (
+                ("token_ids", x["token_ids"]), ("segment_ids", x["segment_ids"]),
+                ("padding_mask", x["padding_mask"]),
+                ("mask_positions", x["mask_positions"]),
+                ("mlm_labels", y["mlm"]), ("mlm_weights", w["mlm"]),
+                ("nsp_labels", y["nsp"])):
+            rows[field].append(np.asarray(value))
+    return {field: np.concatenate(parts).astype(
+                "uint16" if field in ("token_ids", "mask_positions", "mlm_labels")
+                else "uint8")
+            for field, parts in rows.items()}
+
+
 def dump_batches(config, steps, path):
     """`steps` training batches and `config.eval_steps` held-out batches of
-    phase 0, as compact arrays (N, T) / (N, P) / (N,)."""
+    phase 0, as compact arrays."""
     from keras_bert.training import build_pretraining
 
     pretraining = build_pretraining(config)
     phase = pretraining.phases[0].config
-    sets = {"train": (pretraining.phases[0].dataset(), steps),
-            "eval": (pretraining.eval_dataset(0), config.eval_steps)}
     arrays = {}
-    for name, (dataset, count) in sets.items():
-        rows = {field: [] for field in FIELDS}
-        for x, y, w in dataset.take(count):
-            for field, value in (
-                    ("token_ids", x["token_ids"]), ("segment_ids", x["segment_ids"]),
-                    ("padding_mask", x["padding_mask"]),
-                    ("mask_positions", x["mask_positions"]),
-                    ("mlm_labels", y["mlm"]), ("mlm_weights", w["mlm"]),
-                    ("nsp_labels", y["nsp"])):
-                rows[field].append(np.asarray(value))
-        for field, parts in rows.items():
-            dtype = "uint16" if field in ("token_ids", "mask_positions",
-                                          "mlm_labels") else "uint8"
-            arrays[f"{name}_{field}"] = np.concatenate(parts).astype(dtype)
+    for name, (dataset, count) in {
+            "train": (pretraining.phases[0].dataset(), steps),
+            "eval": (pretraining.eval_dataset(0), config.eval_steps)}.items():
+        arrays.update({f"{name}_{field}": value for field, value in
+                       compact_batches(dataset, count).items()})
     arrays["batch_size"] = np.array(phase.batch_size)
     np.savez_compressed(path, **arrays)
 

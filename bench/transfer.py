@@ -39,11 +39,11 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "..", "shared", "data")
-PRETRAIN_FIELDS = ("token_ids", "segment_ids", "mask_positions", "mlm_labels",
-                   "mlm_weights", "nsp_labels")
 
 
 def dump(args):
+    from learning_curve import compact_batches   # bench/, beside this script
+
     from keras_bert.finetuning.predict import take_limit
     from keras_bert.model_configs import load_model_config
     from keras_bert.training import build_pretraining, load_pretraining_config
@@ -57,19 +57,8 @@ def dump(args):
         sets = {"train": (phase.dataset(), min(phase.steps, args.unique_batches)),
                 "eval": (pretraining.eval_dataset(phase.index), config.eval_steps)}
         for split, (dataset, count) in sets.items():
-            rows = {field: [] for field in PRETRAIN_FIELDS}
-            for x, y, w in dataset.take(count):
-                for field, value in (
-                        ("token_ids", x["token_ids"]), ("segment_ids", x["segment_ids"]),
-                        ("mask_positions", x["mask_positions"]),
-                        ("mlm_labels", y["mlm"]), ("mlm_weights", w["mlm"]),
-                        ("nsp_labels", y["nsp"])):
-                    rows[field].append(np.asarray(value))
-            for field, parts in rows.items():
-                dtype = "uint16" if field in ("token_ids", "mask_positions",
-                                              "mlm_labels") else "uint8"
-                arrays[f"p{phase.index}_{split}_{field}"] = (
-                    np.concatenate(parts).astype(dtype))
+            arrays.update({f"p{phase.index}_{split}_{field}": value for field, value
+                           in compact_batches(dataset, count).items()})
     model = load_model_config(config.model)
     model.update(config.model_overrides)
     recipe = {"model": model, "optimizer": config.to_dict()["optimizer"],
@@ -120,15 +109,11 @@ def optimizer_config(optimizer, **changes):
 
 
 def pretrain_inputs(data, phase, split):
-    get = lambda field: data[f"p{phase}_{split}_{field}"].astype("int32")
-    token_ids = get("token_ids")
-    x = {"token_ids": token_ids, "segment_ids": get("segment_ids"),
-         "padding_mask": (token_ids != 0).astype("int32"),
-         "mask_positions": get("mask_positions")}
-    y = {"mlm": get("mlm_labels"), "nsp": get("nsp_labels")}
-    w = {"mlm": get("mlm_weights").astype("float32"),
-         "nsp": np.ones(len(token_ids), "float32")}
-    return x, y, w
+    """`(x, y, sample_weight)` for `fit` from a phase's dumped arrays."""
+    from learning_curve import FIELDS, keras_inputs   # bench/, beside this script
+
+    return keras_inputs({field: data[f"p{phase}_{split}_{field}"].astype("int32")
+                         for field in FIELDS})
 
 
 def take(arrays, rows):
@@ -196,7 +181,7 @@ def finetune_sst2(data, backbone_config, weights, seed, learning_rate, args):
         "warmup_steps": int(round(0.1 * steps)), "weight_decay": 0.01,
         "exclude_from_weight_decay": ["gamma", "beta", "bias"],
         "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-6, "global_clipnorm": 1.0,
-        "gradient_accumulation_steps": 1})
+        "gradient_accumulation_steps": 1, "decay_start": "warmup_end"})
     model.compile(optimizer=optimizers.create_optimizer(config, steps),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["sparse_categorical_accuracy"])
