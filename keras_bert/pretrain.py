@@ -77,8 +77,9 @@ def main(argv=None):
     for index, metrics in sorted(results["eval"].items()):
         seq_len = config.phases[index].seq_len
         print(f"held-out seq_len={seq_len}: "
-              f"mlm_accuracy={metrics.get('mlm_accuracy', float('nan')):.4f} "
-              f"nsp_accuracy={metrics.get('nsp_accuracy', float('nan')):.4f}")
+              f"mlm_accuracy={metrics.get('mlm_accuracy', float('nan')):.4f}"
+              + (f" nsp_accuracy={metrics['nsp_accuracy']:.4f}"
+                 if "nsp_accuracy" in metrics else ""))
     return 0
 
 
