@@ -92,7 +92,7 @@ def dump(args):
 
 
 def training_modules():
-    """`keras_bert.training`'s optimizer and objective modules, without the
+    """`keras_bert.training`'s optimizer, objective and config modules, without the
     package `__init__`, which imports the TensorFlow pipeline: they need
     only Keras, and the GPU image has no TensorFlow. Call before the first
     `import keras_bert` (whose `__init__` imports from the package)."""
@@ -100,12 +100,8 @@ def training_modules():
         package = types.ModuleType("keras_bert.training")
         package.__path__ = [os.path.join(ROOT, "keras_bert", "training")]
         sys.modules["keras_bert.training"] = package
-    return (importlib.import_module("keras_bert.training.optimizers"),
-            importlib.import_module("keras_bert.training.pretraining_objective"))
-
-
-def optimizer_config(optimizer, **changes):
-    return types.SimpleNamespace(**{**optimizer, **changes})
+    return tuple(importlib.import_module(f"keras_bert.training.{name}") for name in
+                 ("optimizers", "pretraining_objective", "pretraining_config"))
 
 
 def pretrain_inputs(data, phase, split):
@@ -116,12 +112,21 @@ def pretrain_inputs(data, phase, split):
                          for field in FIELDS})
 
 
+def sst2_inputs(data, split):
+    """`(features, labels)` of a dumped SST-2 split."""
+    token_ids = data[f"sst2_{split}_token_ids"].astype("int32")
+    return ({"token_ids": token_ids,
+             "segment_ids": data[f"sst2_{split}_segment_ids"].astype("int32"),
+             "padding_mask": (token_ids != 0).astype("int32")},
+            data[f"sst2_{split}_labels"].astype("int32"))
+
+
 def take(arrays, rows):
     return {key: value[rows] for key, value in arrays.items()}
 
 
 def pretrain(data, recipe, model_overrides, log_every):
-    optimizers, objective = training_modules()
+    optimizers, objective, configs = training_modules()
     import keras
 
     from keras_bert.models import BertBackbone, BertPretrainer
@@ -130,7 +135,7 @@ def pretrain(data, recipe, model_overrides, log_every):
     backbone = BertBackbone(**{**recipe["model"], **model_overrides})
     model = BertPretrainer(backbone)
     total = sum(phase["steps"] for phase in recipe["phases"])
-    config = optimizer_config(recipe["optimizer"])
+    config = configs.OptimizerConfig(**recipe["optimizer"])
     objective.compile_pretrainer(
         model, optimizers.create_optimizer(config, total),
         next_sentence_prediction=recipe["next_sentence_rate"] > 0)
@@ -160,7 +165,7 @@ def pretrain(data, recipe, model_overrides, log_every):
 
 def finetune_sst2(data, backbone_config, weights, seed, learning_rate, args):
     """Dev accuracy of one SST-2 fine-tune (the fine-tuning defaults)."""
-    optimizers, _ = training_modules()
+    optimizers, _, configs = training_modules()
     import keras
 
     from keras_bert.models import BertBackbone, BertClassifier
@@ -170,28 +175,21 @@ def finetune_sst2(data, backbone_config, weights, seed, learning_rate, args):
     if weights is not None:
         backbone.set_weights(weights)
     model = BertClassifier(backbone, num_classes=2, dropout=args.dropout)
-    x = {"token_ids": data["sst2_train_token_ids"].astype("int32"),
-         "segment_ids": data["sst2_train_segment_ids"].astype("int32")}
-    x["padding_mask"] = (x["token_ids"] != 0).astype("int32")
-    y = data["sst2_train_labels"].astype("int32")
+    x, y = sst2_inputs(data, "train")
     order = np.random.default_rng(seed).permutation(len(y))[:args.train_limit]
     steps = args.epochs * -(-len(order) // 32)
-    config = optimizer_config({
-        "name": "adamw", "learning_rate": learning_rate,
-        "warmup_steps": int(round(0.1 * steps)), "weight_decay": 0.01,
-        "exclude_from_weight_decay": ["gamma", "beta", "bias"],
-        "beta_1": 0.9, "beta_2": 0.999, "epsilon": 1e-6, "global_clipnorm": 1.0,
-        "gradient_accumulation_steps": 1, "decay_start": "warmup_end"})
+    # The optimizer defaults are the fine-tuning recipe's (AdamW, decay 0.01
+    # without LayerNorm and biases, ε 1e-6, clip 1.0); warmup 10%.
+    config = configs.OptimizerConfig(learning_rate=learning_rate,
+                                     warmup_steps=int(round(0.1 * steps)))
     model.compile(optimizer=optimizers.create_optimizer(config, steps),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["sparse_categorical_accuracy"])
     model.fit(take(x, order), y[order], batch_size=32, epochs=args.epochs,
               shuffle=True, verbose=0)
-    dev = {"token_ids": data["sst2_dev_token_ids"].astype("int32"),
-           "segment_ids": data["sst2_dev_segment_ids"].astype("int32")}
-    dev["padding_mask"] = (dev["token_ids"] != 0).astype("int32")
+    dev, labels = sst2_inputs(data, "dev")
     logits = model.predict(dev, batch_size=256, verbose=0)
-    return float(np.mean(logits.argmax(-1) == data["sst2_dev_labels"]))
+    return float(np.mean(logits.argmax(-1) == labels))
 
 
 def run(args):
