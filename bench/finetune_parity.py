@@ -39,14 +39,20 @@ counted the same examples, and reports how many tokenizations differ
 (ours: `pipelines.BertTokenizer`; Hugging Face: `BertTokenizerFast` on the
 checkpoint's vocab.txt, lower case, longest-first pair truncation).
 
-Differences that remain by construction (see BENCHMARKS.md): ours batches
-examples of similar length together (`make_dataset` buckets at 16/32/64/128
-tokens and pads to a multiple of 16) and so yields a few partial batches per
-epoch, where the torch loop shuffles, cuts consecutive batches of 32 and pads
-to the longest; the new head is drawn from a normal truncated at 2σ
+Differences that remain by construction (see BENCHMARKS.md): ours pads each
+batch to a multiple of 16 (`make_dataset`), the torch loop to the longest
+(the same numbers: padded positions are masked); the new head is drawn from a normal truncated at 2σ
 (std 0.02 before truncation) in ours, an untruncated N(0, 0.02) in
 transformers; Keras' Adam adds ε to √v before the bias correction, torch's
 after it; the dropout masks and shuffles come from different generators.
+
+`--lockstep` takes every source of randomness out (investigation of a gap):
+both sides train on the very same batches (drawn here from ours'
+tokenization, shuffled consecutive batches of 32 padded to a multiple of 16, one
+permutation per epoch), start from the same new-head weights (N(0, 0.02),
+bias 0), with dropout 0, for the task's whole schedule, and print the
+training loss of both at chosen updates and their dev predictions at the
+end. Equal stacks agree to float tolerance; a gap there locates the cause.
 
 Default protocol (sized for a shared 2-core CPU, about 40 minutes; the
 TASKS table below, `--tasks`, `--seeds` and `--lr` change it): SST-2, 3,000
@@ -123,6 +129,74 @@ def read_rows(path, columns, regression):
 
 # --- Hugging Face side (runs in the benchmark virtualenv) ---------------------
 
+def hugging_face_optimizer(model, job, total):
+    """torch AdamW (decay not on LayerNorm or biases) and transformers'
+    linear warmup/decay schedule over `total` updates."""
+    import torch
+    import transformers
+
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        excluded = "LayerNorm" in name or name.endswith("bias")
+        (no_decay if excluded else decay).append(parameter)
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": job["weight_decay"]},
+         {"params": no_decay, "weight_decay": 0.0}],
+        lr=job["learning_rate"], betas=(0.9, 0.999), eps=job["epsilon"])
+    warmup = int(round(job["warmup_fraction"] * total))
+    return optimizer, transformers.get_linear_schedule_with_warmup(optimizer, warmup, total)
+
+
+def hugging_face_step(model, optimizer, schedule, job, update):
+    """Clip, step and advance the schedule (gradients already computed)."""
+    import torch
+
+    torch.nn.utils.clip_grad_norm_(model.parameters(), job["global_clipnorm"])
+    if job["keras_epsilon"]:
+        # Keras divides by √v + ε before the bias correction: torch's
+        # √v̂ + ε' matches with ε' = ε / √(1 − β2^t).
+        for group in optimizer.param_groups:
+            group["eps"] = job["epsilon"] / math.sqrt(1 - 0.999 ** update)
+    optimizer.step()
+    schedule.step()
+
+
+def hugging_face_lockstep(job):
+    """`BertForSequenceClassification` without dropout, its new head set to
+    the lockstep weights, trained on the lockstep batches; the loss of
+    every update and the dev outputs after the last."""
+    import torch
+    from transformers import BertForSequenceClassification
+
+    data = np.load(job["lockstep_batches"], allow_pickle=True)
+    model = BertForSequenceClassification.from_pretrained(
+        job["checkpoint"], num_labels=job["num_labels"], hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0)
+    with torch.no_grad():
+        model.classifier.weight.copy_(torch.from_numpy(data["head_kernel"].T.copy()))
+        model.classifier.bias.zero_()
+    optimizer, schedule = hugging_face_optimizer(model, job, len(data["labels"]))
+
+    def inputs(token_ids, segment_ids):
+        token_ids = torch.from_numpy(token_ids.astype(np.int64))
+        return dict(input_ids=token_ids, attention_mask=(token_ids != 0).long(),
+                    token_type_ids=torch.from_numpy(segment_ids.astype(np.int64)))
+
+    model.train()
+    losses = []
+    for token_ids, segment_ids, labels in zip(data["token_ids"], data["segment_ids"],
+                                              data["labels"]):
+        loss = model(**inputs(token_ids, segment_ids), labels=torch.from_numpy(labels)).loss
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        hugging_face_step(model, optimizer, schedule, job, len(losses) + 1)
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        outputs = model(**inputs(data["dev_token_ids"], data["dev_segment_ids"])).logits
+    return dict(losses=losses, dev_outputs=outputs.numpy().tolist())
+
+
 def hugging_face_worker(job_path):
     """Fine-tunes `BertForSequenceClassification` once per seed of the job;
     prints one JSON line per seed and writes the token ids it used."""
@@ -173,10 +247,12 @@ def hugging_face_worker(job_path):
                          dtype=torch.float32 if regression else torch.long)
         return dict(input_ids=token_ids, token_type_ids=segment_ids, attention_mask=mask), y
 
+    if job.get("lockstep_batches"):
+        print(json.dumps(hugging_face_lockstep(job)), flush=True)
+        return
     count, size = len(splits["train"][0]), job["batch_size"]
     steps_per_epoch = math.ceil(count / size)
     total = steps_per_epoch * job["epochs"]
-    warmup = int(round(job["warmup_fraction"] * total))
     for seed in job["seeds"]:
         torch.manual_seed(seed)  # The new head's initial weights and dropout.
         model, info = BertForSequenceClassification.from_pretrained(
@@ -187,15 +263,7 @@ def hugging_face_worker(job_path):
         if missing or info["mismatched_keys"]:
             raise SystemExit(f"{job['checkpoint']}: weights not loaded: "
                              f"{missing + list(info['mismatched_keys'])}")
-        decay, no_decay = [], []
-        for name, parameter in model.named_parameters():
-            excluded = "LayerNorm" in name or name.endswith("bias")
-            (no_decay if excluded else decay).append(parameter)
-        optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": job["weight_decay"]},
-             {"params": no_decay, "weight_decay": 0.0}],
-            lr=job["learning_rate"], betas=(0.9, 0.999), eps=job["epsilon"])
-        schedule = transformers.get_linear_schedule_with_warmup(optimizer, warmup, total)
+        optimizer, schedule = hugging_face_optimizer(model, job, total)
         order = np.random.default_rng(seed)
         losses, start = [], time.time()
         for _ in range(job["epochs"]):
@@ -206,15 +274,7 @@ def hugging_face_worker(job_path):
                 loss = model(**x, labels=y).loss
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), job["global_clipnorm"])
-                if job["keras_epsilon"]:
-                    # Keras divides by √v + ε before the bias correction:
-                    # torch's √v̂ + ε' matches with ε' = ε / √(1 − β2^t).
-                    for group in optimizer.param_groups:
-                        group["eps"] = job["epsilon"] / math.sqrt(
-                            1 - 0.999 ** (len(losses) + 1))
-                optimizer.step()
-                schedule.step()
+                hugging_face_step(model, optimizer, schedule, job, len(losses) + 1)
                 losses.append(loss.item())
                 if len(losses) % 50 == 0:
                     print(f"hugging_face seed {seed}: step {len(losses)}/{total}, loss "
@@ -243,33 +303,31 @@ def hugging_face_worker(job_path):
 
 # --- Our side -----------------------------------------------------------------
 
+def ours_overrides(spec, seed, args, dropout=RECIPE["dropout"]):
+    """`run_finetune` overrides of the recipe (and any `--set`)."""
+    return [
+        f"training.epochs={spec['epochs']}",
+        f"optimizer.learning_rate={args.lr or spec['learning_rate']}",
+        f"data.max_seq_length={args.max_seq_length}", f"training.seed={seed}",
+        f"training.batch_size={RECIPE['batch_size']}",
+        f"training.eval_batch_size={RECIPE['eval_batch_size']}",
+        f"optimizer.warmup_fraction={RECIPE['warmup_fraction']}",
+        f"optimizer.weight_decay={RECIPE['weight_decay']}",
+        f"optimizer.epsilon={RECIPE['epsilon']}",
+        f"optimizer.global_clipnorm={RECIPE['global_clipnorm']}",
+        f"training.dropout={dropout}",
+        "export.enabled=false", "training.verbose=0",
+    ] + args.set
+
+
 def run_ours(task, spec, data_dir, keras_path, out, seeds, args):
-    import functools
-
-    import pipelines.tasks
-
     from keras_bert.finetuning.runner import run_finetune
-
-    if args.ours_no_buckets:  # One bucket: shuffled batches, as in the torch loop.
-        pipelines.tasks.make_dataset = functools.partial(
-            pipelines.tasks.make_dataset, bucket_boundaries=())
 
     results = []
     for seed in seeds:
         model_dir = os.path.join(out, task, "ours", f"seed{seed}")
-        result = run_finetune(task, data_dir, keras_path, model_dir, overrides=[
-            f"training.epochs={spec['epochs']}",
-            f"optimizer.learning_rate={args.lr or spec['learning_rate']}",
-            f"data.max_seq_length={args.max_seq_length}", f"training.seed={seed}",
-            f"training.batch_size={RECIPE['batch_size']}",
-            f"training.eval_batch_size={RECIPE['eval_batch_size']}",
-            f"optimizer.warmup_fraction={RECIPE['warmup_fraction']}",
-            f"optimizer.weight_decay={RECIPE['weight_decay']}",
-            f"optimizer.epsilon={RECIPE['epsilon']}",
-            f"optimizer.global_clipnorm={RECIPE['global_clipnorm']}",
-            f"training.dropout={RECIPE['dropout']}",
-            "export.enabled=false", "training.verbose=0",
-        ] + args.set)
+        result = run_finetune(task, data_dir, keras_path, model_dir,
+                              overrides=ours_overrides(spec, seed, args))
         os.remove(os.path.join(model_dir, "model.keras"))  # 90 MB each, not needed.
         result = dict(seed=seed, score=result[spec["metric"]], **{
             k: result[k] for k in ("train_examples", "eval_examples", "train_steps",
@@ -277,6 +335,104 @@ def run_ours(task, spec, data_dir, keras_path, out, seeds, args):
         print(f"ours {task} {json.dumps(result)}", flush=True)
         results.append(result)
     return results
+
+
+# --- Lockstep: no randomness on either side -----------------------------------
+
+def padded(rows, pad_id=0, multiple=16):
+    """(len(rows), T) int32 array of the rows, right-padded to the longest
+    rounded up to `multiple` (few shapes: few XLA compilations on ours)."""
+    length = -(-max(len(r) for r in rows) // multiple) * multiple
+    array = np.full((len(rows), length), pad_id, np.int32)
+    for i, row in enumerate(rows):
+        array[i, :len(row)] = row
+    return array
+
+
+def write_lockstep_batches(task, spec, data_dir, keras_path, path, seed, args):
+    """The batches, dev inputs and new-head weights both sides use, as an
+    npz of object arrays (one entry per batch)."""
+    import keras
+
+    import keras_bert  # noqa: F401 (registers BertBackbone for loading)
+    import pipelines
+    import pipelines.tasks as tasks
+
+    backbone = keras.saving.load_model(keras_path, compile=False)
+    vocab_path = os.path.join(os.path.dirname(path), "vocab.txt")
+    with open(vocab_path, "w", encoding="utf-8") as f:
+        f.write("".join(t + "\n" for t in backbone.vocabulary))
+    tokenizer = pipelines.BertTokenizer(vocab_path, lower_case=True)
+    splits = {}
+    for split in ("train", "dev"):
+        examples = tasks.read_glue(task, os.path.join(data_dir, f"{split}.tsv"))
+        features = tasks.classification_features(examples, tokenizer, args.max_seq_length)
+        labels = [float(e.label) if spec["num_labels"] == 1 else int(e.label)
+                  for e in examples]
+        splits[split] = (features["token_ids"], features["segment_ids"], labels)
+    ids, segments, labels = splits["train"]
+    size, rng = RECIPE["batch_size"], np.random.default_rng(seed)
+    batches = []
+    for _ in range(spec["epochs"]):
+        permutation = rng.permutation(len(ids))
+        for first in range(0, len(ids), size):
+            rows = permutation[first:first + size]
+            batches.append(rows)
+    label_dtype = np.float32 if spec["num_labels"] == 1 else np.int32
+    dev_ids, dev_segments, dev_labels = splits["dev"]
+    dev_rows = range(args.lockstep_dev)
+    np.savez(
+        path,
+        token_ids=np.array([padded([ids[i] for i in b]) for b in batches], dtype=object),
+        segment_ids=np.array([padded([segments[i] for i in b]) for b in batches], dtype=object),
+        labels=np.array([np.array([labels[i] for i in b], label_dtype) for b in batches],
+                        dtype=object),
+        dev_token_ids=padded([dev_ids[i] for i in dev_rows]),
+        dev_segment_ids=padded([dev_segments[i] for i in dev_rows]),
+        dev_labels=np.array([dev_labels[i] for i in dev_rows], label_dtype),
+        head_kernel=rng.normal(0, 0.02, (backbone.hidden_dim, spec["num_labels"])).astype(
+            np.float32),
+    )
+    return len(batches)
+
+
+def run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, args):
+    """Ours' training stack (the config, model, optimizer and loss of
+    `run_finetune`) fed the lockstep batches with `train_on_batch`."""
+    import keras
+
+    import pipelines
+    from keras_bert.finetuning.config import load_finetune_config
+    from keras_bert.finetuning.optimization import create_finetune_optimizer
+    from keras_bert.finetuning.runner import load_backbone, with_dropout
+    from keras_bert.finetuning.task_registry import TASKS, default_config_file
+
+    data = np.load(batches_path, allow_pickle=True)
+    config = load_finetune_config(task, default_config_file(task),
+                                  ours_overrides(spec, 0, args, dropout=0.0))
+    backbone = with_dropout(load_backbone(keras_path), 0.0)
+    tokenizer = pipelines.BertTokenizer(
+        os.path.join(os.path.dirname(batches_path), "vocab.txt"), lower_case=True)
+    handler = TASKS[task][0](task, config, data_dir, tokenizer)
+    model = handler.build_model(backbone)
+    head = model.output_dense
+    head.set_weights([data["head_kernel"], np.zeros(head.units, np.float32)])
+    total = len(data["labels"])
+    model.compile(optimizer=create_finetune_optimizer(config.optimizer, total),
+                  **handler.compile_args())
+
+    def inputs(token_ids, segment_ids):
+        return dict(token_ids=token_ids, segment_ids=segment_ids,
+                    padding_mask=(token_ids != 0).astype(np.int32))
+
+    losses = []
+    for token_ids, segment_ids, labels in zip(data["token_ids"], data["segment_ids"],
+                                              data["labels"]):
+        logs = model.train_on_batch(inputs(token_ids, segment_ids), labels, return_dict=True)
+        losses.append(float(logs["loss"]))
+    outputs = keras.ops.convert_to_numpy(
+        model(inputs(data["dev_token_ids"], data["dev_segment_ids"]), training=False))
+    return dict(losses=losses, dev_outputs=np.asarray(outputs).reshape(len(outputs), -1).tolist())
 
 
 def token_differences(task, data_dir, tokens_path, max_seq_length, keras_path):
@@ -328,6 +484,75 @@ def summarize(scores):
     return mean, std
 
 
+def hugging_face_tokens(out, task):
+    return os.path.join(out, task, "hf_tokens.json")
+
+
+def run_hugging_face(task, spec, data_dir, checkpoint, seeds, args, **extra):
+    """The Hugging Face worker's JSON lines for one task (a subprocess in
+    the benchmark interpreter), or None when it failed."""
+    job = dict(RECIPE, checkpoint=checkpoint, data_dir=data_dir, seeds=seeds,
+               columns=spec["columns"], num_labels=spec["num_labels"],
+               epochs=spec["epochs"], learning_rate=args.lr or spec["learning_rate"],
+               max_seq_length=args.max_seq_length, threads=args.threads,
+               keras_epsilon=args.hf_keras_epsilon,
+               tokens_path=hugging_face_tokens(args.out, task), **extra)
+    job_path = os.path.join(args.out, task, "hf_job.json")
+    os.makedirs(os.path.dirname(job_path), exist_ok=True)
+    with open(job_path, "w") as f:
+        json.dump(job, f, indent=1)
+    worker = subprocess.Popen(
+        [args.bench_python, os.path.abspath(__file__), "--worker", job_path],
+        stdout=subprocess.PIPE, text=True)
+    results = []
+    for line in worker.stdout:
+        results.append(json.loads(line))
+        if "losses" not in results[-1]:
+            print(f"hugging_face {task} {line.strip()}", flush=True)
+    if worker.wait() != 0:
+        print(f"finetune_parity: the Hugging Face worker failed ({job_path})", file=sys.stderr)
+        return None
+    return results
+
+
+def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
+    """Both sides on the same batches, head and schedule without dropout;
+    prints and returns the comparison, None when the worker failed."""
+    batches_path = os.path.join(args.out, task, "lockstep.npz")
+    os.makedirs(os.path.dirname(batches_path), exist_ok=True)
+    updates = write_lockstep_batches(task, spec, data_dir, keras_path, batches_path,
+                                     args.subset_seed, args)
+    start = time.time()
+    ours = run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, args)
+    ours_seconds = time.time() - start
+    start = time.time()
+    theirs = run_hugging_face(task, spec, data_dir, checkpoint, [0], args,
+                              lockstep_batches=batches_path)
+    if theirs is None:
+        return None
+    theirs, theirs_seconds = theirs[0], time.time() - start
+    labels = np.load(batches_path, allow_pickle=True)["dev_labels"]
+    row = dict(updates=updates, seconds=dict(ours=ours_seconds, hugging_face=theirs_seconds))
+    for name, side in (("ours", ours), ("hugging_face", theirs)):
+        outputs = np.asarray(side["dev_outputs"])
+        row[name] = dict(losses=side["losses"], dev_score=float(
+            np.corrcoef(outputs[:, 0], labels)[0, 1] if spec["num_labels"] == 1
+            else np.mean(outputs.argmax(-1) == labels)))
+    loss_gap = np.abs(np.subtract(ours["losses"], theirs["losses"]))
+    output_gap = np.abs(np.subtract(ours["dev_outputs"], theirs["dev_outputs"]))
+    row.update(max_loss_gap=float(loss_gap.max()), max_dev_output_gap=float(output_gap.max()))
+    print(f"\n{task} lockstep: {updates} updates, same batches, head and schedule, "
+          "dropout 0 (loss ours / Hugging Face)")
+    for update in sorted({1, 2, 5, 10, 20, 50, 100, 200, updates} & set(range(1, updates + 1))):
+        print(f"  update {update:4d}: {ours['losses'][update - 1]:.6f} / "
+              f"{theirs['losses'][update - 1]:.6f}")
+    print(f"  largest loss gap {row['max_loss_gap']:.2e}; dev outputs ({len(labels)} "
+          f"examples) largest gap {row['max_dev_output_gap']:.2e}; dev {spec['metric']} "
+          f"{100 * row['ours']['dev_score']:.2f} / {100 * row['hugging_face']['dev_score']:.2f}; "
+          f"{ours_seconds:.0f} / {theirs_seconds:.0f} s")
+    return row
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=sorted(TASKS))
@@ -345,9 +570,11 @@ def main():
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--hf_keras_epsilon", action="store_true",
                         help="Hugging Face side with Keras' ε placement (investigation)")
-    parser.add_argument("--ours_no_buckets", action="store_true",
-                        help="ours without length bucketing (investigation)")
     parser.add_argument("--subset_seed", type=int, default=0)
+    parser.add_argument("--lockstep", action="store_true",
+                        help="same batches and head, dropout 0, both sides (investigation)")
+    parser.add_argument("--lockstep_dev", type=int, default=256,
+                        help="dev examples compared after a lockstep run")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:                       # In the benchmark virtualenv.
@@ -385,31 +612,17 @@ def main():
         data_dir = os.path.join(args.out, "data", task, spec["folder"])
         train_count = write_subset(os.path.join(glue, spec["folder"]), data_dir,
                                    spec["train_limit"], args.subset_seed)
+        if args.lockstep:
+            table[task] = lockstep(task, spec, data_dir, checkpoint, keras_path, args)
+            if table[task] is None:
+                return 1
+            continue
         runs = {}
         if args.only != "hugging_face":
             runs["ours"] = run_ours(task, spec, data_dir, keras_path, args.out, seeds, args)
         if args.only != "ours":
-            job = dict(RECIPE, checkpoint=checkpoint, data_dir=data_dir, seeds=seeds,
-                       columns=spec["columns"], num_labels=spec["num_labels"],
-                       epochs=spec["epochs"], learning_rate=args.lr or spec["learning_rate"],
-                       max_seq_length=args.max_seq_length, threads=args.threads,
-                       keras_epsilon=args.hf_keras_epsilon,
-                       tokens_path=os.path.join(args.out, task, "hf_tokens.json"))
-            job_path = os.path.join(args.out, task, "hf_job.json")
-            os.makedirs(os.path.dirname(job_path), exist_ok=True)
-            with open(job_path, "w") as f:
-                json.dump(job, f, indent=1)
-            worker = subprocess.Popen(
-                [args.bench_python, os.path.abspath(__file__), "--worker", job_path],
-                stdout=subprocess.PIPE, text=True)
-            runs["hugging_face"] = []
-            for line in worker.stdout:
-                result = json.loads(line)
-                print(f"hugging_face {task} {line.strip()}", flush=True)
-                runs["hugging_face"].append(result)
-            if worker.wait() != 0:
-                print(f"finetune_parity: the Hugging Face worker failed ({job_path})",
-                      file=sys.stderr)
+            runs["hugging_face"] = run_hugging_face(task, spec, data_dir, checkpoint, seeds, args)
+            if runs["hugging_face"] is None:
                 return 1
         counts = {(r["train_examples"], r["eval_examples"])
                   for results in runs.values() for r in results}
@@ -421,10 +634,14 @@ def main():
                    runs=runs)
         if len(runs) == 2:
             row["tokenization"] = token_differences(
-                task, data_dir, job["tokens_path"], args.max_seq_length, keras_path)
+                task, data_dir, hugging_face_tokens(args.out, task), args.max_seq_length,
+                keras_path)
         table[task] = row
-    with open(os.path.join(args.out, "parity.json"), "w") as f:
+    name = "lockstep.json" if args.lockstep else "parity.json"
+    with open(os.path.join(args.out, name), "w") as f:
         json.dump(dict(args=vars(args), recipe=RECIPE, tasks=table), f, indent=1)
+    if args.lockstep:
+        return 0
 
     print("\n| task (dev metric) | training | ours (JAX) | Hugging Face (torch) "
           "| ours − HF | ours > 1 HF std below? | s per run (ours / HF) |")

@@ -81,7 +81,10 @@ class SquadTask:
             training=True,
             seed=self.config.training.seed,
             pad_id=self.tokenizer.pad_id,
-            bucket_boundaries=(64, 128, 192, 256, 320),
+            # Windows are mostly full length: coarser buckets.
+            bucket_boundaries=(
+                (64, 128, 192, 256, 320) if self.config.training.group_by_length else None
+            ),
         )
 
     def build_model(self, backbone):

@@ -6,8 +6,9 @@
   `doc_spans`).
 * CoNLL-2003 IOB1/IOB2 files (`read_conll`, `tagging_features`).
 * SWAG CSV (`read_swag`, `choice_features`).
-* `make_dataset`: dynamically padded (and, for training, length-bucketed)
-  batches from any of the above.
+* `make_dataset`: dynamically padded batches (random for training, or grouped
+  by length with `bucket_boundaries`, e.g. `LENGTH_BUCKETS`) from any of the
+  above.
 
 Bad input raises `TaskDataError` (a `pipelines.PipelineInputError`) naming
 the file and line. No Keras here.
@@ -17,6 +18,7 @@ from pipelines.tasks.conll import TaggedSentence, read_conll, tag_names, tagging
 from pipelines.tasks.errors import TaskDataError
 from pipelines.tasks.features import (
     IGNORED_LABEL,
+    LENGTH_BUCKETS,
     make_dataset,
     pack_pair,
     tokenize_texts,
@@ -47,6 +49,7 @@ __all__ = [
     "GLUE_DIRS",
     "GLUE_TASKS",
     "IGNORED_LABEL",
+    "LENGTH_BUCKETS",
     "NUM_CHOICES",
     "SquadExample",
     "SquadFeature",

@@ -6,9 +6,11 @@ Readers tokenize whole files with one batched `BertTokenizer` call, pack in
 Python (`pack_pair`) and hand lists of ids to `make_dataset`, which pads each
 batch only to its own longest sequence rounded up to a multiple of 16
 (dynamic padding with a bounded number of shapes, so JAX and XLA compile a
-few step functions rather than one per length) and, for training, groups
-examples of similar length (`bucket_by_sequence_length`), so SST-2's 10-word
-sentences do not pay for 128 positions.
+few step functions rather than one per length). Training batches are random
+draws, as in the original; with `bucket_boundaries` they group examples of
+similar length instead (`bucket_by_sequence_length`): about half the padded
+positions on SST-2, but batches whose labels follow length on tasks such as
+STS-B, which hurts there (BENCHMARKS.md, "Fine-tuning parity").
 """
 
 import numpy as np
@@ -16,6 +18,8 @@ import tensorflow as tf
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 IGNORED_LABEL = -1  # Token positions that carry no label (loss ignores).
+# Length buckets of `training.group_by_length` for sentence-level inputs.
+LENGTH_BUCKETS = (16, 32, 64, 128, 256)
 
 
 # `[CLS] A [SEP] B [SEP]` with one piece in each segment: the shortest
@@ -75,7 +79,7 @@ def make_dataset(
     seed=0,
     num_choices=None,
     pad_id=0,
-    bucket_boundaries=(16, 32, 64, 128, 256),
+    bucket_boundaries=None,
     length_multiple=16,
 ):
     """Batches of `({token_ids, segment_ids, padding_mask}, labels)`.
@@ -90,12 +94,14 @@ def make_dataset(
             int (per-token labels, padded with -1), or a dict of lists (one
             per model output).
         batch_size: int.
-        training: bool. Shuffle (reshuffled each epoch), repeat is left to
-            the caller, and batch examples of similar length together.
+        training: bool. Shuffle (reshuffled each epoch); repeat is left to
+            the caller.
         seed: int, the shuffle seed.
         num_choices: int or None, for multiple-choice inputs.
         pad_id: int, the `[PAD]` id.
-        bucket_boundaries: sequence lengths separating training buckets.
+        bucket_boundaries: None (random training batches), or sequence
+            lengths separating buckets: each training batch then holds
+            examples of one bucket. Ignored with `num_choices`.
         length_multiple: int. Each batch's T is rounded up to a multiple of
             it (1: no rounding).
 
@@ -136,7 +142,7 @@ def make_dataset(
     )
     if training:
         ds = ds.shuffle(min(count, 100_000), seed=seed, reshuffle_each_iteration=True)
-        if not num_choices:
+        if bucket_boundaries and not num_choices:
             ds = ds.bucket_by_sequence_length(
                 element_length_func=lambda x, *_: tf.shape(x["token_ids"])[0],
                 bucket_boundaries=list(bucket_boundaries),

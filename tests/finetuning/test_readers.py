@@ -155,6 +155,49 @@ def test_dynamic_padding_and_buckets(fixtures, tokenizer):
     assert sorted(seen) == sorted(labels)
 
 
+def two_length_features(count=64):
+    """`count` sequences alternating 5 and 40 tokens; label = length."""
+    lengths = [5, 40] * (count // 2)
+    features = {"token_ids": [[101] + [7] * (n - 2) + [102] for n in lengths],
+                "segment_ids": [[0] * n for n in lengths]}
+    return features, [float(n) for n in lengths]
+
+
+def batch_length_sets(dataset):
+    return [set(x["padding_mask"].numpy().sum(axis=1).tolist()) for x, _ in dataset]
+
+
+def test_training_batches_are_random_unless_grouped_by_length():
+    features, labels = two_length_features()
+    # Default, as in the original: random batches mix short and long examples.
+    random_batches = batch_length_sets(tasks.make_dataset(
+        features, labels, batch_size=8, training=True, seed=3))
+    assert sum(len(lengths) == 2 for lengths in random_batches) >= 6
+    grouped = batch_length_sets(tasks.make_dataset(
+        features, labels, batch_size=8, training=True, seed=3,
+        bucket_boundaries=tasks.LENGTH_BUCKETS))
+    assert all(len(lengths) == 1 for lengths in grouped)
+    assert sorted(min(lengths) for lengths in grouped) == [5] * 4 + [40] * 4
+
+
+@pytest.mark.parametrize("group_by_length", [False, True])
+def test_group_by_length_option_reaches_the_training_batches(tmp_path, tokenizer,
+                                                             group_by_length):
+    folder = tmp_path / "STS-B"
+    folder.mkdir()
+    header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+    rows = ["".join(f"{i}\tg\tf\ty\t{i}\ts\ts\t{text}\t{text}\t{score}\n")
+            for i, (text, score) in enumerate(
+                [("a cat .", 1.0), (" ".join(["the dog ran home ."] * 6), 4.0)] * 16)]
+    for name in ("train.tsv", "dev.tsv"):
+        (folder / name).write_text(header + "".join(rows))
+    config = load_finetune_config("stsb", default_config_file("stsb"), [
+        f"training.group_by_length={str(group_by_length).lower()}", "training.batch_size=8"])
+    stsb = SentenceTask("stsb", config, tmp_path, tokenizer)
+    mixed = [len(set(y.numpy().tolist())) == 2 for _, y in stsb.train_dataset()]
+    assert not any(mixed) if group_by_length else any(mixed)
+
+
 def test_token_labels_are_padded_with_the_ignored_label():
     features = {"token_ids": [[101, 7, 102], [101, 8, 9, 10, 102]],
                 "segment_ids": [[0] * 3, [0] * 5]}
