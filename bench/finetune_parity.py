@@ -51,8 +51,11 @@ both sides train on the very same batches (drawn here from ours'
 tokenization, shuffled consecutive batches of 32 padded to a multiple of 16, one
 permutation per epoch), start from the same new-head weights (N(0, 0.02),
 bias 0), with dropout 0, for the task's whole schedule, and print the
-training loss of both at chosen updates and their dev predictions at the
-end. Equal stacks agree to float tolerance; a gap there locates the cause.
+training loss of both at chosen updates and their dev predictions (the
+first `--lockstep_dev` examples) at the end. Equal stacks agree to float
+tolerance; a gap there locates the cause. With `--lockstep_dropout 0.1`
+only the dropout masks differ: each side runs once per seed and the dev
+scores are compared.
 
 Default protocol (sized for a shared 2-core CPU, about 40 minutes; the
 TASKS table below, `--tasks`, `--seeds` and `--lr` change it): SST-2, 3,000
@@ -161,17 +164,19 @@ def hugging_face_step(model, optimizer, schedule, job, update):
     schedule.step()
 
 
-def hugging_face_lockstep(job):
-    """`BertForSequenceClassification` without dropout, its new head set to
-    the lockstep weights, trained on the lockstep batches; the loss of
-    every update and the dev outputs after the last."""
+def hugging_face_lockstep(job, seed):
+    """`BertForSequenceClassification` with the lockstep dropout, its new
+    head set to the lockstep weights, trained on the lockstep batches; the
+    loss of every update and the dev outputs after the last."""
     import torch
     from transformers import BertForSequenceClassification
 
+    torch.manual_seed(seed)  # The dropout masks.
     data = np.load(job["lockstep_batches"], allow_pickle=True)
     model = BertForSequenceClassification.from_pretrained(
-        job["checkpoint"], num_labels=job["num_labels"], hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0)
+        job["checkpoint"], num_labels=job["num_labels"],
+        hidden_dropout_prob=job["lockstep_dropout"],
+        attention_probs_dropout_prob=job["lockstep_dropout"])
     with torch.no_grad():
         model.classifier.weight.copy_(torch.from_numpy(data["head_kernel"].T.copy()))
         model.classifier.bias.zero_()
@@ -248,7 +253,8 @@ def hugging_face_worker(job_path):
         return dict(input_ids=token_ids, token_type_ids=segment_ids, attention_mask=mask), y
 
     if job.get("lockstep_batches"):
-        print(json.dumps(hugging_face_lockstep(job)), flush=True)
+        for seed in job["seeds"]:
+            print(json.dumps(hugging_face_lockstep(job, seed)), flush=True)
         return
     count, size = len(splits["train"][0]), job["batch_size"]
     steps_per_epoch = math.ceil(count / size)
@@ -396,7 +402,7 @@ def write_lockstep_batches(task, spec, data_dir, keras_path, path, seed, args):
     return len(batches)
 
 
-def run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, args):
+def run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, seed, args):
     """Ours' training stack (the config, model, optimizer and loss of
     `run_finetune`) fed the lockstep batches with `train_on_batch`."""
     import keras
@@ -407,10 +413,11 @@ def run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, args):
     from keras_bert.finetuning.runner import load_backbone, with_dropout
     from keras_bert.finetuning.task_registry import TASKS, default_config_file
 
+    keras.utils.set_random_seed(seed)  # The dropout masks.
     data = np.load(batches_path, allow_pickle=True)
-    config = load_finetune_config(task, default_config_file(task),
-                                  ours_overrides(spec, 0, args, dropout=0.0))
-    backbone = with_dropout(load_backbone(keras_path), 0.0)
+    config = load_finetune_config(task, default_config_file(task), ours_overrides(
+        spec, seed, args, dropout=args.lockstep_dropout))
+    backbone = with_dropout(load_backbone(keras_path), args.lockstep_dropout)
     tokenizer = pipelines.BertTokenizer(
         os.path.join(os.path.dirname(batches_path), "vocab.txt"), lower_case=True)
     handler = TASKS[task][0](task, config, data_dir, tokenizer)
@@ -516,39 +523,57 @@ def run_hugging_face(task, spec, data_dir, checkpoint, seeds, args, **extra):
 
 
 def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
-    """Both sides on the same batches, head and schedule without dropout;
-    prints and returns the comparison, None when the worker failed."""
+    """Both sides on the same batches, head and schedule, with dropout
+    `--lockstep_dropout` (one run, or one per seed with dropout); prints and
+    returns the comparison, None when the worker failed."""
     batches_path = os.path.join(args.out, task, "lockstep.npz")
     os.makedirs(os.path.dirname(batches_path), exist_ok=True)
     updates = write_lockstep_batches(task, spec, data_dir, keras_path, batches_path,
                                      args.subset_seed, args)
+    seeds = list(range(args.seeds)) if args.lockstep_dropout else [0]
     start = time.time()
-    ours = run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, args)
-    ours_seconds = time.time() - start
+    ours = [run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, seed, args)
+            for seed in seeds]
+    ours_seconds = (time.time() - start) / len(seeds)
     start = time.time()
-    theirs = run_hugging_face(task, spec, data_dir, checkpoint, [0], args,
-                              lockstep_batches=batches_path)
+    theirs = run_hugging_face(task, spec, data_dir, checkpoint, seeds, args,
+                              lockstep_batches=batches_path,
+                              lockstep_dropout=args.lockstep_dropout)
     if theirs is None:
         return None
-    theirs, theirs_seconds = theirs[0], time.time() - start
+    theirs_seconds = (time.time() - start) / len(seeds)
     labels = np.load(batches_path, allow_pickle=True)["dev_labels"]
-    row = dict(updates=updates, seconds=dict(ours=ours_seconds, hugging_face=theirs_seconds))
-    for name, side in (("ours", ours), ("hugging_face", theirs)):
-        outputs = np.asarray(side["dev_outputs"])
-        row[name] = dict(losses=side["losses"], dev_score=float(
-            np.corrcoef(outputs[:, 0], labels)[0, 1] if spec["num_labels"] == 1
-            else np.mean(outputs.argmax(-1) == labels)))
+
+    def score(outputs):
+        outputs = np.asarray(outputs)
+        return float(np.corrcoef(outputs[:, 0], labels)[0, 1] if spec["num_labels"] == 1
+                     else np.mean(outputs.argmax(-1) == labels))
+
+    row = dict(updates=updates, dropout=args.lockstep_dropout, seeds=seeds,
+               seconds=dict(ours=ours_seconds, hugging_face=theirs_seconds))
+    for name, runs in (("ours", ours), ("hugging_face", theirs)):
+        row[name] = [dict(losses=r["losses"], dev_score=score(r["dev_outputs"])) for r in runs]
+    print(f"\n{task} lockstep: {updates} updates, same batches, head and schedule, "
+          f"dropout {args.lockstep_dropout} (ours / Hugging Face)")
+    if args.lockstep_dropout:  # Masks differ: compare the scores over seeds.
+        for name in ("ours", "hugging_face"):
+            scores = [100 * r["dev_score"] for r in row[name]]
+            print(f"  {name}: dev {spec['metric']} {summarize(scores)[0]:.2f} ± "
+                  f"{summarize(scores)[1]:.2f} ({', '.join(f'{v:.2f}' for v in scores)}); "
+                  f"mean loss of the last 20 updates "
+                  f"{np.mean([np.mean(r['losses'][-20:]) for r in row[name]]):.4f}")
+        return row
+    ours, theirs = ours[0], theirs[0]
     loss_gap = np.abs(np.subtract(ours["losses"], theirs["losses"]))
     output_gap = np.abs(np.subtract(ours["dev_outputs"], theirs["dev_outputs"]))
     row.update(max_loss_gap=float(loss_gap.max()), max_dev_output_gap=float(output_gap.max()))
-    print(f"\n{task} lockstep: {updates} updates, same batches, head and schedule, "
-          "dropout 0 (loss ours / Hugging Face)")
     for update in sorted({1, 2, 5, 10, 20, 50, 100, 200, updates} & set(range(1, updates + 1))):
-        print(f"  update {update:4d}: {ours['losses'][update - 1]:.6f} / "
+        print(f"  update {update:4d}: loss {ours['losses'][update - 1]:.6f} / "
               f"{theirs['losses'][update - 1]:.6f}")
     print(f"  largest loss gap {row['max_loss_gap']:.2e}; dev outputs ({len(labels)} "
           f"examples) largest gap {row['max_dev_output_gap']:.2e}; dev {spec['metric']} "
-          f"{100 * row['ours']['dev_score']:.2f} / {100 * row['hugging_face']['dev_score']:.2f}; "
+          f"{100 * row['ours'][0]['dev_score']:.2f} / "
+          f"{100 * row['hugging_face'][0]['dev_score']:.2f}; "
           f"{ours_seconds:.0f} / {theirs_seconds:.0f} s")
     return row
 
@@ -572,9 +597,11 @@ def main():
                         help="Hugging Face side with Keras' ε placement (investigation)")
     parser.add_argument("--subset_seed", type=int, default=0)
     parser.add_argument("--lockstep", action="store_true",
-                        help="same batches and head, dropout 0, both sides (investigation)")
+                        help="same batches and head, both sides (investigation)")
     parser.add_argument("--lockstep_dev", type=int, default=256,
                         help="dev examples compared after a lockstep run")
+    parser.add_argument("--lockstep_dropout", type=float, default=0.0,
+                        help="dropout of a lockstep run (then one run per seed on each side)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:                       # In the benchmark virtualenv.
