@@ -130,6 +130,14 @@ def read_rows(path, columns, regression):
              float(r[label]) if regression else int(r[label])) for r in rows]
 
 
+def dev_score(outputs, gold, regression):
+    """Pearson of a (N, 1) regression output, or accuracy of (N, C) logits."""
+    outputs, gold = np.asarray(outputs), np.asarray(gold)
+    if regression:
+        return float(np.corrcoef(outputs[:, 0], gold)[0, 1])
+    return float(np.mean(outputs.argmax(-1) == gold))
+
+
 # --- Hugging Face side (runs in the benchmark virtualenv) ---------------------
 
 def hugging_face_optimizer(model, job, total):
@@ -294,11 +302,7 @@ def hugging_face_worker(job_path):
             for first in range(0, dev_count, job["eval_batch_size"]):
                 x, _ = batch("dev", range(first, min(first + job["eval_batch_size"], dev_count)))
                 outputs.append(model(**x).logits.numpy())
-        values, gold = np.concatenate(outputs), np.array(splits["dev"][2])
-        if regression:
-            score = float(np.corrcoef(values[:, 0], gold)[0, 1])
-        else:
-            score = float(np.mean(values.argmax(-1) == gold))
+        score = dev_score(np.concatenate(outputs), splits["dev"][2], regression)
         print(json.dumps(dict(
             seed=seed, score=score, train_examples=count, eval_examples=dev_count,
             train_steps=total, train_seconds=round(train_seconds, 1),
@@ -355,20 +359,34 @@ def padded(rows, pad_id=0, multiple=16):
     return array
 
 
-def write_lockstep_batches(task, spec, data_dir, keras_path, path, seed, args):
-    """The batches, dev inputs and new-head weights both sides use, as an
-    npz of object arrays (one entry per batch)."""
+def our_tokenizer(keras_path, folder):
+    """The converted backbone and ours' tokenizer on its vocabulary (written
+    to `folder`/vocab.txt)."""
     import keras
 
     import keras_bert  # noqa: F401 (registers BertBackbone for loading)
     import pipelines
-    import pipelines.tasks as tasks
 
     backbone = keras.saving.load_model(keras_path, compile=False)
-    vocab_path = os.path.join(os.path.dirname(path), "vocab.txt")
+    vocab_path = os.path.join(folder, "vocab.txt")
     with open(vocab_path, "w", encoding="utf-8") as f:
         f.write("".join(t + "\n" for t in backbone.vocabulary))
-    tokenizer = pipelines.BertTokenizer(vocab_path, lower_case=True)
+    return backbone, pipelines.BertTokenizer(vocab_path, lower_case=True)
+
+
+def object_array(items):
+    """A 1-D object array of `items` (np.array would stack equal shapes)."""
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array
+
+
+def write_lockstep_batches(task, spec, data_dir, keras_path, path, seed, args):
+    """The batches, dev inputs and new-head weights both sides use, as an
+    npz of object arrays (one entry per batch)."""
+    import pipelines.tasks as tasks
+
+    backbone, tokenizer = our_tokenizer(keras_path, os.path.dirname(path))
     splits = {}
     for split in ("train", "dev"):
         examples = tasks.read_glue(task, os.path.join(data_dir, f"{split}.tsv"))
@@ -378,21 +396,17 @@ def write_lockstep_batches(task, spec, data_dir, keras_path, path, seed, args):
         splits[split] = (features["token_ids"], features["segment_ids"], labels)
     ids, segments, labels = splits["train"]
     size, rng = RECIPE["batch_size"], np.random.default_rng(seed)
-    batches = []
-    for _ in range(spec["epochs"]):
-        permutation = rng.permutation(len(ids))
-        for first in range(0, len(ids), size):
-            rows = permutation[first:first + size]
-            batches.append(rows)
+    batches = [permutation[first:first + size]
+               for permutation in (rng.permutation(len(ids)) for _ in range(spec["epochs"]))
+               for first in range(0, len(ids), size)]
     label_dtype = np.float32 if spec["num_labels"] == 1 else np.int32
     dev_ids, dev_segments, dev_labels = splits["dev"]
-    dev_rows = range(args.lockstep_dev)
+    dev_rows = range(min(args.lockstep_dev, len(dev_ids)))
     np.savez(
         path,
-        token_ids=np.array([padded([ids[i] for i in b]) for b in batches], dtype=object),
-        segment_ids=np.array([padded([segments[i] for i in b]) for b in batches], dtype=object),
-        labels=np.array([np.array([labels[i] for i in b], label_dtype) for b in batches],
-                        dtype=object),
+        token_ids=object_array([padded([ids[i] for i in b]) for b in batches]),
+        segment_ids=object_array([padded([segments[i] for i in b]) for b in batches]),
+        labels=object_array([np.array([labels[i] for i in b], label_dtype) for b in batches]),
         dev_token_ids=padded([dev_ids[i] for i in dev_rows]),
         dev_segment_ids=padded([dev_segments[i] for i in dev_rows]),
         dev_labels=np.array([dev_labels[i] for i in dev_rows], label_dtype),
@@ -445,16 +459,9 @@ def run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, seed, args
 def token_differences(task, data_dir, tokens_path, max_seq_length, keras_path):
     """Examples whose packed token ids differ between ours and the Hugging
     Face tokenizer, per split, with the first differing example."""
-    import keras
-
-    import pipelines
     import pipelines.tasks as tasks
 
-    backbone = keras.saving.load_model(keras_path, compile=False)
-    vocab_path = os.path.join(os.path.dirname(tokens_path), "vocab.txt")
-    with open(vocab_path, "w", encoding="utf-8") as f:
-        f.write("".join(t + "\n" for t in backbone.vocabulary))
-    tokenizer = pipelines.BertTokenizer(vocab_path, lower_case=True)
+    backbone, tokenizer = our_tokenizer(keras_path, os.path.dirname(tokens_path))
     with open(tokens_path) as f:
         theirs = json.load(f)
     report = {}
@@ -543,23 +550,19 @@ def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
         return None
     theirs_seconds = (time.time() - start) / len(seeds)
     labels = np.load(batches_path, allow_pickle=True)["dev_labels"]
-
-    def score(outputs):
-        outputs = np.asarray(outputs)
-        return float(np.corrcoef(outputs[:, 0], labels)[0, 1] if spec["num_labels"] == 1
-                     else np.mean(outputs.argmax(-1) == labels))
-
     row = dict(updates=updates, dropout=args.lockstep_dropout, seeds=seeds,
                seconds=dict(ours=ours_seconds, hugging_face=theirs_seconds))
     for name, runs in (("ours", ours), ("hugging_face", theirs)):
-        row[name] = [dict(losses=r["losses"], dev_score=score(r["dev_outputs"])) for r in runs]
+        row[name] = [dict(losses=r["losses"], dev_score=dev_score(
+            r["dev_outputs"], labels, spec["num_labels"] == 1)) for r in runs]
     print(f"\n{task} lockstep: {updates} updates, same batches, head and schedule, "
           f"dropout {args.lockstep_dropout} (ours / Hugging Face)")
     if args.lockstep_dropout:  # Masks differ: compare the scores over seeds.
         for name in ("ours", "hugging_face"):
             scores = [100 * r["dev_score"] for r in row[name]]
-            print(f"  {name}: dev {spec['metric']} {summarize(scores)[0]:.2f} ± "
-                  f"{summarize(scores)[1]:.2f} ({', '.join(f'{v:.2f}' for v in scores)}); "
+            mean, std = summarize(scores)
+            print(f"  {name}: dev {spec['metric']} {mean:.2f} ± {std:.2f} "
+                  f"({', '.join(f'{v:.2f}' for v in scores)}); "
                   f"mean loss of the last 20 updates "
                   f"{np.mean([np.mean(r['losses'][-20:]) for r in row[name]]):.4f}")
         return row

@@ -107,9 +107,7 @@ class SentenceTask:
             training=training,
             seed=self.config.training.seed,
             pad_id=self.tokenizer.pad_id,
-            bucket_boundaries=(
-                tasks.LENGTH_BUCKETS if self.config.training.group_by_length else None
-            ),
+            group_by_length=self.config.training.group_by_length,
         )
 
     @property

@@ -81,10 +81,9 @@ class SquadTask:
             training=True,
             seed=self.config.training.seed,
             pad_id=self.tokenizer.pad_id,
+            group_by_length=self.config.training.group_by_length,
             # Windows are mostly full length: coarser buckets.
-            bucket_boundaries=(
-                (64, 128, 192, 256, 320) if self.config.training.group_by_length else None
-            ),
+            bucket_boundaries=(64, 128, 192, 256, 320),
         )
 
     def build_model(self, backbone):

@@ -44,9 +44,7 @@ class TaggingTask:
             training=training,
             seed=self.config.training.seed,
             pad_id=self.tokenizer.pad_id,
-            bucket_boundaries=(
-                tasks.LENGTH_BUCKETS if self.config.training.group_by_length else None
-            ),
+            group_by_length=self.config.training.group_by_length,
         )
         return dataset, starts
 

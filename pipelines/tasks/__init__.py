@@ -6,9 +6,8 @@
   `doc_spans`).
 * CoNLL-2003 IOB1/IOB2 files (`read_conll`, `tagging_features`).
 * SWAG CSV (`read_swag`, `choice_features`).
-* `make_dataset`: dynamically padded batches (random for training, or grouped
-  by length with `bucket_boundaries`, e.g. `LENGTH_BUCKETS`) from any of the
-  above.
+* `make_dataset`: dynamically padded batches (random for training, or of
+  one length bucket each with `group_by_length`) from any of the above.
 
 Bad input raises `TaskDataError` (a `pipelines.PipelineInputError`) naming
 the file and line. No Keras here.
@@ -18,7 +17,6 @@ from pipelines.tasks.conll import TaggedSentence, read_conll, tag_names, tagging
 from pipelines.tasks.errors import TaskDataError
 from pipelines.tasks.features import (
     IGNORED_LABEL,
-    LENGTH_BUCKETS,
     make_dataset,
     pack_pair,
     tokenize_texts,
@@ -49,7 +47,6 @@ __all__ = [
     "GLUE_DIRS",
     "GLUE_TASKS",
     "IGNORED_LABEL",
-    "LENGTH_BUCKETS",
     "NUM_CHOICES",
     "SquadExample",
     "SquadFeature",

@@ -7,8 +7,8 @@ Python (`pack_pair`) and hand lists of ids to `make_dataset`, which pads each
 batch only to its own longest sequence rounded up to a multiple of 16
 (dynamic padding with a bounded number of shapes, so JAX and XLA compile a
 few step functions rather than one per length). Training batches are random
-draws, as in the original; with `bucket_boundaries` they group examples of
-similar length instead (`bucket_by_sequence_length`): about half the padded
+draws, as in the original; with `group_by_length` they hold examples of one
+length bucket instead (`bucket_by_sequence_length`): about half the padded
 positions on SST-2, but batches whose labels follow length on tasks such as
 STS-B, which hurts there (BENCHMARKS.md, "Fine-tuning parity").
 """
@@ -18,7 +18,7 @@ import tensorflow as tf
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 IGNORED_LABEL = -1  # Token positions that carry no label (loss ignores).
-# Length buckets of `training.group_by_length` for sentence-level inputs.
+# Length buckets of `group_by_length` for sentence-level inputs.
 LENGTH_BUCKETS = (16, 32, 64, 128, 256)
 
 
@@ -79,7 +79,8 @@ def make_dataset(
     seed=0,
     num_choices=None,
     pad_id=0,
-    bucket_boundaries=None,
+    group_by_length=False,
+    bucket_boundaries=LENGTH_BUCKETS,
     length_multiple=16,
 ):
     """Batches of `({token_ids, segment_ids, padding_mask}, labels)`.
@@ -99,9 +100,11 @@ def make_dataset(
         seed: int, the shuffle seed.
         num_choices: int or None, for multiple-choice inputs.
         pad_id: int, the `[PAD]` id.
-        bucket_boundaries: None (random training batches), or sequence
-            lengths separating buckets: each training batch then holds
-            examples of one bucket. Ignored with `num_choices`.
+        group_by_length: bool. Each training batch holds examples of one
+            length bucket instead of a random draw. Ignored with
+            `num_choices`.
+        bucket_boundaries: sequence lengths separating the buckets of
+            `group_by_length`.
         length_multiple: int. Each batch's T is rounded up to a multiple of
             it (1: no rounding).
 
@@ -142,7 +145,7 @@ def make_dataset(
     )
     if training:
         ds = ds.shuffle(min(count, 100_000), seed=seed, reshuffle_each_iteration=True)
-        if bucket_boundaries and not num_choices:
+        if group_by_length and not num_choices:
             ds = ds.bucket_by_sequence_length(
                 element_length_func=lambda x, *_: tf.shape(x["token_ids"])[0],
                 bucket_boundaries=list(bucket_boundaries),

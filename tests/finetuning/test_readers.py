@@ -149,7 +149,8 @@ def test_dynamic_padding_and_buckets(fixtures, tokenizer):
         assert not rounded[name][:, x[name].shape[1]:].numpy().any()
     seen = []
     for x, y in tasks.make_dataset(features, labels, batch_size=2, training=True,
-                                   bucket_boundaries=(8,), length_multiple=1):
+                                   group_by_length=True, bucket_boundaries=(8,),
+                                   length_multiple=1):
         seen.extend(y.numpy().tolist())
         assert x["token_ids"].shape[1] == x["padding_mask"].numpy().sum(axis=1).max()
     assert sorted(seen) == sorted(labels)
@@ -174,8 +175,7 @@ def test_training_batches_are_random_unless_grouped_by_length():
         features, labels, batch_size=8, training=True, seed=3))
     assert sum(len(lengths) == 2 for lengths in random_batches) >= 6
     grouped = batch_length_sets(tasks.make_dataset(
-        features, labels, batch_size=8, training=True, seed=3,
-        bucket_boundaries=tasks.LENGTH_BUCKETS))
+        features, labels, batch_size=8, training=True, seed=3, group_by_length=True))
     assert all(len(lengths) == 1 for lengths in grouped)
     assert sorted(min(lengths) for lengths in grouped) == [5] * 4 + [40] * 4
 
