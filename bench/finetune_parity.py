@@ -26,9 +26,11 @@ task (or `--lr`) with 10% linear warmup then linear decay to 0 over the run
 `get_linear_schedule_with_warmup`), global-norm clipping 1.0, batch 32,
 dropout 0.1 in the encoder and on the pooled `[CLS]` vector, max_seq_length
 `--max_seq_length` (128), `ceil(N/32)·epochs` updates, dev metric after the
-last update (SST-2 accuracy, STS-B Pearson). Seeds 0..`--seeds`−1 vary the
-new head's initial weights, dropout and the order of the examples on each
-side; the training subset does not change with the seed.
+last update (SST-2 accuracy, STS-B Pearson). Seeds `--first_seed` ..
+`--first_seed` + `--seeds` − 1 (default 0, 1, 2) vary the new head's initial
+weights, dropout and the order of the examples on each side; the training
+subset does not change with the seed. Both sides are deterministic per seed,
+so runs of disjoint seeds pool.
 
 Data: the training subset is drawn once per task here (`--subset_seed`,
 original file order kept) and written with the full dev file to a
@@ -492,6 +494,10 @@ def find_checkpoint(bench_python):
     return None
 
 
+def seed_list(args):
+    return list(range(args.first_seed, args.first_seed + args.seeds))
+
+
 def summarize(scores):
     mean = statistics.mean(scores)
     std = statistics.stdev(scores) if len(scores) > 1 else float("nan")
@@ -537,7 +543,7 @@ def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
     os.makedirs(os.path.dirname(batches_path), exist_ok=True)
     updates = write_lockstep_batches(task, spec, data_dir, keras_path, batches_path,
                                      args.subset_seed, args)
-    seeds = list(range(args.seeds)) if args.lockstep_dropout else [0]
+    seeds = seed_list(args) if args.lockstep_dropout else [0]
     start = time.time()
     ours = [run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, seed, args)
             for seed in seeds]
@@ -584,7 +590,10 @@ def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=sorted(TASKS))
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=3, help="how many seeds per side")
+    parser.add_argument("--first_seed", type=int, default=0,
+                        help="seeds run: first_seed .. first_seed + seeds - 1 (both sides are "
+                             "deterministic per seed, so runs of disjoint seeds pool)")
     parser.add_argument("--lr", type=float, help="peak learning rate (default: per task)")
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--data", default=DATA, help="../shared/data (holds glue/)")
@@ -635,7 +644,7 @@ def main():
         from keras_bert.convert import convert
 
         convert(checkpoint, keras_path)
-    seeds = list(range(args.seeds))
+    seeds = seed_list(args)
     table = {}
     for task in args.tasks:
         spec = TASKS[task]
