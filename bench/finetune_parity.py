@@ -57,7 +57,10 @@ training loss of both at chosen updates and their dev predictions (the
 first `--lockstep_dev` examples) at the end. Equal stacks agree to float
 tolerance; a gap there locates the cause. With `--lockstep_dropout 0.1`
 only the dropout masks differ: each side runs once per seed and the dev
-scores are compared.
+scores are compared; all seeds share one order and head (drawn with
+`--subset_seed`), or with `--lockstep_per_seed` each seed draws its own,
+used by both sides: a paired comparison in which only the implementations
+and the dropout masks differ.
 
 Default protocol (sized for a shared 2-core CPU, about 40 minutes; the
 TASKS table below, `--tasks`, `--seeds` and `--lr` change it): SST-2, 3,000
@@ -174,7 +177,7 @@ def hugging_face_step(model, optimizer, schedule, job, update):
     schedule.step()
 
 
-def hugging_face_lockstep(job, seed):
+def hugging_face_lockstep(job, seed, batches_path):
     """`BertForSequenceClassification` with the lockstep dropout, its new
     head set to the lockstep weights, trained on the lockstep batches; the
     loss of every update and the dev outputs after the last."""
@@ -182,7 +185,7 @@ def hugging_face_lockstep(job, seed):
     from transformers import BertForSequenceClassification
 
     torch.manual_seed(seed)  # The dropout masks.
-    data = np.load(job["lockstep_batches"], allow_pickle=True)
+    data = np.load(batches_path, allow_pickle=True)
     model = BertForSequenceClassification.from_pretrained(
         job["checkpoint"], num_labels=job["num_labels"],
         hidden_dropout_prob=job["lockstep_dropout"],
@@ -263,8 +266,8 @@ def hugging_face_worker(job_path):
         return dict(input_ids=token_ids, token_type_ids=segment_ids, attention_mask=mask), y
 
     if job.get("lockstep_batches"):
-        for seed in job["seeds"]:
-            print(json.dumps(hugging_face_lockstep(job, seed)), flush=True)
+        for seed, batches_path in zip(job["seeds"], job["lockstep_batches"]):
+            print(json.dumps(hugging_face_lockstep(job, seed, batches_path)), flush=True)
         return
     count, size = len(splits["train"][0]), job["batch_size"]
     steps_per_epoch = math.ceil(count / size)
@@ -539,24 +542,29 @@ def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
     """Both sides on the same batches, head and schedule, with dropout
     `--lockstep_dropout` (one run, or one per seed with dropout); prints and
     returns the comparison, None when the worker failed."""
-    batches_path = os.path.join(args.out, task, "lockstep.npz")
-    os.makedirs(os.path.dirname(batches_path), exist_ok=True)
-    updates = write_lockstep_batches(task, spec, data_dir, keras_path, batches_path,
-                                     args.subset_seed, args)
     seeds = seed_list(args) if args.lockstep_dropout else [0]
+    # One order and head for all seeds (drawn with --subset_seed), or with
+    # --lockstep_per_seed each seed's own, still shared by both sides.
+    batch_seeds = seeds if args.lockstep_per_seed else [args.subset_seed] * len(seeds)
+    paths = [os.path.join(args.out, task, f"lockstep_{s}.npz") for s in batch_seeds]
+    os.makedirs(os.path.dirname(paths[0]), exist_ok=True)
+    for batch_seed, path in sorted(set(zip(batch_seeds, paths))):
+        updates = write_lockstep_batches(task, spec, data_dir, keras_path, path,
+                                         batch_seed, args)
     start = time.time()
-    ours = [run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, seed, args)
-            for seed in seeds]
+    ours = [run_ours_lockstep(task, spec, data_dir, keras_path, path, seed, args)
+            for seed, path in zip(seeds, paths)]
     ours_seconds = (time.time() - start) / len(seeds)
     start = time.time()
     theirs = run_hugging_face(task, spec, data_dir, checkpoint, seeds, args,
-                              lockstep_batches=batches_path,
+                              lockstep_batches=paths,
                               lockstep_dropout=args.lockstep_dropout)
     if theirs is None:
         return None
     theirs_seconds = (time.time() - start) / len(seeds)
-    labels = np.load(batches_path, allow_pickle=True)["dev_labels"]
+    labels = np.load(paths[0], allow_pickle=True)["dev_labels"]
     row = dict(updates=updates, dropout=args.lockstep_dropout, seeds=seeds,
+               batch_seeds=batch_seeds,
                seconds=dict(ours=ours_seconds, hugging_face=theirs_seconds))
     for name, runs in (("ours", ours), ("hugging_face", theirs)):
         row[name] = [dict(losses=r["losses"], dev_score=dev_score(
@@ -614,6 +622,9 @@ def main():
                         help="dev examples compared after a lockstep run")
     parser.add_argument("--lockstep_dropout", type=float, default=0.0,
                         help="dropout of a lockstep run (then one run per seed on each side)")
+    parser.add_argument("--lockstep_per_seed", action="store_true",
+                        help="with --lockstep_dropout: each seed its own batch order and head, "
+                             "shared by both sides (a paired comparison)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:                       # In the benchmark virtualenv.
