@@ -627,6 +627,8 @@ def main():
                              "shared by both sides (a paired comparison)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.lockstep_per_seed and not (args.lockstep and args.lockstep_dropout):
+        parser.error("--lockstep_per_seed needs --lockstep and --lockstep_dropout RATE")
     if args.worker:                       # In the benchmark virtualenv.
         hugging_face_worker(args.worker)
         return 0
