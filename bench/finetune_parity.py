@@ -386,12 +386,15 @@ def object_array(items):
     return array
 
 
-def write_lockstep_batches(task, spec, data_dir, keras_path, path, seed, args):
-    """The batches, dev inputs and new-head weights both sides use, as an
-    npz of object arrays (one entry per batch)."""
+def write_lockstep_batches(task, spec, data_dir, keras_path, paths_by_seed, args):
+    """For each seed, the batches, dev inputs and new-head weights both
+    sides use, as an npz of object arrays (one entry per batch) at
+    `paths_by_seed[seed]`; the data is tokenized once. Returns the number
+    of updates."""
     import pipelines.tasks as tasks
 
-    backbone, tokenizer = our_tokenizer(keras_path, os.path.dirname(path))
+    folder = os.path.dirname(next(iter(paths_by_seed.values())))
+    backbone, tokenizer = our_tokenizer(keras_path, folder)
     splits = {}
     for split in ("train", "dev"):
         examples = tasks.read_glue(task, os.path.join(data_dir, f"{split}.tsv"))
@@ -400,24 +403,27 @@ def write_lockstep_batches(task, spec, data_dir, keras_path, path, seed, args):
                   for e in examples]
         splits[split] = (features["token_ids"], features["segment_ids"], labels)
     ids, segments, labels = splits["train"]
-    size, rng = RECIPE["batch_size"], np.random.default_rng(seed)
-    batches = [permutation[first:first + size]
-               for permutation in (rng.permutation(len(ids)) for _ in range(spec["epochs"]))
-               for first in range(0, len(ids), size)]
     label_dtype = np.float32 if spec["num_labels"] == 1 else np.int32
     dev_ids, dev_segments, dev_labels = splits["dev"]
     dev_rows = range(min(args.lockstep_dev, len(dev_ids)))
-    np.savez(
-        path,
-        token_ids=object_array([padded([ids[i] for i in b]) for b in batches]),
-        segment_ids=object_array([padded([segments[i] for i in b]) for b in batches]),
-        labels=object_array([np.array([labels[i] for i in b], label_dtype) for b in batches]),
-        dev_token_ids=padded([dev_ids[i] for i in dev_rows]),
-        dev_segment_ids=padded([dev_segments[i] for i in dev_rows]),
-        dev_labels=np.array([dev_labels[i] for i in dev_rows], label_dtype),
-        head_kernel=rng.normal(0, 0.02, (backbone.hidden_dim, spec["num_labels"])).astype(
-            np.float32),
-    )
+    size = RECIPE["batch_size"]
+    for seed, path in paths_by_seed.items():
+        rng = np.random.default_rng(seed)
+        batches = [permutation[first:first + size]
+                   for permutation in (rng.permutation(len(ids)) for _ in range(spec["epochs"]))
+                   for first in range(0, len(ids), size)]
+        np.savez(
+            path,
+            token_ids=object_array([padded([ids[i] for i in b]) for b in batches]),
+            segment_ids=object_array([padded([segments[i] for i in b]) for b in batches]),
+            labels=object_array([np.array([labels[i] for i in b], label_dtype)
+                                 for b in batches]),
+            dev_token_ids=padded([dev_ids[i] for i in dev_rows]),
+            dev_segment_ids=padded([dev_segments[i] for i in dev_rows]),
+            dev_labels=np.array([dev_labels[i] for i in dev_rows], label_dtype),
+            head_kernel=rng.normal(0, 0.02, (backbone.hidden_dim, spec["num_labels"])).astype(
+                np.float32),
+        )
     return len(batches)
 
 
@@ -548,9 +554,8 @@ def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
     batch_seeds = seeds if args.lockstep_per_seed else [args.subset_seed] * len(seeds)
     paths = [os.path.join(args.out, task, f"lockstep_{s}.npz") for s in batch_seeds]
     os.makedirs(os.path.dirname(paths[0]), exist_ok=True)
-    for batch_seed, path in sorted(set(zip(batch_seeds, paths))):
-        updates = write_lockstep_batches(task, spec, data_dir, keras_path, path,
-                                         batch_seed, args)
+    updates = write_lockstep_batches(task, spec, data_dir, keras_path,
+                                     dict(zip(batch_seeds, paths)), args)
     start = time.time()
     ours = [run_ours_lockstep(task, spec, data_dir, keras_path, path, seed, args)
             for seed, path in zip(seeds, paths)]
