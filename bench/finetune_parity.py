@@ -63,10 +63,14 @@ used by both sides: a paired comparison in which only the implementations
 and the dropout masks differ.
 
 Default protocol (sized for a shared 2-core CPU, about 40 minutes; the
-TASKS table below, `--tasks`, `--seeds` and `--lr` change it): SST-2, 3,000
-training examples drawn from 67,349, 2 epochs (188 updates), lr 2e-5, the
-whole dev set (872); STS-B, 2,000 of the 5,749 training pairs, 2 epochs (126
-updates), lr 5e-5, the whole dev set (1,500); max_seq_length 128; 3 seeds.
+TASKS table below, `--tasks`, `--seeds`, `--lr`, `--epochs` and
+`--train_limit` change it): SST-2, 3,000 training examples drawn from
+67,349, 2 epochs (188 updates), lr 2e-5, the whole dev set (872); STS-B,
+2,000 of the 5,749 training pairs, 2 epochs (126 updates), lr 5e-5, the
+whole dev set (1,500); max_seq_length 128; 3 seeds. `--tasks stsb
+--train_limit 0 --epochs 3` trains on all 5,749 pairs (540 updates, about
+15 minutes per run here), past the take-off in which the short protocol's
+scores swing with the new head's draw (BENCHMARKS.md, sessions 7-8).
 Prints one line per run, then per task ours' and Hugging Face's mean ±
 sample standard deviation, the difference, and whether ours is more than
 one Hugging Face standard deviation below; writes `<out>/parity.json`.
@@ -105,6 +109,18 @@ TASKS = {
 }
 RECIPE = dict(batch_size=32, eval_batch_size=64, warmup_fraction=0.1,
               weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0, dropout=0.1)
+
+
+def task_spec(task, args):
+    """The task's TASKS entry with `--lr`, `--epochs` and `--train_limit` applied."""
+    spec = dict(TASKS[task])
+    if args.lr is not None:
+        spec["learning_rate"] = args.lr
+    if args.epochs is not None:
+        spec["epochs"] = args.epochs
+    if args.train_limit is not None:
+        spec["train_limit"] = args.train_limit or None  # 0: the whole training set.
+    return spec
 
 
 # --- Data ---------------------------------------------------------------------
@@ -322,7 +338,7 @@ def ours_overrides(spec, seed, args, dropout=RECIPE["dropout"]):
     """`run_finetune` overrides of the recipe (and any `--set`)."""
     return [
         f"training.epochs={spec['epochs']}",
-        f"optimizer.learning_rate={args.lr or spec['learning_rate']}",
+        f"optimizer.learning_rate={spec['learning_rate']}",
         f"data.max_seq_length={args.max_seq_length}", f"training.seed={seed}",
         f"training.batch_size={RECIPE['batch_size']}",
         f"training.eval_batch_size={RECIPE['eval_batch_size']}",
@@ -522,7 +538,7 @@ def run_hugging_face(task, spec, data_dir, checkpoint, seeds, args, **extra):
     the benchmark interpreter), or None when it failed."""
     job = dict(RECIPE, checkpoint=checkpoint, data_dir=data_dir, seeds=seeds,
                columns=spec["columns"], num_labels=spec["num_labels"],
-               epochs=spec["epochs"], learning_rate=args.lr or spec["learning_rate"],
+               epochs=spec["epochs"], learning_rate=spec["learning_rate"],
                max_seq_length=args.max_seq_length, threads=args.threads,
                keras_epsilon=args.hf_keras_epsilon,
                tokens_path=hugging_face_tokens(args.out, task), **extra)
@@ -608,6 +624,9 @@ def main():
                         help="seeds run: first_seed .. first_seed + seeds - 1 (both sides are "
                              "deterministic per seed, so runs of disjoint seeds pool)")
     parser.add_argument("--lr", type=float, help="peak learning rate (default: per task)")
+    parser.add_argument("--epochs", type=int, help="epochs (default: per task)")
+    parser.add_argument("--train_limit", type=int,
+                        help="training examples drawn (default: per task; 0: all of them)")
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--data", default=DATA, help="../shared/data (holds glue/)")
     parser.add_argument("--checkpoint", help="the all-MiniLM-L6-v2 Hugging Face folder")
@@ -665,7 +684,7 @@ def main():
     seeds = seed_list(args)
     table = {}
     for task in args.tasks:
-        spec = TASKS[task]
+        spec = task_spec(task, args)
         data_dir = os.path.join(args.out, "data", task, spec["folder"])
         train_count = write_subset(os.path.join(glue, spec["folder"]), data_dir,
                                    spec["train_limit"], args.subset_seed)
