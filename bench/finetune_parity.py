@@ -68,9 +68,10 @@ TASKS table below, `--tasks`, `--seeds`, `--lr`, `--epochs` and
 67,349, 2 epochs (188 updates), lr 2e-5, the whole dev set (872); STS-B,
 2,000 of the 5,749 training pairs, 2 epochs (126 updates), lr 5e-5, the
 whole dev set (1,500); max_seq_length 128; 3 seeds. `--tasks stsb
---train_limit 0 --epochs 3` trains on all 5,749 pairs (540 updates, about
-15 minutes per run here), past the take-off in which the short protocol's
-scores swing with the new head's draw (BENCHMARKS.md, sessions 7-8).
+--train_limit 0 --epochs 3` trains on all 5,749 pairs (540 updates, 15-20
+minutes per run and side on a 2-core CPU), past the take-off in which the
+short protocol's scores swing with the new head's draw (BENCHMARKS.md,
+sessions 7-8).
 Prints one line per run, then per task ours' and Hugging Face's mean ±
 sample standard deviation, the difference, and whether ours is more than
 one Hugging Face standard deviation below; writes `<out>/parity.json`.
@@ -653,6 +654,12 @@ def main():
     args = parser.parse_args()
     if args.lockstep_per_seed and not (args.lockstep and args.lockstep_dropout):
         parser.error("--lockstep_per_seed needs --lockstep and --lockstep_dropout RATE")
+    for flag, value, valid, wanted in (
+            ("--lr", args.lr, lambda v: v > 0, "positive"),
+            ("--epochs", args.epochs, lambda v: v >= 1, "at least 1"),
+            ("--train_limit", args.train_limit, lambda v: v >= 0, "0 (all) or more")):
+        if value is not None and not valid(value):
+            parser.error(f"{flag} must be {wanted}; got {value:g}")
     if args.worker:                       # In the benchmark virtualenv.
         hugging_face_worker(args.worker)
         return 0
