@@ -131,6 +131,9 @@ def write_subset(source_dir, target_dir, limit, seed):
     into `target_dir`; returns the number of training rows written."""
     with open(os.path.join(source_dir, "train.tsv"), encoding="utf-8", newline="") as f:
         header, *rows = [line for line in f if line.strip()]
+    if limit is not None and limit > len(rows):
+        print(f"finetune_parity: {source_dir} has {len(rows)} training rows, fewer than "
+              f"the {limit} asked for; all are used", file=sys.stderr)
     if limit is not None and limit < len(rows):
         chosen = np.sort(np.random.default_rng(seed).permutation(len(rows))[:limit])
         rows = [rows[i] for i in chosen]
