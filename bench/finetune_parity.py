@@ -426,6 +426,9 @@ def write_lockstep_batches(task, spec, data_dir, keras_path, paths_by_seed, args
     label_dtype = np.float32 if spec["num_labels"] == 1 else np.int32
     dev_ids, dev_segments, dev_labels = splits["dev"]
     dev_rows = range(min(args.lockstep_dev, len(dev_ids)))
+    dev = dict(dev_token_ids=padded([dev_ids[i] for i in dev_rows]),
+               dev_segment_ids=padded([dev_segments[i] for i in dev_rows]),
+               dev_labels=np.array([dev_labels[i] for i in dev_rows], label_dtype))
     size = RECIPE["batch_size"]
     for seed, path in paths_by_seed.items():
         rng = np.random.default_rng(seed)
@@ -438,9 +441,7 @@ def write_lockstep_batches(task, spec, data_dir, keras_path, paths_by_seed, args
             segment_ids=object_array([padded([segments[i] for i in b]) for b in batches]),
             labels=object_array([np.array([labels[i] for i in b], label_dtype)
                                  for b in batches]),
-            dev_token_ids=padded([dev_ids[i] for i in dev_rows]),
-            dev_segment_ids=padded([dev_segments[i] for i in dev_rows]),
-            dev_labels=np.array([dev_labels[i] for i in dev_rows], label_dtype),
+            **dev,
             head_kernel=rng.normal(0, 0.02, (backbone.hidden_dim, spec["num_labels"])).astype(
                 np.float32),
         )
