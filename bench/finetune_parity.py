@@ -60,7 +60,11 @@ only the dropout masks differ: each side runs once per seed and the dev
 scores are compared; all seeds share one order and head (drawn with
 `--subset_seed`), or with `--lockstep_per_seed` each seed draws its own,
 used by both sides: a paired comparison in which only the implementations
-and the dropout masks differ.
+and the dropout masks differ. `--lockstep_shared_masks` takes the masks out
+too: both sides draw every dropout mask from one numpy generator per update
+(`SharedMasks`), site by site in forward order, so equal stacks agree to
+float tolerance under dropout as well (ours then runs eagerly, its masks
+being numpy arrays; `--lockstep_updates` stops both sides early).
 
 Default protocol (sized for a shared 2-core CPU, about 40 minutes; the
 TASKS table below, `--tasks`, `--seeds`, `--lr`, `--epochs` and
@@ -163,6 +167,30 @@ def dev_score(outputs, gold, regression):
     return float(np.mean(outputs.argmax(-1) == gold))
 
 
+class SharedMasks:
+    """Dropout masks for `--lockstep_shared_masks`: one numpy generator per
+    (seed, update), a mask of the asked shape per call, so two models that
+    call dropout at the same sites in the same order draw the same masks.
+    Records the shapes asked for in the first update (the sites, compared
+    between the sides)."""
+
+    def __init__(self, seed):
+        self.seed = seed
+        self.update = 0
+        self.first_update_shapes = []
+
+    def start(self, update):
+        self.update = update
+        self.generator = np.random.default_rng([self.seed, update])
+
+    def mask(self, shape, rate):
+        """Keep-mask of `shape` scaled by 1 / (1 − rate), float32."""
+        if self.update == 1:
+            self.first_update_shapes.append(list(shape))
+        keep = self.generator.random(tuple(shape)) >= rate
+        return keep.astype(np.float32) / np.float32(1 - rate)
+
+
 # --- Hugging Face side (runs in the benchmark virtualenv) ---------------------
 
 def hugging_face_optimizer(model, job, total):
@@ -206,10 +234,22 @@ def hugging_face_lockstep(job, seed, batches_path):
 
     torch.manual_seed(seed)  # The dropout masks.
     data = np.load(batches_path, allow_pickle=True)
+    masks = SharedMasks(seed) if job["shared_masks"] else None
+    if masks:
+        # Every dropout of BertForSequenceClassification goes through
+        # torch.nn.functional.dropout with eager attention (SDPA draws the
+        # attention-probability mask inside its kernel).
+        def shared_dropout(inputs, p=0.5, training=True, inplace=False):
+            if not training or p == 0:
+                return inputs
+            return inputs * torch.from_numpy(masks.mask(inputs.shape, p))
+
+        torch.nn.functional.dropout = shared_dropout
     model = BertForSequenceClassification.from_pretrained(
         job["checkpoint"], num_labels=job["num_labels"],
         hidden_dropout_prob=job["lockstep_dropout"],
-        attention_probs_dropout_prob=job["lockstep_dropout"])
+        attention_probs_dropout_prob=job["lockstep_dropout"],
+        **(dict(attn_implementation="eager") if masks else {}))
     with torch.no_grad():
         model.classifier.weight.copy_(torch.from_numpy(data["head_kernel"].T.copy()))
         model.classifier.bias.zero_()
@@ -222,8 +262,9 @@ def hugging_face_lockstep(job, seed, batches_path):
 
     model.train()
     losses = []
-    for token_ids, segment_ids, labels in zip(data["token_ids"], data["segment_ids"],
-                                              data["labels"]):
+    for token_ids, segment_ids, labels in lockstep_batches(data, job["lockstep_updates"]):
+        if masks:
+            masks.start(len(losses) + 1)
         loss = model(**inputs(token_ids, segment_ids), labels=torch.from_numpy(labels)).loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -232,7 +273,14 @@ def hugging_face_lockstep(job, seed, batches_path):
     model.eval()
     with torch.no_grad():
         outputs = model(**inputs(data["dev_token_ids"], data["dev_segment_ids"])).logits
-    return dict(losses=losses, dev_outputs=outputs.numpy().tolist())
+    return dict(losses=losses, dev_outputs=outputs.numpy().tolist(),
+                mask_sites=masks.first_update_shapes if masks else None)
+
+
+def lockstep_batches(data, updates):
+    """(token ids, segment ids, labels) of the first `updates` lockstep
+    batches (all of them when None)."""
+    return list(zip(data["token_ids"], data["segment_ids"], data["labels"]))[:updates]
 
 
 def hugging_face_worker(job_path):
@@ -461,6 +509,15 @@ def run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, seed, args
 
     keras.utils.set_random_seed(seed)  # The dropout masks.
     data = np.load(batches_path, allow_pickle=True)
+    masks = SharedMasks(seed) if args.lockstep_shared_masks else None
+    if masks:
+        def shared_dropout(layer, inputs, training=False):
+            if not training or layer.rate == 0:
+                return inputs
+            mask = masks.mask(keras.ops.shape(inputs), layer.rate)
+            return inputs * keras.ops.convert_to_tensor(mask, inputs.dtype)
+
+        keras.layers.Dropout.call = shared_dropout
     config = load_finetune_config(task, default_config_file(task), ours_overrides(
         spec, seed, args, dropout=args.lockstep_dropout))
     backbone = with_dropout(load_backbone(keras_path), args.lockstep_dropout)
@@ -471,21 +528,24 @@ def run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, seed, args
     head = model.output_dense
     head.set_weights([data["head_kernel"], np.zeros(head.units, np.float32)])
     total = len(data["labels"])
+    # Eagerly with shared masks: each update's masks are new numpy arrays.
     model.compile(optimizer=create_finetune_optimizer(config.optimizer, total),
-                  **handler.compile_args())
+                  run_eagerly=bool(masks), **handler.compile_args())
 
     def inputs(token_ids, segment_ids):
         return dict(token_ids=token_ids, segment_ids=segment_ids,
                     padding_mask=(token_ids != 0).astype(np.int32))
 
     losses = []
-    for token_ids, segment_ids, labels in zip(data["token_ids"], data["segment_ids"],
-                                              data["labels"]):
+    for token_ids, segment_ids, labels in lockstep_batches(data, args.lockstep_updates):
+        if masks:
+            masks.start(len(losses) + 1)
         logs = model.train_on_batch(inputs(token_ids, segment_ids), labels, return_dict=True)
         losses.append(float(logs["loss"]))
     outputs = keras.ops.convert_to_numpy(
         model(inputs(data["dev_token_ids"], data["dev_segment_ids"]), training=False))
-    return dict(losses=losses, dev_outputs=np.asarray(outputs).reshape(len(outputs), -1).tolist())
+    return dict(losses=losses, dev_outputs=np.asarray(outputs).reshape(len(outputs), -1).tolist(),
+                mask_sites=masks.first_update_shapes if masks else None)
 
 
 def token_differences(task, data_dir, tokens_path, max_seq_length, keras_path):
@@ -567,9 +627,10 @@ def run_hugging_face(task, spec, data_dir, checkpoint, seeds, args, **extra):
 
 def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
     """Both sides on the same batches, head and schedule, with dropout
-    `--lockstep_dropout` (one run, or one per seed with dropout); prints and
-    returns the comparison, None when the worker failed."""
-    seeds = seed_list(args) if args.lockstep_dropout else [0]
+    `--lockstep_dropout` (one run, or one per seed when the masks differ);
+    prints and returns the comparison, None when the worker failed."""
+    masks_differ = args.lockstep_dropout and not args.lockstep_shared_masks
+    seeds = seed_list(args) if masks_differ else seed_list(args)[:1]
     # One order and head for all seeds (drawn with --subset_seed), or with
     # --lockstep_per_seed each seed's own, still shared by both sides.
     batch_seeds = seeds if args.lockstep_per_seed else [args.subset_seed] * len(seeds)
@@ -584,7 +645,9 @@ def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
     start = time.time()
     theirs = run_hugging_face(task, spec, data_dir, checkpoint, seeds, args,
                               lockstep_batches=paths,
-                              lockstep_dropout=args.lockstep_dropout)
+                              lockstep_dropout=args.lockstep_dropout,
+                              shared_masks=args.lockstep_shared_masks,
+                              lockstep_updates=args.lockstep_updates)
     if theirs is None:
         return None
     theirs_seconds = (time.time() - start) / len(seeds)
@@ -595,9 +658,10 @@ def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
     for name, runs in (("ours", ours), ("hugging_face", theirs)):
         row[name] = [dict(losses=r["losses"], dev_score=dev_score(
             r["dev_outputs"], labels, spec["num_labels"] == 1)) for r in runs]
-    print(f"\n{task} lockstep: {updates} updates, same batches, head and schedule, "
-          f"dropout {args.lockstep_dropout} (ours / Hugging Face)")
-    if args.lockstep_dropout:  # Masks differ: compare the scores over seeds.
+    print(f"\n{task} lockstep: {len(ours[0]['losses'])} of {updates} updates, same batches, "
+          f"head and schedule, dropout {args.lockstep_dropout}"
+          f"{' with shared masks' if args.lockstep_shared_masks else ''} (ours / Hugging Face)")
+    if masks_differ:  # Compare the scores over seeds.
         for name in ("ours", "hugging_face"):
             scores = [100 * r["dev_score"] for r in row[name]]
             mean, std = summarize(scores)
@@ -607,10 +671,16 @@ def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
                   f"{np.mean([np.mean(r['losses'][-20:]) for r in row[name]]):.4f}")
         return row
     ours, theirs = ours[0], theirs[0]
+    if ours["mask_sites"] != theirs["mask_sites"]:
+        print(f"finetune_parity: the sides drew their shared masks at different sites "
+              f"(shapes in the first update): ours {ours['mask_sites']}, Hugging Face "
+              f"{theirs['mask_sites']}", file=sys.stderr)
+        return None
     loss_gap = np.abs(np.subtract(ours["losses"], theirs["losses"]))
     output_gap = np.abs(np.subtract(ours["dev_outputs"], theirs["dev_outputs"]))
     row.update(max_loss_gap=float(loss_gap.max()), max_dev_output_gap=float(output_gap.max()))
-    for update in sorted({1, 2, 5, 10, 20, 50, 100, 200, updates} & set(range(1, updates + 1))):
+    run = len(ours["losses"])
+    for update in sorted({1, 2, 5, 10, 20, 50, 100, 200, run} & set(range(1, run + 1))):
         print(f"  update {update:4d}: loss {ours['losses'][update - 1]:.6f} / "
               f"{theirs['losses'][update - 1]:.6f}")
     print(f"  largest loss gap {row['max_loss_gap']:.2e}; dev outputs ({len(labels)} "
@@ -654,10 +724,20 @@ def main():
     parser.add_argument("--lockstep_per_seed", action="store_true",
                         help="with --lockstep_dropout: each seed its own batch order and head, "
                              "shared by both sides (a paired comparison)")
+    parser.add_argument("--lockstep_shared_masks", action="store_true",
+                        help="with --lockstep_dropout: both sides draw the same dropout masks "
+                             "(one run, first seed; ours runs eagerly)")
+    parser.add_argument("--lockstep_updates", type=int,
+                        help="stop a lockstep run after this many updates (default: all)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.lockstep_per_seed and not (args.lockstep and args.lockstep_dropout):
         parser.error("--lockstep_per_seed needs --lockstep and --lockstep_dropout RATE")
+    if args.lockstep_shared_masks and not (args.lockstep and args.lockstep_dropout):
+        parser.error("--lockstep_shared_masks needs --lockstep and --lockstep_dropout RATE")
+    if args.lockstep_updates is not None and not (args.lockstep and args.lockstep_updates >= 1):
+        parser.error(f"--lockstep_updates needs --lockstep and must be at least 1; "
+                     f"got {args.lockstep_updates}")
     for flag, value, valid, wanted in (
             ("--lr", args.lr, lambda v: v > 0, "positive"),
             ("--epochs", args.epochs, lambda v: v >= 1, "at least 1"),
