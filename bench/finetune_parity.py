@@ -511,6 +511,8 @@ def run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, seed, args
     data = np.load(batches_path, allow_pickle=True)
     masks = SharedMasks(seed) if args.lockstep_shared_masks else None
     if masks:
+        # Keras has no hook to hand a Dropout layer its mask: the class's
+        # call is replaced, for this process only (a benchmark run).
         def shared_dropout(layer, inputs, training=False):
             if not training or layer.rate == 0:
                 return inputs
