@@ -814,7 +814,10 @@ def main():
     if args.lockstep:
         return 0
 
-    print("\n| task (dev metric) | training | ours (JAX) | Hugging Face (torch) "
+    import keras
+
+    print(f"\n| task (dev metric) | training | ours ({keras.backend.backend()}) "
+          "| Hugging Face (torch) "
           "| ours − HF | ours > 1 HF std below? | s per run (ours / HF) |")
     print("|---|---|---|---|---|---|---|")
     for task, row in table.items():
