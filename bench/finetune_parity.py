@@ -593,9 +593,12 @@ def seed_list(args):
 
 
 def summarize(scores):
+    """Mean, sample standard deviation (nan for one seed) and their text."""
     mean = statistics.mean(scores)
-    std = statistics.stdev(scores) if len(scores) > 1 else float("nan")
-    return mean, std
+    if len(scores) == 1:
+        return mean, float("nan"), f"{mean:.2f} (one seed)"
+    std = statistics.stdev(scores)
+    return mean, std, f"{mean:.2f} ± {std:.2f}"
 
 
 def hugging_face_tokens(out, task):
@@ -668,8 +671,7 @@ def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
     if masks_differ:  # Compare the scores over seeds.
         for name in ("ours", "hugging_face"):
             scores = [100 * r["dev_score"] for r in row[name]]
-            mean, std = summarize(scores)
-            print(f"  {name}: dev {spec['metric']} {mean:.2f} ± {std:.2f} "
+            print(f"  {name}: dev {spec['metric']} {summarize(scores)[2]} "
                   f"({', '.join(f'{v:.2f}' for v in scores)}); "
                   f"mean loss of the last 20 updates "
                   f"{np.mean([np.mean(r['losses'][-20:]) for r in row[name]]):.4f}")
@@ -827,13 +829,13 @@ def main():
                 cells.append("—")
                 continue
             scores = [100 * r["score"] for r in row["runs"][name]]
-            means[name], stds[name] = summarize(scores)
+            means[name], stds[name], text = summarize(scores)
             times.append(f"{statistics.mean(r['train_seconds'] for r in row['runs'][name]):.0f}")
-            cells.append(f"{means[name]:.2f} ± {stds[name]:.2f} "
-                         f"({', '.join(f'{s:.2f}' for s in scores)})")
+            cells.append(f"{text} ({', '.join(f'{s:.2f}' for s in scores)})")
         if len(means) == 2:
             gap = means["ours"] - means["hugging_face"]
-            below = "yes" if gap < -stds["hugging_face"] else "no"
+            below = ("— (one seed)" if math.isnan(stds["hugging_face"])
+                     else "yes" if gap < -stds["hugging_face"] else "no")
             cells += [f"{gap:+.2f}", below]
         else:
             cells += ["—", "—"]
