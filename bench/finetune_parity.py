@@ -593,12 +593,13 @@ def seed_list(args):
 
 
 def summarize(scores):
-    """Mean, sample standard deviation (nan for one seed) and their text."""
+    """Mean, sample standard deviation (nan for one seed) and their text
+    with the per-seed scores."""
     mean = statistics.mean(scores)
     if len(scores) == 1:
         return mean, float("nan"), f"{mean:.2f} (one seed)"
     std = statistics.stdev(scores)
-    return mean, std, f"{mean:.2f} ± {std:.2f}"
+    return mean, std, f"{mean:.2f} ± {std:.2f} ({', '.join(f'{s:.2f}' for s in scores)})"
 
 
 def hugging_face_tokens(out, task):
@@ -671,8 +672,7 @@ def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
     if masks_differ:  # Compare the scores over seeds.
         for name in ("ours", "hugging_face"):
             scores = [100 * r["dev_score"] for r in row[name]]
-            print(f"  {name}: dev {spec['metric']} {summarize(scores)[2]} "
-                  f"({', '.join(f'{v:.2f}' for v in scores)}); "
+            print(f"  {name}: dev {spec['metric']} {summarize(scores)[2]}; "
                   f"mean loss of the last 20 updates "
                   f"{np.mean([np.mean(r['losses'][-20:]) for r in row[name]]):.4f}")
         return row
@@ -831,7 +831,7 @@ def main():
             scores = [100 * r["score"] for r in row["runs"][name]]
             means[name], stds[name], text = summarize(scores)
             times.append(f"{statistics.mean(r['train_seconds'] for r in row['runs'][name]):.0f}")
-            cells.append(f"{text} ({', '.join(f'{s:.2f}' for s in scores)})")
+            cells.append(text)
         if len(means) == 2:
             gap = means["ours"] - means["hugging_face"]
             below = ("— (one seed)" if math.isnan(stds["hugging_face"])
