@@ -23,6 +23,13 @@ global shuffle of the same sequences (documents weighted by their tokens):
 
     python bench/pipeline.py --mixing --corpus data/corpus
 
+With `--fill`, it reports the share of real (non-padding) tokens per
+sequence: SST-2's training sentences as a corpus of one-line documents
+(`corpus_format="lines"`) at 128 tokens, one document per sequence against
+`pack_documents=True`, and the bundled books at 128 and 512 tokens:
+
+    python bench/pipeline.py --fill
+
 Consumption is in the TensorFlow graph (`tf.function` over the iterator) or a
 bare Python loop for Hugging Face, so the numbers are the pipelines' own.
 Never run by the test suite.
@@ -234,6 +241,46 @@ def print_mixing(files):
               f"| {r['matched']:.0%} |")
 
 
+def real_token_share(files, corpus_format, seq_len, batches=50, **kwargs):
+    """Mean share of non-padding positions over `batches` batches."""
+    import numpy as np
+
+    sys.path.insert(0, ROOT)
+    import pipelines
+
+    dataset = pipelines.pretraining_dataset(
+        files, VOCAB, seq_len=seq_len, max_predictions=SETTINGS.get(seq_len, 20),
+        batch_size=BATCH_SIZE, corpus_format=corpus_format, seed=0, **kwargs)
+    return float(np.mean([f["padding_mask"].numpy().mean()
+                          for f, _, _ in dataset.take(batches)]))
+
+
+def print_fill():
+    import tempfile
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from data_efficiency import write_text
+
+    rows = []
+    with tempfile.TemporaryDirectory() as out:
+        text = write_text("sst2", os.path.dirname(os.path.dirname(DEFAULT_CORPUS)), out)
+        for pack in (False, True):
+            rows.append((f"SST-2 train sentences, lines, pack_documents={pack}", 128,
+                         real_token_share(text, "lines", 128, next_sentence_rate=0.0,
+                                          pack_documents=pack)))
+    books = corpus_files(os.path.join(ROOT, "data", "corpus"))
+    for seq_len in (128, 512):
+        for rate in (0.5, 0.0):
+            rows.append((f"bundled books (data/corpus), text, next_sentence_rate={rate}",
+                         seq_len, real_token_share(books, "text", seq_len,
+                                                   next_sentence_rate=rate)))
+    print(f"\nbatch {BATCH_SIZE}, 50 batches each, seed 0\n")
+    print("| corpus | seq_len | real (non-padding) tokens |")
+    print("|---|---|---|")
+    for name, seq_len, share in rows:
+        print(f"| {name} | {seq_len} | {share:.1%} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default=DEFAULT_CORPUS)
@@ -246,8 +293,13 @@ def main():
                         help="default: 128 and 512")
     parser.add_argument("--mixing", action="store_true",
                         help="report documents per batch instead of speed")
+    parser.add_argument("--fill", action="store_true",
+                        help="report the share of real tokens per sequence")
     parser.add_argument("--only", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.fill:
+        print_fill()
+        return
     files = corpus_files(args.corpus)
     if args.mixing:
         print_mixing(files)

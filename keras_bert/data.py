@@ -1,7 +1,7 @@
 """`python -m keras_bert.data`: tokenize a corpus once into TFRecord shards.
 
     python -m keras_bert.data --input 'corpus/*.txt' --output_dir shards/ \
-        --vocab vocab.txt [--corpus_format sentences|text] [--cased] \
+        --vocab vocab.txt [--corpus_format sentences|text|lines] [--cased] \
         [--num_shards 16]
 
 Each shard holds one `tf.train.Example` per document (`token_ids`,
@@ -28,10 +28,11 @@ def parse_args(argv=None):
                         help="new or empty folder for the shards.")
     parser.add_argument("--vocab", required=True, help="vocabulary file.")
     parser.add_argument("--corpus_format", default="sentences",
-                        choices=("sentences", "text"),
+                        choices=("sentences", "text", "lines"),
                         help="'sentences': one sentence a line, blank line "
                              "between documents; 'text': raw text, split into "
-                             "sentences (default: %(default)s).")
+                             "sentences; 'lines': one document a line "
+                             "(default: %(default)s).")
     parser.add_argument("--text_document", default="file", choices=("file", "block"),
                         help="with --corpus_format text: a document is a file "
                              "or a blank-line-separated block.")

@@ -1,6 +1,6 @@
 """Corpus files -> tokenized documents.
 
-Three formats, all ending in the same element: one document as a
+Four formats, all ending in the same element: one document as a
 `tf.RaggedTensor` int32 of shape `[sentences, tokens]`, every sentence with
 at least one token (the original `create_pretraining_data.py` drops lines
 that tokenize to nothing, and documents without sentences).
@@ -11,6 +11,8 @@ that tokenize to nothing, and documents without sentences).
 * `"text"`: raw text, one document per file (`text_document="file"`) or per
   blank-line-separated block (`text_document="block"`). Sentences are split
   in the graph by `split_sentences` (rule documented there).
+* `"lines"`: one short document per line (a review, a ticket, a query),
+  split into sentences like `"text"`; blank lines are skipped.
 * `"tfrecord"`: shards written by `write_tfrecord_shards`
   (`python -m keras_bert.data`), one `tf.train.Example` per document with
   int64 features `token_ids` (all tokens) and `sentence_lengths`.
@@ -36,7 +38,7 @@ from pipelines.errors import CorpusError
 
 logger = logging.getLogger(__name__)
 
-CORPUS_FORMATS = ("sentences", "text", "tfrecord")
+CORPUS_FORMATS = ("sentences", "text", "lines", "tfrecord")
 TEXT_DOCUMENTS = ("file", "block")
 TFRECORD_METADATA = "metadata.json"
 
@@ -221,8 +223,8 @@ def read_text_file(filename):
     return tf.strings.regex_replace(content, "\r\n", "\n")
 
 
-def split_sentences(text):
-    """Splits raw text into sentences, in the graph.
+def split_sentences(texts):
+    """Splits raw texts into sentences, in the graph.
 
     The rule: a sentence ends at a blank line (paragraph break), or after
     `.`, `!` or `?` followed by any closing quotes or brackets and then
@@ -233,25 +235,24 @@ def split_sentences(text):
     dropped.
 
     Args:
-        text: scalar tf.string.
+        texts: tf.string `[N]`, one text per row.
 
     Returns:
-        tf.string `[sentences]`.
+        tf.string ragged `[N, sentences]`.
     """
     # A title's period keeps its sentence open: the following whitespace is
     # replaced by \x01, a control character that the tokenizer deletes (the
     # period itself is punctuation, so "Mr.\x01Smith" tokenizes as "Mr. Smith").
-    text = tf.strings.regex_replace(
-        text,
+    texts = tf.strings.regex_replace(
+        texts,
         r"\b(Mr|Mrs|Ms|Dr|St|Mt|Jr|Sr|Prof|Rev|Gen|Col|Capt|Lt|Sgt|Hon|"
         r"Messrs|Mme|Mlle|No|vs)\.[ \t]*\n?[ \t]*",
         "\\1.\x01")
-    text = tf.strings.regex_replace(text, r"\n[ \t]*\n\s*", "\x00")
-    text = tf.strings.regex_replace(
-        text, "([.!?][\"'\u2019\u201d)\\]]*)\\s+", "\\1\x00")
-    sentences = tf.strings.split(text, "\x00")
-    sentences = tf.strings.strip(sentences)
-    return tf.boolean_mask(sentences, tf.strings.length(sentences) > 0)
+    texts = tf.strings.regex_replace(texts, r"\n[ \t]*\n\s*", "\x00")
+    texts = tf.strings.regex_replace(
+        texts, "([.!?][\"'\u2019\u201d)\\]]*)\\s+", "\\1\x00")
+    sentences = tf.strings.strip(tf.strings.split(texts, "\x00"))
+    return tf.ragged.boolean_mask(sentences, tf.strings.length(sentences) > 0)
 
 
 def _documents_from_sentences(tokens, doc_ids):
@@ -292,11 +293,19 @@ def text_file_documents(filename, tokenizer, text_document="file"):
             tf.strings.regex_replace(content, r"\n[ \t]*\n\s*", "\x00"), "\x00")
     else:
         blocks = tf.reshape(content, [1])
-    sentences = tf.map_fn(
-        split_sentences, blocks,
-        fn_output_signature=tf.RaggedTensorSpec([None], tf.string, 0))
-    doc_ids = sentences.value_rowids()
-    return _documents_from_sentences(tokenizer(sentences.flat_values), doc_ids)
+    sentences = split_sentences(blocks)
+    return _documents_from_sentences(
+        tokenizer(sentences.flat_values), sentences.value_rowids())
+
+
+def line_file_documents(filename, tokenizer):
+    """One document per line -> ragged int32 `[docs, sentences, tokens]`."""
+    lines = drop_invalid_utf8(tf.strings.split(read_text_file(filename), "\n"))
+    lines = tf.boolean_mask(
+        lines, tf.logical_not(tf.strings.regex_full_match(lines, _BLANK_LINE)))
+    sentences = split_sentences(lines)
+    return _documents_from_sentences(
+        tokenizer(sentences.flat_values), sentences.value_rowids())
 
 
 def tfrecord_documents(serialized):
@@ -357,10 +366,10 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
     """
     from pipelines.bert_tokenizer import BertTokenizer
 
-    if corpus_format not in ("sentences", "text"):
+    if corpus_format == "tfrecord" or corpus_format not in CORPUS_FORMATS:
         raise CorpusError(
-            "`corpus_format` for writing shards must be 'sentences' or "
-            f"'text'. Received: corpus_format={corpus_format!r}")
+            "`corpus_format` for writing shards must be 'sentences', 'text' "
+            f"or 'lines'. Received: corpus_format={corpus_format!r}")
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
     files = list_files(file_pattern, corpus_format)
     _check_output_dir(output_dir, num_shards)
@@ -484,6 +493,9 @@ def documents_dataset(files, tokenizer, *, corpus_format="sentences",
     if corpus_format == "sentences":
         def read(filename):
             return sentence_file_documents(filename, tokenizer)
+    elif corpus_format == "lines":
+        def read(filename):
+            return line_file_documents(filename, tokenizer)
     else:
         def read(filename):
             return text_file_documents(filename, tokenizer, text_document)

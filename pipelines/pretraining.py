@@ -1,6 +1,8 @@
 """The BERT pre-training dataset: files -> masked, packed NSP batches.
 
     files --(shard by input pipeline, shuffle, interleave)--> documents
+          [pack_documents: --(shuffle, ends marked by [SEP], cut every
+            seq_len - 1 tokens)--> full sequences, instead of:]
           --(cut into pieces of ~PIECE_SEQUENCES sequences, each tagged
             with its document's id; corpus-wide shuffle)--> pieces
           --(group)--> next-sentence pairs (create_pairs)
@@ -47,6 +49,13 @@ PIECE_SHUFFLE_TOKENS = 1 << 22
 # pair in tf.data).
 PAIR_SHUFFLE_BUFFER = 1024
 MASK_BLOCK = 1024
+# `pack_documents`: documents shuffled in a buffer of this many, then packed
+# this many at a time (only a block's last sequence holds padding).
+DOCUMENT_SHUFFLE_BUFFER = 1 << 14
+PACK_BLOCK_DOCUMENTS = 1024
+# Autograph is off for every pipeline function: they use explicit
+# tf.cond/tf.while_loop, and converting them costs seconds per dataset.
+no_autograph = tf.autograph.experimental.do_not_convert
 
 
 def _check(condition, message):
@@ -85,13 +94,82 @@ def _cut_into_pieces(document, piece_tokens):
     return tf.fill([pieces.nrows()], doc_id), pieces
 
 
+def _next_sentence_pairs(documents, tokenizer, *, seq_len, short_seq_prob,
+                         next_sentence_rate, shuffle, seed):
+    """Documents -> `[CLS] A [SEP] B [SEP]` pairs, one element each, as the
+    original builds them (see the module docstring for the pieces)."""
+    piece_tokens = PIECE_SEQUENCES * seq_len
+    pieces = documents.map(
+        lambda document: _cut_into_pieces(document, piece_tokens),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
+    if shuffle:
+        pieces = pieces.shuffle(PIECE_SHUFFLE_TOKENS // piece_tokens,
+                                seed=_sub_seed(seed, 2))
+    groups = pieces.ragged_batch(PIECES_PER_GROUP)
+
+    def make_pairs(group, pair_seed):
+        doc_ids, group = group
+        pairs = create_pairs(
+            group, pair_seed, seq_len=seq_len, short_seq_prob=short_seq_prob,
+            cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
+            pad_id=tokenizer.pad_id, doc_ids=doc_ids,
+            next_sentence_rate=next_sentence_rate)
+        if not shuffle:
+            return pairs
+        order = tf.argsort(tf.random.stateless_uniform(
+            tf.shape(pairs["next_sentence_label"]),
+            tf.random.experimental.stateless_fold_in(pair_seed, 99)))
+        return {k: tf.gather(v, order) for k, v in pairs.items()}
+
+    pairs = tf.data.Dataset.zip((groups, _seed_stream(seed, 3))).map(
+        no_autograph(make_pairs), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return pairs.unbatch()
+
+
+def _packed_sequences(documents, tokenizer, *, seq_len, shuffle, seed):
+    """Documents -> full sequences `[CLS] d1 [SEP] d2 [SEP] d3 ...`.
+
+    RoBERTa's FULL-SENTENCES input (Liu et al. 2019, section 4.2) for a
+    corpus of short documents (reviews, tickets, queries), where one padded
+    document per sequence would leave most positions empty. Each document
+    ends with `[SEP]`; the documents of a block of PACK_BLOCK_DOCUMENTS, in
+    order, are cut every `seq_len - 1` tokens after a `[CLS]`, so a document
+    may go on in the next sequence and only the block's last sequence is
+    padded. One segment, no next-sentence label (the task is off).
+    """
+    if shuffle:
+        documents = documents.shuffle(DOCUMENT_SHUFFLE_BUFFER,
+                                      seed=_sub_seed(seed, 6))
+    sep = tf.constant([tokenizer.sep_id], tf.int32)
+    blocks = documents.map(
+        lambda document: tf.concat([document.flat_values, sep], axis=0),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True,
+    ).ragged_batch(PACK_BLOCK_DOCUMENTS)
+    width = seq_len - 1
+
+    def pack(block):
+        tokens = block.flat_values
+        rows = (tf.size(tokens) + width - 1) // width
+        tokens = tf.pad(tokens, [[0, rows * width - tf.size(tokens)]],
+                        constant_values=tokenizer.pad_id)
+        token_ids = tf.concat([tf.fill([rows, 1], tokenizer.cls_id),
+                               tf.reshape(tokens, [rows, width])], axis=1)  # (R, T)
+        return {"token_ids": token_ids,
+                "segment_ids": tf.zeros_like(token_ids),
+                "next_sentence_label": tf.zeros([rows], tf.int32)}
+
+    return blocks.map(no_autograph(pack), num_parallel_calls=tf.data.AUTOTUNE,
+                      deterministic=True).unbatch()
+
+
 def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
                         max_predictions=20, batch_size=32,
                         corpus_format="sentences", lower_case=True,
                         mask_rate=0.15, short_seq_prob=0.1,
                         whole_word_masking=False, next_sentence_rate=0.5,
                         seed=None, shuffle=True, repeat=True,
-                        input_context=None, text_document="file"):
+                        input_context=None, text_document="file",
+                        pack_documents=False):
     """Builds the BERT masked-LM + next-sentence pre-training dataset.
 
     Args:
@@ -104,7 +182,8 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
             input pipeline; with `tf.distribute` pass the per-replica size).
         corpus_format: `"sentences"` (one sentence a line, blank line between
             documents), `"text"` (raw text, sentence-split in the graph; see
-            `pipelines.corpus.split_sentences`) or `"tfrecord"` (shards from
+            `pipelines.corpus.split_sentences`), `"lines"` (one document
+            per line) or `"tfrecord"` (shards from
             `python -m keras_bert.data`).
         lower_case: bool, uncased tokenization; must match the vocabulary.
         mask_rate: float, share of tokens predicted.
@@ -119,6 +198,11 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
             sharded by `input_pipeline_id` (each pipeline needs >= 1 file).
         text_document: `"file"` or `"block"`, what a document is in the
             `"text"` format: a whole file or a blank-line-separated block.
+        pack_documents: bool, fill every sequence with consecutive
+            documents, each ended by `[SEP]` (RoBERTa's FULL-SENTENCES), for
+            corpora of short documents such as `"lines"`; needs
+            `next_sentence_rate=0`. Otherwise a sequence never crosses a
+            document end.
 
     Returns:
         A `tf.data.Dataset` of `(features, labels, sample_weights)`:
@@ -157,6 +241,10 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
     _check(0.0 <= short_seq_prob <= 1.0,
            "`short_seq_prob` must be in [0, 1]. Received: "
            f"short_seq_prob={short_seq_prob!r}")
+    _check(not pack_documents or next_sentence_rate == 0.0,
+           "`pack_documents` fills sequences across documents, so it needs "
+           "the next-sentence task off (`next_sentence_rate=0`). Received: "
+           f"next_sentence_rate={next_sentence_rate!r}")
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
     files = corpus.list_files(file_pattern, corpus_format)
     if corpus_format == "tfrecord":
@@ -168,35 +256,13 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
         files, tokenizer, corpus_format=corpus_format,
         text_document=text_document, shuffle=shuffle,
         seed=_sub_seed(seed, 1), repeat=repeat, input_context=input_context)
-    piece_tokens = PIECE_SEQUENCES * seq_len
-    pieces = documents.map(
-        lambda document: _cut_into_pieces(document, piece_tokens),
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
-    if shuffle:
-        pieces = pieces.shuffle(PIECE_SHUFFLE_TOKENS // piece_tokens,
-                                seed=_sub_seed(seed, 2))
-    groups = pieces.ragged_batch(PIECES_PER_GROUP)
-
-    def make_pairs(group, pair_seed):
-        doc_ids, group = group
-        pairs = create_pairs(
-            group, pair_seed, seq_len=seq_len, short_seq_prob=short_seq_prob,
-            cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
-            pad_id=tokenizer.pad_id, doc_ids=doc_ids,
-            next_sentence_rate=next_sentence_rate)
-        if not shuffle:
-            return pairs
-        order = tf.argsort(tf.random.stateless_uniform(
-            tf.shape(pairs["next_sentence_label"]),
-            tf.random.experimental.stateless_fold_in(pair_seed, 99)))
-        return {k: tf.gather(v, order) for k, v in pairs.items()}
-
-    # Autograph is off: the functions use explicit tf.cond/tf.while_loop, and
-    # converting them costs seconds per dataset.
-    no_autograph = tf.autograph.experimental.do_not_convert
-    pairs = tf.data.Dataset.zip((groups, _seed_stream(seed, 3))).map(
-        no_autograph(make_pairs), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    pairs = pairs.unbatch()
+    if pack_documents:
+        pairs = _packed_sequences(documents, tokenizer, seq_len=seq_len,
+                                  shuffle=shuffle, seed=seed)
+    else:
+        pairs = _next_sentence_pairs(
+            documents, tokenizer, seq_len=seq_len, short_seq_prob=short_seq_prob,
+            next_sentence_rate=next_sentence_rate, shuffle=shuffle, seed=seed)
     if shuffle:
         pairs = pairs.shuffle(PAIR_SHUFFLE_BUFFER, seed=_sub_seed(seed, 4))
     # Masking runs on blocks of >= MASK_BLOCK sequences (whole batches), then

@@ -137,6 +137,7 @@ def _dataset(config, phase, files, batch_size, input_context, *, shuffle=None,
         mask_rate=data.mask_rate, short_seq_prob=data.short_seq_prob,
         whole_word_masking=data.whole_word_masking,
         next_sentence_rate=data.next_sentence_rate,
+        pack_documents=data.pack_documents,
         seed=data.seed if seed is None else seed,
         shuffle=data.shuffle if shuffle is None else shuffle,
         repeat=True, input_context=input_context)

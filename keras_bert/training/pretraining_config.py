@@ -64,6 +64,10 @@ class DataConfig:
     # leaves the next-sentence head nothing to learn (RoBERTa, Liu et al.
     # 2019, found next-sentence prediction does not help).
     next_sentence_rate: float = 0.5
+    # Fill each sequence with consecutive documents, each ended by [SEP]
+    # (RoBERTa's FULL-SENTENCES): for short documents, `corpus_format: lines`.
+    # Needs next_sentence_rate 0.
+    pack_documents: bool = False
     shuffle: bool = True
     seed: int = 0
 
@@ -229,6 +233,10 @@ class PretrainingConfig:
             value = getattr(self.data, name)
             check(0.0 <= value <= 1.0, f"`data.{name}` must be in [0, 1]. "
                   f"Received: data.{name}={value!r}")
+        check(not self.data.pack_documents or self.data.next_sentence_rate == 0,
+              "`data.pack_documents` fills sequences across documents, so it "
+              "needs the next-sentence task off (`data.next_sentence_rate: 0`). "
+              f"Received: data.next_sentence_rate={self.data.next_sentence_rate!r}")
         # Imported here, like every pipeline use in keras_bert.training: the
         # package must import where tensorflow-text is absent.
         from pipelines.tasks.features import MIN_SEQ_LEN

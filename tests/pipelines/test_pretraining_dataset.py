@@ -146,7 +146,7 @@ def test_finite_without_repeat_and_sharding(sentence_corpus, tokenizer):
 def test_text_format_and_sentence_split(tmp_path):
     text = ("Mr. Smith went to Washington. He said: \"Hello!\" Then he left?\n"
             "Yes.\n\nA new paragraph starts here\nand goes on.")
-    sentences = corpus.split_sentences(tf.constant(text)).numpy().tolist()
+    sentences = corpus.split_sentences(tf.constant([text]))[0].numpy().tolist()
     assert sentences == [b"Mr.\x01Smith went to Washington.",
                          b"He said: \"Hello!\"", b"Then he left?", b"Yes.",
                          b"A new paragraph starts here\nand goes on."]
@@ -272,6 +272,7 @@ def test_megabyte_line_without_spaces_and_invalid_utf8(tmp_path, tokenizer,
     ({"batch_size": 0}, "batch_size=0"),
     ({"mask_rate": 1.5}, "mask_rate=1.5"),
     ({"corpus_format": "json"}, "corpus_format='json'"),
+    ({"pack_documents": True, "next_sentence_rate": 0.5}, "next_sentence_rate=0.5"),
 ])
 def test_bad_arguments(sentence_corpus, kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -366,3 +367,55 @@ def test_next_sentence_rate_zero_keeps_text_contiguous(tmp_path):
     # next sentence as B (a random B each before). Only the last sentence of
     # a piece (~18 sentences at this length) may not.
     assert labels.mean() < 0.15
+
+
+@pytest.fixture(scope="module")
+def one_line_documents(tmp_path_factory, reference):
+    """300 short one-line documents (numbered, so order is visible)."""
+    root = tmp_path_factory.mktemp("lines")
+    lines = [f"review {i} : the film was {'good' if i % 3 else 'bad'} . "
+             f"{'really ' * (i % 5)}" for i in range(300)]
+    (root / "reviews.txt").write_text("\n".join(lines) + "\n\n")
+    return str(root / "reviews.txt"), [reference.ids(line) for line in lines]
+
+
+def test_packed_short_documents_fill_sequences_in_order(one_line_documents):
+    pattern, documents = one_line_documents
+    batches = _take(_dataset(pattern, corpus_format="lines", seq_len=32,
+                             max_predictions=5, next_sentence_rate=0.0,
+                             pack_documents=True, shuffle=False, repeat=False,
+                             batch_size=4), 100)
+    ids = np.concatenate([_unmask(*batch) for batch in batches])
+    assert (ids[:, 0] == CLS).all()
+    real = ids != PAD
+    # Every sequence is full; only the last one of the corpus (block) is not.
+    assert real[:-1].all() and real[-1, :2].all()
+    for features, labels, _ in batches:
+        assert (features["segment_ids"] == 0).all() and (labels["nsp"] == 0).all()
+    # The bodies, read one after another, are the documents in order, each
+    # ended by [SEP]; a document may go on in the next sequence.
+    stream = ids[:, 1:][real[:, 1:]].tolist()
+    expected = [t for doc in documents for t in doc + [SEP]]
+    # drop_remainder may leave out the last sequences: a prefix of the corpus.
+    assert len(stream) > 0.9 * len(expected)
+    assert stream == expected[:len(stream)]
+
+
+def test_packed_documents_share_of_real_tokens(one_line_documents):
+    pattern, _ = one_line_documents
+    unpacked, packed = (
+        np.concatenate([f["padding_mask"] for f, _, _ in _take(_dataset(
+            pattern, corpus_format="lines", seq_len=64, max_predictions=5,
+            next_sentence_rate=0.0, pack_documents=pack, batch_size=8), 20)]).mean()
+        for pack in (False, True))
+    assert unpacked < 0.4 and packed > 0.95
+
+
+def test_lines_format_with_next_sentence_task(one_line_documents):
+    pattern, _ = one_line_documents
+    f, l, w = _take(_dataset(pattern, corpus_format="lines", seq_len=32,
+                             max_predictions=5), 1)[0]
+    ids = _unmask(f, l, w)
+    # One document a line, each of two sentences: [CLS] A [SEP] B [SEP].
+    assert ((ids == SEP).sum(axis=1) == 2).all()
+    assert set(np.unique(l["nsp"])) == {0, 1}

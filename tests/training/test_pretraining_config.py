@@ -98,3 +98,16 @@ def test_parse_override_reads_yaml_values():
     assert parse_override("a.b=1e-4") == ("a.b", "1e-4")  # YAML 1.1 quirk
     assert parse_override("a=true") == ("a", True)
     assert parse_override("a=null") == ("a", None)
+
+
+def test_packing_documents_needs_the_next_sentence_task_off():
+    assert load_pretraining_config("default", ["data.pack_documents=true"]).data.pack_documents
+    with pytest.raises(ConfigError, match=r"next_sentence_rate=0\.5"):
+        load_pretraining_config("default", ["data.pack_documents=true",
+                                            "data.next_sentence_rate=0.5"])
+
+
+def test_own_text_recipe_packs_short_documents():
+    config = load_pretraining_config("own_text")
+    assert config.data.corpus_format == "lines"
+    assert config.data.pack_documents and config.data.next_sentence_rate == 0.0
