@@ -198,6 +198,8 @@ def load_backbones(pretrained):
     """`{name: (config, weights)}` of the `--pretrained` backbones."""
     import keras
 
+    import keras_bert.models  # noqa: F401  (registers the classes to load)
+
     loaded = {}
     for name, path in pretrained.items():
         model = keras.saving.load_model(path, compile=False)
@@ -231,7 +233,7 @@ def score(task, model, data):
 def finetune(task, data, backbone_config, weights, budget, learning_rate, seed,
              min_updates):
     """Dev score of one fine-tuning run."""
-    from transfer import training_modules   # bench/, beside this script
+    from transfer import training_modules
 
     optimizers, _, configs = training_modules()
     import keras
@@ -269,6 +271,9 @@ def run_key(init, budget, learning_rate, seed):
 
 def run(args, pretrained):
     """Fine-tunes every init x budget x rate x seed; returns the records."""
+    from transfer import training_modules   # bench/, beside this script
+
+    training_modules()   # before keras_bert is imported: no TensorFlow needed
     import keras
 
     data = dict(np.load(args.data))
@@ -454,7 +459,7 @@ def main():
                                     "in-domain pre-training when named in-domain)")
         sub[name].add_argument("--budgets", type=int, nargs="+")
         sub[name].add_argument("--learning_rates", type=float, nargs="+",
-                               default=[1e-4, 3e-4, 1e-3])
+                               default=[3e-4, 1e-3])
         sub[name].add_argument("--seeds", type=int, default=3)
         sub[name].add_argument("--min_updates", type=int, default=300)
         sub[name].add_argument("--random_model", default="bert_tiny",
