@@ -14,8 +14,12 @@ Prints, for the tokens absent from the config's training files and for the
 present ones: their number, the mean pairwise cosine similarity of their
 rows and the mean row norm, in a fresh random init of the same size and in
 the pre-trained backbone; and the share of SST-2 and CoNLL-2003 token
-occurrences (train and dev) whose token is absent. Never run by the test
-suite.
+occurrences (train and dev) whose token is absent; and the cosine of a few
+sentiment word pairs (antonyms and synonyms), which a masked LM sees in the
+same contexts. `--write_reset PATH` saves a copy of the backbone whose
+absent rows are back at their random init: the rows that leaving absent
+tokens out of the masked-LM softmax would have kept (weight decay aside),
+to measure that remedy without pre-training again. Never run by the test suite.
 """
 
 import argparse
@@ -60,6 +64,11 @@ def corpus_counts(config, tokenizer, vocabulary_size):
     return counts
 
 
+WORD_PAIRS = [("good", "bad"), ("great", "terrible"), ("best", "worst"),
+              ("funny", "boring"), ("beautiful", "ugly"), ("good", "great"),
+              ("bad", "awful"), ("film", "movie")]
+
+
 def task_texts(data_dir):
     """`{task: texts}` of SST-2 and CoNLL-2003 train + dev."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -80,6 +89,8 @@ def main():
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--backbone", required=True, help="its pre-trained .keras")
     parser.add_argument("--data_dir", default=DATA)
+    parser.add_argument("--write_reset", metavar="PATH",
+                        help="save the backbone with its absent rows reset here")
     args = parser.parse_args()
     sys.path.insert(0, ROOT)
     import keras
@@ -126,6 +137,19 @@ def main():
         print(f"| {task} | {task_counts.sum():,} | "
               f"{task_counts[absent].sum() / task_counts.sum():.1%} | "
               f"{(used & absent).sum():,} of {used.sum():,} |")
+    index = {token: i for i, token in enumerate(tokenizer.vocabulary)}
+    print("\n| word pair | cosine: random init | pre-trained |\n|---|---|---|")
+    for first, second in WORD_PAIRS:
+        cells = []
+        for rows in table.values():
+            a, b = rows[index[first]], rows[index[second]]
+            cells.append(f"{a @ b / np.linalg.norm(a) / np.linalg.norm(b):.2f}")
+        print(f"| {first} / {second} | " + " | ".join(cells) + " |")
+    if args.write_reset:
+        reset = np.where(absent[:, None], table["random init"], table["pre-trained"])
+        trained.token_embedding.embeddings.assign(reset)
+        trained.save(args.write_reset)
+        print(f"\nwrote {args.write_reset}: {absent.sum():,} absent rows reset")
 
 
 if __name__ == "__main__":
