@@ -404,6 +404,7 @@ def plot(task, summary, inits, path, title):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     figure, axes = plt.subplots(figsize=(6.4, 4.2))
     for init in inits:
@@ -413,6 +414,9 @@ def plot(task, summary, inits, path, title):
         stds = np.array([100 * s[2] for _, s in points])
         axes.errorbar(budgets, means, yerr=stds, marker="o", capsize=3, label=init)
     axes.set_xscale("log")
+    budgets = sorted({budget for _, budget in summary})
+    axes.set_xticks(budgets, [f"{b:,}" for b in budgets])
+    axes.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     axes.set_xlabel("labelled training examples" if task == "sst2"
                     else "labelled training sentences")
     axes.set_ylabel(f"dev {METRIC[task]} (%)")
