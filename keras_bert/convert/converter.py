@@ -224,6 +224,12 @@ def convert(
         tokens, note = read_vocabulary(vocab)
         if tokens is None:
             raise CheckpointError(f"{vocab}: no such vocabulary file.")
+        rows = checkpoint.config["vocabulary_size"]
+        if len(tokens) != rows:
+            raise CheckpointError(
+                f"{vocab}: {len(tokens)} tokens, but {src} has {rows} token "
+                "embeddings; export and fine-tuning need one per token "
+                "(wrong vocab.txt?).")
         checkpoint.vocabulary = tokens
         checkpoint.notes = [
             n for n in checkpoint.notes if not n.startswith("vocab:")

@@ -98,10 +98,11 @@ def _read_vocabulary(path):
                           f"{error.strerror}") from None
 
 
-def build_backbone(config, vocabulary=None):
+def build_backbone(config):
     """The `BertBackbone` of `config.model` + `config.model_overrides`, in
-    `config.precision`; position embeddings are sized for the longest
-    phase from the start (BERT's 512)."""
+    `config.precision`, with one embedding row per token of
+    `data.vocab_file`; position embeddings are sized for the longest phase
+    from the start (BERT's 512)."""
     try:
         kwargs = load_model_config(config.model)
     except ValueError as error:
@@ -112,11 +113,16 @@ def build_backbone(config, vocabulary=None):
         raise ConfigError(
             f"The model's max_sequence_length={kwargs['max_sequence_length']}"
             f" is shorter than the longest phase, seq_len={longest}.")
-    if vocabulary is not None and len(vocabulary) > kwargs["vocabulary_size"]:
+    vocabulary = _read_vocabulary(config.data.vocab_file)
+    # Export and fine-tuning need exactly one row per token, so a custom
+    # vocabulary sizes the model unless an override says otherwise.
+    requested = config.model_overrides.get("vocabulary_size", len(vocabulary))
+    if requested != len(vocabulary):
         raise ConfigError(
-            f"data.vocab_file has {len(vocabulary)} tokens but the model's "
-            f"vocabulary_size is {kwargs['vocabulary_size']}; set "
-            f"model_overrides.vocabulary_size={len(vocabulary)}.")
+            f"data.vocab_file has {len(vocabulary)} tokens but "
+            f"model_overrides.vocabulary_size is {requested}; drop the "
+            "override (the model takes its size from the vocabulary).")
+    kwargs["vocabulary_size"] = len(vocabulary)
     try:
         backbone = BertBackbone(**kwargs, dtype=config.precision)
     except (TypeError, ValueError) as error:
@@ -218,12 +224,11 @@ def build_pretraining(config, distribution=None):
     keras.utils.set_random_seed(config.data.seed)
     if distribution is None:
         distribution = create_distribution(config.strategy, config.tpu)
-    vocabulary = _read_vocabulary(config.data.vocab_file)
     train_files, eval_files = split_corpus(config.data)
     phases = plan_phases(config)
     total_steps = sum(phase.steps for phase in phases)
     with distribution.scope():
-        backbone = build_backbone(config, vocabulary)
+        backbone = build_backbone(config)
         model = BertPretrainer(backbone, name="bert_pretrainer")
         schedule = create_schedule(config.optimizer, total_steps)
         optimizer = create_optimizer(config.optimizer, total_steps, schedule)

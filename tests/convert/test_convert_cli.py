@@ -101,6 +101,25 @@ def test_bad_hidden_activation_is_one_line(tmp_path, capsys):
     assert sorted(os.listdir(tmp_path)) == ["google"]
 
 
+def test_vocab_of_another_size_is_refused(tmp_path, capsys):
+    # One embedding row per token is what export and fine-tuning need.
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    vocab = tmp_path / "small_vocab.txt"
+    vocab.write_text("".join(f"tok{i}\n" for i in range(30)))
+
+    argv = [str(tmp_path / "google"), str(tmp_path / "hf"), "--vocab", str(vocab)]
+    assert main(argv) == 2
+
+    assert capsys.readouterr().err == (
+        f"error: {vocab}: 30 tokens, but {tmp_path / 'google'} has 40 token "
+        "embeddings; export and fine-tuning need one per token "
+        "(wrong vocab.txt?).\n"
+    )
+    assert not (tmp_path / "hf").exists()
+
+
 def test_existing_destination_needs_overwrite(tmp_path, capsys):
     write_google_checkpoint(
         tmp_path / "google", random_weights(original_shapes(heads=False))

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from keras_bert.training import CheckpointManager, ConfigError, run_pretraining
-from tests.training.conftest import tiny_cli_args, tiny_config
+from tests.training.conftest import (VOCAB, tiny_cli_args, tiny_config,
+                                     tiny_overrides)
 
 
 def read_scalars(log_dir):
@@ -393,6 +394,43 @@ def test_damaged_init_checkpoint_is_one_line_exit_2(damage, tmp_path,
     err = cli_error(tiny_cli_args(tmp_path, tiny_corpus,
                                   init_checkpoint=path), capsys)
     assert f"init_checkpoint {path!r} cannot be loaded" in err
+
+
+def small_vocabulary(tmp_path):
+    """The bundled vocabulary cut to 4,000 tokens: its special tokens and
+    every word of `tiny_corpus`."""
+    with open(VOCAB, encoding="utf-8") as f:
+        tokens = f.read().splitlines()[:4000]
+    path = tmp_path / "small_vocab.txt"
+    path.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+    return str(path)
+
+
+def test_custom_vocabulary_sizes_the_model_and_exports(tmp_path, tiny_corpus):
+    from keras_bert.export import export_for_serving
+
+    config = tiny_config(tmp_path, tiny_corpus,
+                         **{"data.vocab_file": small_vocabulary(tmp_path)})
+    run_pretraining(config, verbose=0)
+
+    backbone = keras.saving.load_model(
+        os.path.join(config.model_dir, "backbone.keras"))
+    assert backbone.vocabulary_size == len(backbone.vocabulary) == 4000
+    exported = export_for_serving(backbone, str(tmp_path / "serving"))
+    assert os.path.exists(os.path.join(exported, "saved_model.pb"))
+
+
+def test_vocabulary_size_override_that_disagrees_is_one_line_exit_2(
+        tmp_path, tiny_corpus, capsys):
+    overrides = {**tiny_overrides(tmp_path, tiny_corpus)["model_overrides"],
+                 "vocabulary_size": 30522}
+    err = cli_error(tiny_cli_args(
+        tmp_path, tiny_corpus, model_overrides=overrides,
+        **{"data.vocab_file": small_vocabulary(tmp_path)}), capsys)
+    assert err == (
+        "error: data.vocab_file has 4000 tokens but "
+        "model_overrides.vocabulary_size is 30522; drop the override (the "
+        "model takes its size from the vocabulary).")
 
 
 def test_outputs_follow_the_umask(full_run):
