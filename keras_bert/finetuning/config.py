@@ -213,6 +213,20 @@ _CHOICES = {
 }
 
 
+# Ranges of the float keys (NaN fails every comparison, so it is refused).
+_RANGES = {
+    "optimizer.learning_rate": (lambda v: 0 < v < math.inf, "finite and > 0"),
+    "optimizer.weight_decay": (lambda v: 0 <= v < math.inf, "finite and >= 0"),
+    "optimizer.warmup_fraction": (lambda v: 0 <= v <= 1, "between 0 and 1"),
+    "optimizer.epsilon": (lambda v: 0 < v < math.inf, "finite and > 0"),
+    "optimizer.global_clipnorm": (lambda v: 0 < v < math.inf,
+                                  "finite and > 0 (or null: no clipping)"),
+    "training.epochs": (lambda v: 0 < v < math.inf, "finite and > 0"),
+    "training.dropout": (lambda v: 0 <= v < 1, ">= 0 and < 1"),
+}
+_NONE_ALLOWED = {"optimizer.global_clipnorm"}
+
+
 def _check_values(config):
     for key, choices in _CHOICES.items():
         section, name = key.split(".")
@@ -231,8 +245,12 @@ def _check_values(config):
             raise FinetuneConfigError(
                 f"{key} must be >= {minimum}. Received: {key}={value}"
             )
-    if not 0 < (config.training.epochs or 0) < math.inf:
-        raise FinetuneConfigError(
-            f"training.epochs must be finite and > 0. Received: "
-            f"training.epochs={config.training.epochs}"
-        )
+    for key, (in_range, wanted) in _RANGES.items():
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name)
+        if value is None and key in _NONE_ALLOWED:
+            continue
+        if value is None or not in_range(value):
+            raise FinetuneConfigError(
+                f"{key} must be {wanted}. Received: {key}={value}"
+            )

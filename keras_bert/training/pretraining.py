@@ -9,6 +9,7 @@ logging and export on top of the same objects.
 
 import dataclasses
 import functools
+import inspect
 import math
 import zipfile
 
@@ -107,6 +108,14 @@ def build_backbone(config):
         kwargs = load_model_config(config.model)
     except ValueError as error:
         raise ConfigError(str(error)) from None
+    # `BertBackbone` would pass an unknown keyword on to `keras.Model`,
+    # which ignores it: a typo must not go unnoticed.
+    known = set(inspect.signature(BertBackbone).parameters) - {"dtype", "kwargs"}
+    unknown = sorted(set(config.model_overrides) - known)
+    if unknown:
+        raise ConfigError(
+            f"model_overrides: unknown key {unknown[0]!r} (known: "
+            f"{', '.join(sorted(known))}).")
     kwargs.update(config.model_overrides)
     longest = max(phase.seq_len for phase in config.phases)
     if kwargs.get("max_sequence_length", 512) < longest:

@@ -8,6 +8,7 @@ key is an error, as in tensorflow/models `official/core/train_utils.py`.
 
 import dataclasses
 import json
+import math
 import typing
 from pathlib import Path
 
@@ -256,6 +257,12 @@ class PretrainingConfig:
             check(phase.batch_size >= 1,
                   f"phases.{i}: `batch_size` must be >= 1. "
                   f"Received: batch_size={phase.batch_size}")
+        fractions = [p.fraction for p in self.phases if p.fraction is not None]
+        check(all(0 < f <= 1 for f in fractions)
+              and (not fractions or math.isclose(sum(fractions), 1.0)),
+              "The phases' `fraction`s share what `steps` phases leave of "
+              "train_steps: each in (0, 1], summing to 1. Received: "
+              f"fractions={fractions}")
         steps = self.phase_steps()
         check(all(s >= 1 for s in steps),
               f"Every phase needs >= 1 step. Received: train_steps="

@@ -157,6 +157,20 @@ def test_tiny_model_learns_sst2_fixture(checkpoint, fixtures, tmp_path):
         (["--set", "training.epochs=.inf"],
          "training.epochs must be finite and > 0. Received: training.epochs=inf"),
         (["--set", "training.epochs=[1"], "--set: training.epochs is not a YAML value. Received: '[1'"),
+        (["--set", "optimizer.learning_rate=-1"],
+         "optimizer.learning_rate must be finite and > 0. Received: optimizer.learning_rate=-1.0"),
+        (["--set", "optimizer.weight_decay=-5"],
+         "optimizer.weight_decay must be finite and >= 0. Received: optimizer.weight_decay=-5.0"),
+        (["--set", "optimizer.warmup_fraction=2"],
+         "optimizer.warmup_fraction must be between 0 and 1. Received: "
+         "optimizer.warmup_fraction=2.0"),
+        (["--set", "optimizer.global_clipnorm=0"],
+         "optimizer.global_clipnorm must be finite and > 0 (or null: no clipping). "
+         "Received: optimizer.global_clipnorm=0.0"),
+        (["--set", "training.dropout=1.5"],
+         "training.dropout must be >= 0 and < 1. Received: training.dropout=1.5"),
+        (["--set", "optimizer.learning_rate=.nan"],
+         "optimizer.learning_rate must be finite and > 0. Received: optimizer.learning_rate=nan"),
     ],
 )
 def test_input_errors_are_one_line(checkpoint, fixtures, tmp_path, capsys, args, message):

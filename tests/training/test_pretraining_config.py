@@ -90,8 +90,19 @@ def test_exactly_one_of_steps_and_fraction():
 def test_fixed_and_fraction_phases():
     config = load_pretraining_config("default", [
         "train_steps=100", "optimizer.warmup_steps=10", "phases.0.steps=30",
-        "phases.0.fraction=null"])
+        "phases.0.fraction=null", "phases.1.fraction=1.0"])
     assert config.phase_steps() == [30, 70]
+
+
+@pytest.mark.parametrize("fractions", [(0.6, 1.5), (0.9, 0.2), (0.0, 1.0)])
+def test_phase_fractions_must_share_the_steps(fractions):
+    overrides = [f"phases.{i}.fraction={f}" for i, f in enumerate(fractions)]
+    with pytest.raises(ConfigError) as error:
+        load_pretraining_config("budget", overrides)
+    assert str(error.value) == (
+        "The phases' `fraction`s share what `steps` phases leave of "
+        "train_steps: each in (0, 1], summing to 1. Received: "
+        f"fractions={list(fractions)}")
 
 
 def test_parse_override_reads_yaml_values():

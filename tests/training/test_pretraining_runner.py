@@ -433,6 +433,16 @@ def test_vocabulary_size_override_that_disagrees_is_one_line_exit_2(
         "model takes its size from the vocabulary).")
 
 
+def test_model_override_typo_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
+    overrides = {**tiny_overrides(tmp_path, tiny_corpus)["model_overrides"],
+                 "hidden_dimm": 3}
+    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus,
+                                  model_overrides=overrides), capsys)
+    assert err.startswith(
+        "error: model_overrides: unknown key 'hidden_dimm' (known: dropout, "
+        "hidden_activation, hidden_dim,")
+
+
 def test_outputs_follow_the_umask(full_run):
     config = full_run[0]
     modes = {}
