@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import time
 
 import keras
@@ -105,6 +106,9 @@ def _tokenizer(backbone, vocab, model_dir, lower_case):
             f"{vocab_path}: {len(vocabulary)} tokens, but the checkpoint's "
             f"vocabulary_size is {backbone.vocabulary_size}"
         )
+    copy = os.path.join(model_dir, "vocab.txt")  # Carried either way.
+    if vocab and not (os.path.exists(copy) and os.path.samefile(vocab, copy)):
+        shutil.copyfile(vocab, copy)
     if lower_case is None:
         lower_case = infer_lower_case(vocabulary)
     backbone.vocabulary = list(vocabulary)

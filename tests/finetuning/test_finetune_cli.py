@@ -211,6 +211,19 @@ def test_missing_vocabulary_needs_vocab_flag(fixtures, tmp_path, capsys):
     assert "pass --vocab" in capsys.readouterr().err
 
 
+def test_vocab_flag_is_copied_into_the_model_folder(fixtures, tmp_path):
+    backbone = BertBackbone(vocabulary_size=174, num_layers=1, num_heads=2,
+                            hidden_dim=8, intermediate_dim=16)
+    path = str(tmp_path / "novocab.keras")
+    backbone.save(path)
+    argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"), "--init_checkpoint", path,
+            "--model_dir", str(tmp_path / "out"), "--vocab", str(fixtures / "vocab.txt")]
+    for item in QUICK + ["export.enabled=false"]:
+        argv += ["--set", item]
+    assert main(argv) == 0
+    assert (tmp_path / "out" / "vocab.txt").read_text() == (fixtures / "vocab.txt").read_text()
+
+
 def _regression_data(tmp_path, fixtures, bad):
     data = tmp_path / "data"
     data.mkdir()
