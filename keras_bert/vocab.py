@@ -1,7 +1,7 @@
 """`python -m keras_bert.vocab`: learn a WordPiece vocabulary from text.
 
     python -m keras_bert.vocab --input 'data/corpus/*/*.txt' \
-        --vocab_size 30522 --output vocab.txt [--cased]
+        --vocab_size 30522 --output vocab.txt [--cased] [--overwrite]
 
 Words are split exactly as `pipelines.BertTokenizer` splits them, counted,
 and handed to tensorflow-text's WordPiece learner. The reserved tokens
@@ -26,6 +26,8 @@ def parse_args(argv=None):
                         help="maximum vocabulary size, special tokens included "
                              "(default: %(default)s).")
     parser.add_argument("--output", required=True, help="vocabulary file to write.")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing --output file.")
     parser.add_argument("--cased", action="store_true",
                         help="keep case and accents (default: uncased).")
     parser.add_argument("--max_word_chars", type=int, default=50,
@@ -37,13 +39,15 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def output_error(path):
+def output_error(path, overwrite):
     """What is wrong with `--output`, found before learning, not after."""
     if "://" in path:  # A remote file system: its writer will tell.
         return None
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         return f"--output {path}: is a folder, not a file"
+    if os.path.exists(path) and not overwrite:
+        return f"--output {path}: already exists; pass --overwrite to replace it"
     if not os.path.isdir(parent):
         return f"--output {path}: {parent} is not an existing folder"
     if not os.access(parent, os.W_OK):
@@ -56,7 +60,7 @@ def main(argv=None):
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     import pipelines
 
-    error = output_error(args.output)
+    error = output_error(args.output, args.overwrite)
     if error:
         print(f"error: {error}", file=sys.stderr)
         return 2

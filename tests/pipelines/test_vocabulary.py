@@ -122,12 +122,15 @@ def test_every_shard_is_checked_against_the_vocabulary(tmp_path):
     (None, ["--vocab_size", "3"], "Received: vocab_size=3"),
     ("folder", [], "--output {out}: is a folder, not a file"),
     ("under_file", [], "--output {out}: {tmp}/file is not an existing folder"),
+    ("exists", [], "--output {out}: already exists; pass --overwrite to replace it"),
 ])
 def test_vocab_cli_rejects_bad_arguments_before_learning(tmp_path, capsys, setup,
                                                          extra, message):
     output = tmp_path / "vocab.txt"
     if setup == "folder":
         output.mkdir()
+    elif setup == "exists":
+        output.write_text("mine")
     elif setup == "under_file":
         (tmp_path / "file").write_text("mine")
         output = tmp_path / "file" / "vocab.txt"
@@ -140,6 +143,28 @@ def test_vocab_cli_rejects_bad_arguments_before_learning(tmp_path, capsys, setup
     assert message.format(out=output, tmp=tmp_path) in err
     assert sorted(p.name for p in tmp_path.iterdir()) == (
         ["file"] if setup == "under_file" else ["vocab.txt"] if setup else [])
+    if setup == "exists":
+        assert output.read_text() == "mine"
+
+
+def test_vocab_cli_full_disk_leaves_no_file(tmp_path, capsys, monkeypatch):
+    class FullDisk(tf.io.gfile.GFile):
+        def write(self, data):
+            super().write(data[:len(data) // 2])
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pipelines.vocabulary.tf.io.gfile, "GFile", FullDisk)
+    output = tmp_path / "vocab.txt"
+    output.write_text("mine")
+    argv = ["--input", SMALL[0], "--output", str(output), "--vocab_size", "300",
+            "--overwrite"]
+
+    assert vocab_cli.main(argv) == 2
+
+    assert capsys.readouterr().err == (
+        f"error: Cannot write {output}: No space left on device\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vocab.txt"]
+    assert output.read_text() == "mine"
 
 
 def test_vocab_size_is_a_maximum(tmp_path):
