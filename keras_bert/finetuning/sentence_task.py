@@ -58,8 +58,9 @@ class SentenceTask:
             for n in dev_names
         }
         if not self.regression and self.label_names is None:
-            self.label_names = data.label_names or sorted(
-                {str(e.label) for e in self.train_examples}
+            self.label_names = (
+                [tasks.canonical_label(n) for n in data.label_names] if data.label_names
+                else sorted({str(e.label) for e in self.train_examples})
             )
         files = [(train_path, self.train_examples)] + [
             (os.path.join(self.data_dir, n), e) for n, e in self.dev_sets.items()

@@ -151,12 +151,13 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
 
     The format comes from the extension (`.csv`, `.tsv`, `.jsonl`/`.json`).
     CSV and TSV need a header row naming the columns; each JSONL line is an
-    object. Labels are returned as read (str for CSV/TSV); the caller turns
-    them into class ids or floats.
+    object. Labels are returned as `canonical_label` strings; the caller
+    turns them into class ids or floats.
 
     Raises:
-        TaskDataError: missing file, unknown extension, a missing column or
-            an unparsable line, naming file and line.
+        TaskDataError: missing file, unknown extension, a missing column,
+            an unparsable line, an empty label or a TSV quote left open,
+            naming file and line.
     """
     if not os.path.isfile(path):
         raise TaskDataError(f"{path}: no such file")
@@ -172,12 +173,24 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
                     f"{path}:1: header has no column(s) {missing}; "
                     f"found {reader.fieldnames}"
                 )
+            previous_line = reader.line_num
             for row in reader:
                 if None in row or any(row[c] is None for c in wanted):
                     raise TaskDataError(
                         f"{path}:{reader.line_num}: expected {len(reader.fieldnames)} "
                         "columns as in the header"
                     )
+                # A quote opened and not closed on its line swallows the
+                # rows after it into one field (CSV allows line breaks in
+                # quoted fields; TSV exports do not write them).
+                if extension == ".tsv" and any(
+                        "\n" in value or "\r" in value for value in row.values()):
+                    raise TaskDataError(
+                        f"{path}:{previous_line + 1}: a quoted field runs on to "
+                        f"line {reader.line_num} (a stray '\"'?); a TSV field "
+                        "cannot hold a line break"
+                    )
+                previous_line = reader.line_num
                 examples.append(_table_example(row, text_column, text_b_column, label_column, path, reader.line_num))
     elif extension in (".jsonl", ".json"):
         with open(path, encoding="utf-8") as f, text_file_errors(path):
@@ -200,12 +213,37 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
 
 
 def _table_example(row, text_column, text_b_column, label_column, path, line_number):
+    label = None
+    if label_column:
+        label = canonical_label(row[label_column])
+        if label is None:
+            raise TaskDataError(
+                f"{path}:{line_number}: empty label in column {label_column!r}"
+            )
     return Example(
         text_a=str(row[text_column]),
         text_b=str(row[text_b_column]) if text_b_column else None,
-        label=row[label_column] if label_column else None,
+        label=label,
         guid=f"{os.path.basename(path)}-{line_number}",
     )
+
+
+def canonical_label(value):
+    """One spelling per label: surrounding blanks dropped and whole numbers
+    written as integers (`1`, `1.0` and ` 1 ` are one class); None for a
+    missing or blank label."""
+    if value is None or isinstance(value, bool):
+        return None if value is None else str(value).lower()
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if math.isfinite(number) and number == int(number):
+        return str(int(number))
+    return text
 
 
 def find_split_file(data_dir, split):

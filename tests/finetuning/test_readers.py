@@ -122,11 +122,41 @@ def test_generic_tables(fixtures):
     csv_rows = tasks.read_table(fixtures / "generic/train.csv", "text", label_column="label")
     assert csv_rows[0].text_a == "a great, moving film" and csv_rows[0].label == "pos"
     jsonl = tasks.read_table(fixtures / "generic/train.jsonl", "text", "text_b", "label")
-    assert jsonl[1].text_b == "a great film" and jsonl[1].label == 0
+    assert jsonl[1].text_b == "a great film" and jsonl[1].label == "0"
     tsv = tasks.read_table(fixtures / "generic/reg_train.tsv", "text", label_column="score")
     assert tsv[0].label == "4.5"
     with pytest.raises(tasks.TaskDataError, match=r"header has no column\(s\) \['sentence'\]"):
         tasks.read_table(fixtures / "generic/train.csv", "sentence")
+
+
+def test_labels_have_one_spelling(tmp_path):
+    tsv = tmp_path / "train.tsv"
+    tsv.write_text("text\tlabel\na\tpos \nb\t pos\nc\t1\nd\t1.0\ne\t2.5\n")
+    labels = [e.label for e in tasks.read_table(tsv, "text", label_column="label")]
+    assert labels == ["pos", "pos", "1", "1", "2.5"]
+    jsonl = tmp_path / "train.jsonl"
+    jsonl.write_text('{"text": "a", "label": 1}\n{"text": "b", "label": 1.0}\n'
+                     '{"text": "c", "label": "1"}\n{"text": "d", "label": true}\n')
+    labels = [e.label for e in tasks.read_table(jsonl, "text", label_column="label")]
+    assert labels == ["1", "1", "1", "true"]
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("train.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": null}\n',
+     "train.jsonl:2: empty label in column 'label'"),
+    ("train.tsv", "text\tlabel\na\t1\nb\t \n",
+     "train.tsv:3: empty label in column 'label'"),
+    # 40 rows must not become 34 examples: the stray quote is named.
+    ("train.tsv", "text\tlabel\na\t1\n\"b\t0\n" + "c\t1\n" * 6 + 'd"\t0\n',
+     "train.tsv:3: a quoted field runs on to line 10 (a stray '\"'?); "
+     "a TSV field cannot hold a line break"),
+])
+def test_bad_labels_and_stray_quotes_name_the_line(tmp_path, name, content, message):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_table(path, "text", label_column="label")
+    assert str(error.value) == f"{path}:{message.split(':', 1)[1]}"
 
 
 def test_dynamic_padding_and_buckets(fixtures, tokenizer):
