@@ -15,9 +15,12 @@ max_query_length 64.
 
 import dataclasses
 import json
+import logging
 import os
 
 from pipelines.tasks.errors import TaskDataError, text_file_errors
+
+logger = logging.getLogger(__name__)
 from pipelines.tasks.features import tokenize_texts
 
 
@@ -70,11 +73,14 @@ def read_squad(path, version_2=False, training=False):
 
     With `training`, each answerable question keeps the word span of its
     first answer; questions whose answer text cannot be found at its
-    `answer_start` are dropped (as `run_squad.py` does).
+    `answer_start` are dropped (as `run_squad.py` does) and counted in a
+    warning that names the first; when most are, the file is refused.
 
     Raises:
-        TaskDataError: missing file, invalid JSON or a missing key, naming
-            the file and the JSON position (`data[0].paragraphs[3].qas[1]`).
+        TaskDataError: missing file, invalid JSON, a missing key or a
+            `context`/`question` that is not text, naming the file and the
+            JSON position (`data[0].paragraphs[3].qas[1]`); or more than
+            half of the answers off their offsets.
     """
     if not os.path.isfile(path):
         raise TaskDataError(f"{path}: no such file")
@@ -83,7 +89,7 @@ def read_squad(path, version_2=False, training=False):
             data = json.load(f)
     except json.JSONDecodeError as error:
         raise TaskDataError(f"{path}:{error.lineno}: invalid JSON: {error.msg}") from None
-    examples = []
+    examples, misplaced, answerable = [], [], 0
     try:
         articles = data["data"]
     except (KeyError, TypeError):
@@ -94,12 +100,18 @@ def read_squad(path, version_2=False, training=False):
             if "context" not in paragraph:
                 raise TaskDataError(f"{path}: {where} has no 'context'")
             context = paragraph["context"]
+            if not isinstance(context, str):
+                raise TaskDataError(f"{path}: {where}: 'context' must be text, "
+                                    f"not {type(context).__name__}")
             words, char_to_word = split_words(context)
             for q, qa in enumerate(paragraph.get("qas", [])):
                 here = f"{where}.qas[{q}]"
                 for key in ("id", "question"):
                     if key not in qa:
                         raise TaskDataError(f"{path}: {here} has no {key!r}")
+                if not isinstance(qa["question"], str):
+                    raise TaskDataError(f"{path}: {here}: 'question' must be text, "
+                                        f"not {type(qa['question']).__name__}")
                 is_impossible = bool(qa.get("is_impossible", False)) and version_2
                 answers = [] if is_impossible else qa.get("answers", [])
                 for answer in answers:
@@ -118,18 +130,33 @@ def read_squad(path, version_2=False, training=False):
                 if training and not is_impossible:
                     if not answers:
                         raise TaskDataError(f"{path}: {here} has no answer")
-                    first = answers[0]
-                    start = first["answer_start"]
-                    end = start + len(first["text"]) - 1
-                    if not 0 <= start <= end < len(char_to_word):
+                    answerable += 1
+                    if not _locate_answer(example, answers[0], words, char_to_word):
+                        misplaced.append(here)
                         continue
-                    example.start_word = char_to_word[start]
-                    example.end_word = char_to_word[end]
-                    found = " ".join(words[example.start_word : example.end_word + 1])
-                    if " ".join(first["text"].split()) not in found:
-                        continue  # Offset does not match the text: skipped.
                 examples.append(example)
+    if misplaced:
+        message = (f"{path}: {len(misplaced)} of {answerable} answers are not at "
+                   f"their 'answer_start' in the context (first: {misplaced[0]})")
+        if 2 * len(misplaced) > answerable:
+            raise TaskDataError(message + "; offsets from another file or text?")
+        logger.warning("%s; those questions are left out of training.", message)
     return examples
+
+
+def _locate_answer(example, answer, words, char_to_word):
+    """Sets `example`'s word span from `answer`; False when the answer's text
+    is not at its `answer_start`."""
+    start = answer["answer_start"]
+    if not isinstance(start, int) or not isinstance(answer["text"], str):
+        return False
+    end = start + len(answer["text"]) - 1
+    if not 0 <= start <= end < len(char_to_word):
+        return False
+    example.start_word = char_to_word[start]
+    example.end_word = char_to_word[end]
+    found = " ".join(words[example.start_word : example.end_word + 1])
+    return " ".join(answer["text"].split()) in found
 
 
 def _max_context(spans, span_index, position):

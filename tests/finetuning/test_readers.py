@@ -1,6 +1,7 @@
 """Task readers on the small files in tests/finetuning/fixtures/."""
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -308,6 +309,39 @@ def test_squad_windows_and_positions(fixtures, tokenizer):
     assert best and all(v >= 1 for v in best.values())
     answered = [f for f in features if f.start_position > 0]
     assert answered and all(f.start_position <= f.end_position for f in answered)
+
+
+def _squad_file(tmp_path, starts, context="the cat sat on the mat ."):
+    qas = [{"id": f"q{i}", "question": "where ?",
+            "answers": [{"text": "the mat", "answer_start": start}]}
+           for i, start in enumerate(starts)]
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps({"data": [{"paragraphs": [
+        {"context": context, "qas": qas}]}]}))
+    return path
+
+
+def test_squad_answers_off_their_offsets_are_counted(tmp_path, caplog):
+    path = _squad_file(tmp_path, [15, 15, 15, 2])
+    examples = tasks.read_squad(path, training=True)
+    assert [e.qid for e in examples] == ["q0", "q1", "q2"]
+    assert (f"{path}: 1 of 4 answers are not at their 'answer_start' in the "
+            "context (first: data[0].paragraphs[0].qas[3]); those questions are "
+            "left out of training.") in caplog.text
+    assert len(tasks.read_squad(path)) == 4  # Evaluation keeps every question.
+
+
+@pytest.mark.parametrize("starts, context, message", [
+    ([15, 2, 3], "the cat sat on the mat .",
+     "2 of 3 answers are not at their 'answer_start' in the context (first: "
+     "data[0].paragraphs[0].qas[1]); offsets from another file or text?"),
+    ([0], 12, "data[0].paragraphs[0]: 'context' must be text, not int"),
+])
+def test_bad_squad_files_are_refused(tmp_path, starts, context, message):
+    path = _squad_file(tmp_path, starts, context)
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_squad(path, training=True)
+    assert str(error.value) == f"{path}: {message}"
 
 
 def test_squad_v2_unanswerable(fixtures, tokenizer):
