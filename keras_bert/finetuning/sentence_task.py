@@ -68,6 +68,12 @@ class SentenceTask:
         for path, examples in files:  # Found now, not after training.
             if not examples:
                 raise tasks.TaskDataError(f"{path}: no examples")
+        if not self.regression and len(self.label_names) < 2:
+            raise tasks.TaskDataError(
+                f"{train_path}: one class only ({self.label_names}); a "
+                "classifier needs at least 2 (data.label_names lists them "
+                "when the training file lacks some)"
+            )
         for split, examples in [("train", self.train_examples)] + list(self.dev_sets.items()):
             self._check_labels(split, examples)
 

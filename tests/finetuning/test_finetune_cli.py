@@ -200,6 +200,19 @@ def test_malformed_data_is_one_line(checkpoint, fixtures, tmp_path, capsys):
     assert err == f"error: {data}/train.tsv:3: expected at least 2 tab-separated columns for sst2, found 1"
 
 
+def test_single_class_training_set_is_one_line(checkpoint, tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.csv").write_text("text,label\na good film,pos\na fine film,pos \n")
+    (data / "dev.csv").write_text("text,label\nok,pos\n")
+    argv = ["--task", "classification", "--data_dir", str(data), "--init_checkpoint",
+            checkpoint, "--model_dir", str(tmp_path / "out")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"error: {data}/train.csv: one class only (['pos']); a classifier needs at "
+        "least 2 (data.label_names lists them when the training file lacks some)\n")
+
+
 def test_missing_vocabulary_needs_vocab_flag(fixtures, tmp_path, capsys):
     backbone = BertBackbone(vocabulary_size=174, num_layers=1, num_heads=2,
                             hidden_dim=8, intermediate_dim=16)
