@@ -170,6 +170,21 @@ def _distributed_dataset(config, phase, files, distribution, **kwargs):
         phase.batch_size)
 
 
+def _sees_a_gpu():
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        return jax.devices()[0].platform == "gpu"
+    if backend == "torch":
+        import torch
+
+        return torch.cuda.is_available()
+    import tensorflow as tf
+
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
 def resolve_jit_compile(jit_compile):
     """`"auto"` is Keras' choice (XLA where the model supports it) except on
     TensorFlow with no accelerator: XLA's CPU code for this model measured
@@ -233,6 +248,11 @@ def build_pretraining(config, distribution=None):
     keras.utils.set_random_seed(config.data.seed)
     if distribution is None:
         distribution = create_distribution(config.strategy, config.tpu)
+    if config.precision == "mixed_float16" and not _sees_a_gpu():
+        raise ConfigError(
+            "precision=mixed_float16 needs a GPU (CPUs and TPUs have no fast "
+            "float16 matmul, and XLA's CPU code has none at all); use "
+            "mixed_bfloat16 or float32.")
     train_files, eval_files = split_corpus(config.data)
     phases = plan_phases(config)
     total_steps = sum(phase.steps for phase in phases)

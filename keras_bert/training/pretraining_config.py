@@ -203,6 +203,11 @@ class PretrainingConfig:
         check(self.precision in PRECISIONS,
               f"`precision` must be one of {PRECISIONS}. "
               f"Received: precision={self.precision!r}")
+        check(self.data.eval_files is not None
+              or 0 < self.data.holdout_fraction < 1,
+              "`data.holdout_fraction` (the share of train_files held out for "
+              "evaluation when data.eval_files is not given) must be in (0, 1). "
+              f"Received: data.holdout_fraction={self.data.holdout_fraction}")
         check(self.optimizer.name in OPTIMIZERS,
               f"`optimizer.name` must be one of {OPTIMIZERS}. "
               f"Received: optimizer.name={self.optimizer.name!r}")

@@ -105,6 +105,16 @@ def test_phase_fractions_must_share_the_steps(fractions):
         f"fractions={list(fractions)}")
 
 
+@pytest.mark.parametrize("fraction", [0.0, 1.0])
+def test_holdout_fraction_must_leave_both_sides(fraction):
+    with pytest.raises(ConfigError) as error:
+        load_pretraining_config("default", [f"data.holdout_fraction={fraction}"])
+    assert str(error.value) == (
+        "`data.holdout_fraction` (the share of train_files held out for "
+        "evaluation when data.eval_files is not given) must be in (0, 1). "
+        f"Received: data.holdout_fraction={fraction}")
+
+
 def test_parse_override_reads_yaml_values():
     assert parse_override("a.b=1e-4") == ("a.b", "1e-4")  # YAML 1.1 quirk
     assert parse_override("a=true") == ("a", True)

@@ -443,6 +443,17 @@ def test_model_override_typo_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
         "hidden_activation, hidden_dim,")
 
 
+def test_float16_without_a_gpu_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
+    from keras_bert.training import pretraining
+
+    if pretraining._sees_a_gpu():
+        pytest.skip("float16 is fine on a GPU")
+    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus,
+                                  precision="mixed_float16"), capsys)
+    assert err.startswith("error: precision=mixed_float16 needs a GPU")
+    assert not (tmp_path / "run").exists()
+
+
 def test_outputs_follow_the_umask(full_run):
     config = full_run[0]
     modes = {}
