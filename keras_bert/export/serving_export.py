@@ -155,8 +155,6 @@ def export_for_serving(
     >>> export_for_serving(classifier, "/models/sst2")  # doctest: +SKIP
     '/models/sst2/1'
     """
-    import keras
-
     options = dict(
         seq_len=seq_len,
         top_k=top_k,
@@ -192,7 +190,25 @@ def export_for_serving(
     problem = model_path and archive_problem(model_path)
     if problem:
         raise ValueError(f"{model_path}: {problem}")
+    created = not os.path.isdir(output_dir)
     os.makedirs(output_dir, exist_ok=True)
+    try:
+        return _export_version(model, model_path, output_dir, version,
+                               vocabulary, lower_case, options)
+    except BaseException:
+        # A failed first export leaves no empty base path behind.
+        if created and not os.listdir(output_dir):
+            os.rmdir(output_dir)
+        raise
+
+
+def _export_version(model, model_path, output_dir, version, vocabulary,
+                    lower_case, options):
+    """`export_for_serving` once the arguments are checked and
+    `output_dir` exists."""
+    import keras
+
+    seq_len = options["seq_len"]
     version = next_version(output_dir) if version is None else version
     final_dir = os.path.join(output_dir, str(version))
     if os.path.exists(final_dir):
@@ -234,6 +250,12 @@ def export_for_serving(
         raise ValueError(
             "`vocabulary` must have one token per embedding row. Received: "
             f"{len(vocabulary)} tokens for vocabulary_size={vocab_size}"
+        )
+    is_pretrainer = any(c.__name__ == "BertPretrainer" for c in type(model).__mro__)
+    if is_pretrainer and options["top_k"] > vocab_size:
+        raise ValueError(
+            f"`top_k` must be at most the vocabulary size ({vocab_size}). "
+            f"Received: top_k={options['top_k']}"
         )
     missing = [
         t
@@ -336,6 +358,11 @@ def _export_in_subprocess(model, output_dir, version, vocabulary, lower_case, op
             command += [f"--{name}", str(value)]
         env = dict(os.environ, KERAS_BACKEND="tensorflow")
         result = subprocess.run(command, env=env, capture_output=True, text=True)
+    prefix = "python -m keras_bert.export: error: "
+    user_errors = [line[len(prefix):] for line in result.stderr.splitlines()
+                   if line.startswith(prefix)]
+    if result.returncode == 2 and user_errors:  # Bad arguments: the child's line.
+        raise ValueError(user_errors[-1])
     if result.returncode:
         raise RuntimeError(
             f"Export under the TensorFlow backend failed (exit "

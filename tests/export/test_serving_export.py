@@ -424,12 +424,23 @@ def _damage(path, how):
      "{model}: not a .keras archive (truncated or corrupt zip file)"),
     ([], "crc", "{model}: corrupt .keras archive ("),
     (["--seq_len", "4"], None, "`seq_len` must be at least 5"),
+    # Found after loading the model: on JAX and PyTorch in the TensorFlow
+    # child process, whose one line comes back as is.
+    (["--seq_len", "100000"], None, "`seq_len` must be at most the backbone's "
+     "max_sequence_length (64). Received: seq_len=100000"),
+    (["--top_k", "100000", "--seq_len", "64"], None, "`top_k` must be at most the vocabulary size "
+     "(30522). Received: top_k=100000"),
+    (["--vocab", "{short_vocab}", "--seq_len", "64"], None, "`vocabulary` must have one token per "
+     "embedding row. Received: 3 tokens for vocabulary_size=30522"),
 ])
 def test_cli_bad_input_is_one_line(vocab, tmp_path, capsys, args, damage, message):
     from keras_bert.export.__main__ import main
 
     model = tmp_path / "model.keras"
-    _backbone(vocab).save(str(model))
+    BertPretrainer(_backbone(vocab)).save(str(model))
+    short_vocab = tmp_path / "short_vocab.txt"
+    short_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n")
+    args = [a.format(short_vocab=short_vocab) for a in args]
     if damage:
         _damage(model, damage)
 
