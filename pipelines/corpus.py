@@ -30,6 +30,7 @@ import hashlib
 import json
 import logging
 import os
+import unicodedata
 
 import tensorflow as tf
 
@@ -76,14 +77,18 @@ _BLANK_CHECK_BYTES = 1 << 20
 
 
 def _is_blank(path, corpus_format):
-    """Whether a file is empty, or a small text file of whitespace only."""
+    """Whether a file is empty, or a small text file that tokenizes to
+    nothing: whitespace and the characters BERT's tokenizer deletes
+    (control and format characters such as zero-width spaces, U+FFFD)."""
     size = tf.io.gfile.stat(path).length
     if size == 0:
         return True
     if corpus_format == "tfrecord" or size > _BLANK_CHECK_BYTES:
         return False
     with tf.io.gfile.GFile(path, "rb") as f:
-        return not f.read().decode("utf-8", "ignore").strip()
+        text = f.read().decode("utf-8", "ignore")
+    return all(c.isspace() or c == "\ufffd"
+               or unicodedata.category(c) in ("Cc", "Cf") for c in text)
 
 
 def _looks_binary(path):
@@ -342,7 +347,14 @@ def _check_output_dir(output_dir, num_shards):
                 f"output_dir={output_dir!r}")
         # Shards of another run (maybe another vocabulary) would be read
         # together with these ones.
-        if tf.io.gfile.listdir(output_dir):
+        held = tf.io.gfile.listdir(output_dir)
+        if held and TFRECORD_METADATA not in held and any(
+                name.endswith(".tfrecord") for name in held):
+            raise CorpusError(
+                f"`output_dir` holds shards but no {TFRECORD_METADATA} (left "
+                "by a run that was stopped?); delete them or pick another "
+                f"folder. Received: output_dir={output_dir!r}")
+        if held:
             raise CorpusError(
                 f"`output_dir` must be new or empty; it holds "
                 f"{', '.join(sorted(tf.io.gfile.listdir(output_dir))[:5])}. "
@@ -363,6 +375,11 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
 
     Returns:
         A dict with the shard paths and document/sentence/token counts.
+
+    Raises:
+        CorpusError: bad arguments, an `output_dir` in use, no document in
+            the corpus or a failed write; an interrupted or failed run
+            leaves no shard behind.
     """
     from pipelines.bert_tokenizer import BertTokenizer
 
@@ -387,6 +404,47 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
             f"`output_dir` cannot be written: {error}. Received: "
             f"output_dir={output_dir!r}") from None
     counts = {"documents": 0, "sentences": 0, "tokens": 0}
+    metadata_path = os.path.join(output_dir, TFRECORD_METADATA)
+    try:
+        _write_documents(documents, writers, counts)
+        if not counts["documents"]:
+            raise CorpusError(
+                f"No document in {len(files)} corpus file(s) matching "
+                f"{file_pattern!r}: their text tokenizes to nothing (only "
+                "control or zero-width characters?).")
+        metadata = {
+            "vocab_file": os.path.abspath(vocab_file),
+            "vocab_sha256": _vocab_sha256(vocab_file),
+            "vocab_size": tokenizer.vocab_size,
+            "lower_case": tokenizer.lower_case,
+            "corpus_format": corpus_format,
+            "input_files": len(files),
+            "shards": [os.path.basename(p) for p in paths],
+            **counts,
+        }
+        # Written last and renamed into place: its presence marks the
+        # shards as complete.
+        with tf.io.gfile.GFile(metadata_path + ".partial", "w") as f:
+            json.dump(metadata, f, indent=2)
+        tf.io.gfile.rename(metadata_path + ".partial", metadata_path)
+    except BaseException as error:
+        # Interrupted, full disk or no documents: nothing is left behind
+        # that looks like shards.
+        for path in paths + [metadata_path + ".partial"]:
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.remove(path)
+        if isinstance(error, (OSError, tf.errors.OpError)):
+            raise CorpusError(
+                f"Writing shards in {output_dir!r} failed, none kept: "
+                f"{getattr(error, 'strerror', None) or error}") from None
+        raise
+    return {"shards": paths, **counts}
+
+
+def _write_documents(documents, writers, counts):
+    """Deals `documents` round-robin over `writers` as `tf.train.Example`s,
+    adding to `counts`; closes the writers."""
+    num_shards = len(writers)
     try:
         for document in documents:
             lengths = document.row_lengths().numpy()
@@ -404,19 +462,6 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
     finally:
         for w in writers:
             w.close()
-    metadata = {
-        "vocab_file": os.path.abspath(vocab_file),
-        "vocab_sha256": _vocab_sha256(vocab_file),
-        "vocab_size": tokenizer.vocab_size,
-        "lower_case": tokenizer.lower_case,
-        "corpus_format": corpus_format,
-        "input_files": len(files),
-        "shards": [os.path.basename(p) for p in paths],
-        **counts,
-    }
-    with tf.io.gfile.GFile(os.path.join(output_dir, TFRECORD_METADATA), "w") as f:
-        json.dump(metadata, f, indent=2)
-    return {"shards": paths, **counts}
 
 
 def check_tfrecord_vocabulary(files, vocab_file):

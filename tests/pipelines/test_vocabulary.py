@@ -69,7 +69,10 @@ def _data_argv(output_dir, *extra):
     ("new", ["--num_shards", "-3"],
      "`num_shards` must be a positive integer. Received: num_shards=-3"),
     ("file", [], "`output_dir` is a file, not a folder."),
-    ("full", [], "`output_dir` must be new or empty; it holds old.tfrecord."),
+    ("full", [], "`output_dir` must be new or empty; it holds metadata.json, "
+     "part-00000-of-00001.tfrecord."),
+    ("interrupted", [], "`output_dir` holds shards but no metadata.json (left by "
+     "a run that was stopped?); delete them or pick another folder."),
     ("under_file", [], "`output_dir` cannot be written: "),
 ])
 def test_data_cli_rejects_bad_output(tmp_path, capsys, setup, extra, message):
@@ -79,9 +82,11 @@ def test_data_cli_rejects_bad_output(tmp_path, capsys, setup, extra, message):
         output = tmp_path / "file" / "out"
     if setup == "file":
         output.write_text("mine")
-    elif setup == "full":
+    elif setup in ("full", "interrupted"):
         output.mkdir()
-        (output / "old.tfrecord").write_text("mine")
+        (output / "part-00000-of-00001.tfrecord").write_text("mine")
+        if setup == "full":
+            (output / "metadata.json").write_text("{}")
     before = sorted(map(str, tmp_path.rglob("*")))
 
     assert data_cli.main(_data_argv(output, *extra)) == 2
@@ -90,6 +95,55 @@ def test_data_cli_rejects_bad_output(tmp_path, capsys, setup, extra, message):
     assert err.startswith(f"error: {message}") and err.count("\n") == 1
     assert f"output_dir={str(output)!r}" in err or setup == "new"
     assert sorted(map(str, tmp_path.rglob("*"))) == before
+
+
+def test_text_that_tokenizes_to_nothing_is_refused(tmp_path, capsys, monkeypatch):
+    corpus_dir = tmp_path / "corpus"
+    corpus_dir.mkdir()
+    for i in range(2):
+        (corpus_dir / f"d{i}.txt").write_text(("\u200b" * 40 + "\n") * 10)
+    argv = ["--input", str(corpus_dir / "*.txt"), "--output_dir",
+            str(tmp_path / "out"), "--vocab", VOCAB, "--corpus_format", "text"]
+    assert data_cli.main(argv) == 2
+    assert capsys.readouterr().err.startswith(
+        "error: Every corpus file matching")
+    # Past the size up to which files are checked for blankness, the
+    # tokenizer finds no document: refused too, and no shard is left.
+    monkeypatch.setattr(corpus, "_BLANK_CHECK_BYTES", 0)
+    assert data_cli.main(argv) == 2
+    assert capsys.readouterr().err.startswith("error: No document in 2 corpus file(s)")
+    assert os.listdir(tmp_path / "out") == []
+
+
+def _stopped_after(documents, error):
+    """`documents_dataset` whose third document raises `error`."""
+    def stopped(*args, **kwargs):
+        for i, document in enumerate(documents(*args, **kwargs)):
+            if i == 2:
+                raise error
+            yield document
+    return stopped
+
+
+@pytest.mark.parametrize("error, raised", [
+    (KeyboardInterrupt(), KeyboardInterrupt),
+    (OSError(28, "No space left on device"), pipelines.CorpusError),
+])
+def test_stopped_shard_writing_leaves_nothing(tmp_path, monkeypatch, error, raised):
+    monkeypatch.setattr(corpus, "documents_dataset",
+                        _stopped_after(corpus.documents_dataset, error))
+    with pytest.raises(raised) as caught:
+        corpus.write_tfrecord_shards(SMALL, str(tmp_path), VOCAB,
+                                     corpus_format="text", num_shards=2)
+    if raised is pipelines.CorpusError:
+        assert str(caught.value) == (f"Writing shards in {str(tmp_path)!r} failed, "
+                                     "none kept: No space left on device")
+    assert os.listdir(tmp_path) == []
+    monkeypatch.undo()
+    # The same command then runs.
+    info = corpus.write_tfrecord_shards(SMALL, str(tmp_path), VOCAB,
+                                        corpus_format="text", num_shards=2)
+    assert info["documents"] == len(SMALL)
 
 
 def test_every_shard_is_checked_against_the_vocabulary(tmp_path):

@@ -454,6 +454,15 @@ def test_float16_without_a_gpu_is_one_line_exit_2(tmp_path, tiny_corpus, capsys)
     assert not (tmp_path / "run").exists()
 
 
+def test_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(tmp_path, capsys):
+    # It used to spin forever looking for a first document.
+    for i in range(3):
+        (tmp_path / f"d{i}.txt").write_text(("\u200b" * 40 + "\n") * 10)
+    corpus = str(tmp_path / "*.txt")
+    err = cli_error(tiny_cli_args(tmp_path, corpus), capsys)
+    assert err.startswith(f"error: Every corpus file matching {corpus!r} is empty or blank")
+
+
 def test_outputs_follow_the_umask(full_run):
     config = full_run[0]
     modes = {}
