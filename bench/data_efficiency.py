@@ -367,7 +367,9 @@ def summarize(records):
 
 def report(task, records, out, title):
     summary = summarize(records)
-    inits = list(dict.fromkeys(init for init, _ in summary))
+    seen = list(dict.fromkeys(init for init, _ in summary))
+    pretrained = [init for init in seen if init != "random"]
+    inits = pretrained + ["random"] * ("random" in seen)
     budgets = sorted({budget for _, budget in summary})
     scale = 100
     lines = [f"| init | " + " | ".join(f"{b:,} labels" for b in budgets) + " |",
@@ -383,7 +385,7 @@ def report(task, records, out, title):
                 cells.append("-")
         lines.append(f"| {init} | " + " | ".join(cells) + " |")
     if "random" in inits:
-        for init in inits[:-1]:
+        for init in pretrained:
             cells = []
             for budget in budgets:
                 if (init, budget) in summary and ("random", budget) in summary:
