@@ -67,6 +67,10 @@ def main(argv=None):
     except (ConfigError, pipelines.PipelineInputError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # The second Ctrl-C: no traceback.
+        print("Interrupted without saving; the last checkpoint is the one "
+              "to resume from.", file=sys.stderr)
+        return 130
     if results["preempted"]:
         # The checkpoint is on disk. Leave at once: interpreter shutdown can
         # block on tf.data threads of the iterator `fit` was stopped in, and

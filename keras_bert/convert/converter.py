@@ -207,6 +207,8 @@ def convert(
             f"{dst}: the destination is a `.keras` file or a folder (for "
             "Hugging Face), not a single weights file."
         )
+    if os.path.islink(dst):  # Replace what it points to; the link stays.
+        dst = os.path.realpath(dst)
     if os.path.exists(dst):
         if not overwrite:
             raise CheckpointError(

@@ -1,10 +1,10 @@
 """One fine-tuning run: checkpoint → task model → fit → official scores →
 predictions → `.keras` → TF-Serving export.
 
-Files written into `model_dir`: `config.yaml` (the resolved config, before
-training), `vocab.txt`, `model.keras`, `eval_results.json`, the task's
-predictions file, and `export/<version>/` (SavedModel) when
-`keras_bert.export` is available.
+Files written into `model_dir`, held with `finetune.lock` while it runs:
+`config.yaml` (the resolved config, before training), `vocab.txt`,
+`model.keras`, `eval_results.json`, the task's predictions file, and
+`export/<version>/` (SavedModel) when `keras_bert.export` is available.
 """
 
 import json
@@ -22,6 +22,7 @@ from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.finetuning.finetune_error import FinetuneError
 from keras_bert.finetuning.optimization import create_finetune_optimizer
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
+from keras_bert.training.run_lock import LOCK_FILE, RunLock
 
 logger = logging.getLogger("keras_bert.finetune")
 
@@ -158,8 +159,43 @@ def run_finetune(
     config = load_finetune_config(task, config_file or default_config_file(task), overrides)
     if os.path.exists(model_dir) and not os.path.isdir(model_dir):
         raise FinetuneError(f"--model_dir {model_dir}: is a file, not a folder")
-    try:  # The first write: an unwritable model_dir fails before training.
+    _check_model_dir_holds_no_other_run(model_dir, task)
+    try:
         os.makedirs(model_dir, exist_ok=True)
+    except OSError as error:
+        raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
+    with RunLock(model_dir, "finetune.lock", "fine-tuning", error=FinetuneError):
+        return _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config)
+
+
+def _check_model_dir_holds_no_other_run(model_dir, task):
+    """A rerun of the same task may replace its outputs; a pre-training run
+    or another task's outputs are not overwritten."""
+    if os.path.exists(os.path.join(model_dir, LOCK_FILE)) or os.path.isdir(
+            os.path.join(model_dir, "checkpoints")):
+        raise FinetuneError(
+            f"--model_dir {model_dir}: holds a pre-training run; fine-tune "
+            "into another folder (--init_checkpoint takes its backbone.keras)")
+    path = os.path.join(model_dir, "config.yaml")
+    if not os.path.isfile(path):
+        return
+    try:
+        with open(path, encoding="utf-8") as f:
+            previous = yaml.safe_load(f)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        previous = None
+    if not isinstance(previous, dict) or "phases" in previous:
+        raise FinetuneError(
+            f"--model_dir {model_dir}: its config.yaml is not a fine-tuning "
+            "run's; pick another folder")
+    if previous.get("task") != task:
+        raise FinetuneError(
+            f"--model_dir {model_dir}: holds a fine-tuning run of task "
+            f"{previous.get('task')!r}; pick another folder for {task!r}")
+
+
+def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config):
+    try:  # The first write: an unwritable model_dir fails before training.
         with open(os.path.join(model_dir, "config.yaml"), "w") as f:
             yaml.safe_dump(
                 {**config.to_dict(), "init_checkpoint": init_checkpoint, "data_dir": data_dir},

@@ -102,16 +102,20 @@ class CheckpointManager:
         model.optimizer.build(model.trainable_variables)
         model.load_weights(os.path.join(path, WEIGHTS_FILE))
         seeds_path = os.path.join(path, SEEDS_FILE)
-        if os.path.exists(seeds_path):  # Older checkpoints have none.
+        states = _seed_states(model)
+        if os.path.exists(seeds_path):
             with open(seeds_path) as f:
                 seeds = json.load(f)
-            states = _seed_states(model)
             if len(seeds) != len(states):
                 raise ValueError(
                     f"{seeds_path} holds {len(seeds)} seed states; the model "
                     f"has {len(states)} SeedGenerators.")
             for variable, value in zip(states, seeds):
                 variable.assign(np.asarray(value, variable.dtype))
+        elif states:  # Older checkpoints have none; a lost one is the same.
+            print(f"warning: {path} has no {SEEDS_FILE}: resuming with fresh "
+                  "dropout seeds, so the run will not repeat an uninterrupted "
+                  "one exactly.", flush=True)
         return CheckpointManager.read_state(path)
 
 

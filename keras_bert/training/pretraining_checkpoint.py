@@ -1,4 +1,5 @@
-"""The callback that counts steps, checkpoints, ends phases and handles SIGTERM."""
+"""The callback that counts steps, checkpoints, ends phases and handles
+SIGTERM and Ctrl-C."""
 
 import signal
 
@@ -11,10 +12,11 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
 
     It also stops `fit` at the exact last batch of a phase (epochs are
     fixed-size logging windows, so the last one may be cut short), and,
-    after `install_sigterm_handler()`, turns SIGTERM (preemption, `kill`)
-    into "save a checkpoint at the next batch boundary and stop": the
-    runner then returns and the process exits 0; running the same command
-    again resumes from that checkpoint.
+    after `install_signal_handlers()`, turns SIGTERM (preemption, `kill`)
+    and a first Ctrl-C (SIGINT) into "save a checkpoint at the next batch
+    boundary and stop": the runner then returns and the process exits 0;
+    running the same command again resumes from that checkpoint. A second
+    Ctrl-C stops at once, without saving.
 
     Args:
         manager: `CheckpointManager`.
@@ -34,13 +36,21 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
         self.preempted = False
         self.last_saved_step = None
 
-    def install_sigterm_handler(self):
-        def on_sigterm(signum, frame):
-            print("SIGTERM: saving a checkpoint at the next step boundary.",
-                  flush=True)
+    def install_signal_handlers(self):
+        """Returns `{signal: previous handler}` for `signal.signal`."""
+        def on_signal(signum, frame):
+            if signum == signal.SIGINT:
+                if self.preempted:  # The second Ctrl-C.
+                    raise KeyboardInterrupt
+                print("Ctrl-C: saving a checkpoint at the next step boundary "
+                      "(Ctrl-C again stops without saving).", flush=True)
+            else:
+                print("SIGTERM: saving a checkpoint at the next step "
+                      "boundary.", flush=True)
             self.preempted = True
 
-        return signal.signal(signal.SIGTERM, on_sigterm)
+        return {signum: signal.signal(signum, on_signal)
+                for signum in (signal.SIGTERM, signal.SIGINT)}
 
     def start_phase(self, phase_micro_steps):
         """Batches the current phase has in total (the stop point)."""

@@ -8,6 +8,7 @@ import signal
 import uuid
 
 import keras
+import yaml
 
 from keras_bert.export.keras_archive import save_keras_atomically
 from keras_bert.training.checkpoint_manager import CheckpointManager
@@ -43,8 +44,8 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=(),
     `Model.fit` (one Keras epoch per `steps_per_loop` updates, the window
     over which metrics are averaged and logged); evaluate on held-out
     files after each phase; save the final checkpoint; export the backbone
-    and pretrainer as `.keras` and SavedModel. SIGTERM saves a checkpoint
-    and returns early.
+    and pretrainer as `.keras` and SavedModel. SIGTERM or Ctrl-C saves a
+    checkpoint and returns early.
 
     Args:
         config: `PretrainingConfig`.
@@ -126,7 +127,7 @@ def _resume_and_train(pretraining, verbose, callbacks):
             schedule(step * accumulation))),
         total_steps=config.train_steps, profile_steps=profile,
         enabled=chief, verbose=bool(verbose))
-    previous_handler = checkpointer.install_sigterm_handler()
+    previous_handlers = checkpointer.install_signal_handlers()
     try:
         for phase in pretraining.phases[state.phase:]:
             seq = phase.config
@@ -167,7 +168,8 @@ def _resume_and_train(pretraining, verbose, callbacks):
         if chief and config.fill_mask_probes:
             results["fill_mask"] = fill_mask_report(pretraining)
     finally:
-        signal.signal(signal.SIGTERM, previous_handler)
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
     return results
 
 
@@ -176,11 +178,26 @@ def record_config(config, allow_longer_train_steps=False):
     once checkpoints exist a rerun must match it (`check_rerun_config`),
     so the file always describes what was trained."""
     path = os.path.join(config.model_dir, "config.yaml")
+    _refuse_a_finetuning_folder(config.model_dir, path)
     trained = CheckpointManager(os.path.join(config.model_dir, "checkpoints"),
                                 is_chief=False).checkpoints()
     if not (trained and os.path.exists(path)) or check_rerun_config(
             config, path, allow_longer_train_steps):
         write_config(config, path)
+
+
+def _refuse_a_finetuning_folder(model_dir, config_path):
+    """A fine-tuning run's folder (its config.yaml names a task) is not
+    written over."""
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            previous = yaml.safe_load(f)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return  # Absent, or reported by `check_rerun_config`.
+    if isinstance(previous, dict) and "task" in previous and "phases" not in previous:
+        raise ConfigError(
+            f"model_dir {model_dir!r} holds a fine-tuning run (task "
+            f"{previous['task']!r}); pre-train into another folder.")
 
 
 def restore_newest_readable(manager, model, distribution):

@@ -1,4 +1,4 @@
-"""One pre-training process per `model_dir`."""
+"""One training process per `model_dir`."""
 
 import os
 import socket
@@ -12,8 +12,8 @@ class RunLock:
     """Holds `<model_dir>/pretrain.lock` ("<pid> <host>") for a `with` block.
 
     Two processes training into one folder would write the same
-    checkpoint steps over each other; the second is refused with a
-    `ConfigError`. The file is created with `O_EXCL`, so of two starters
+    checkpoint steps over each other; the second is refused with
+    `error` (a `ConfigError` unless given). The file is created with `O_EXCL`, so of two starters
     exactly one gets it. A lock left by a process that died without
     releasing it (`kill -9`, a crash) names a pid that no longer runs on
     this host: it is taken over with a warning. A lock from another host
@@ -21,10 +21,16 @@ class RunLock:
 
     Args:
         model_dir: str. An existing local folder.
+        lock_file: str. The lock's name in it.
+        activity: str. What holds the lock, for the messages.
+        error: the exception class of a refusal.
     """
 
-    def __init__(self, model_dir):
-        self.path = os.path.join(model_dir, LOCK_FILE)
+    def __init__(self, model_dir, lock_file=LOCK_FILE, activity="pre-training",
+                 error=ConfigError):
+        self.path = os.path.join(model_dir, lock_file)
+        self.activity = activity
+        self.error = error
 
     def __enter__(self):
         host = socket.gethostname()
@@ -34,16 +40,16 @@ class RunLock:
         except PermissionError as error:
             # The first file a run writes: this is where a read-only
             # model_dir shows.
-            raise ConfigError(
+            raise self.error(
                 f"Cannot write in model_dir: {error.strerror}. Received: "
                 f"model_dir={os.path.dirname(self.path)!r}") from None
         except FileExistsError:
             pid, holder = self._holder()
             if holder != host or pid is None or _running(pid):
-                raise ConfigError(
+                raise self.error(
                     f"{self.path} is held by pid {pid} on host {holder}: "
-                    "another pre-training is using this model_dir. Wait for "
-                    "it to end, or delete the file if it is gone.") from None
+                    f"another {self.activity} is using this model_dir. Wait "
+                    "for it to end, or delete the file if it is gone.") from None
             print(f"warning: taking over the lock {self.path} of pid {pid}, "
                   "which is no longer running.", flush=True)
             os.remove(self.path)

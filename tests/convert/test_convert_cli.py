@@ -120,6 +120,21 @@ def test_vocab_of_another_size_is_refused(tmp_path, capsys):
     assert not (tmp_path / "hf").exists()
 
 
+def test_overwrite_through_a_symlink_replaces_its_target(tmp_path, capsys):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
+    os.symlink(tmp_path / "hf", tmp_path / "link")
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "link"), "--overwrite"]) == 0
+
+    assert os.path.islink(tmp_path / "link")
+    assert sorted(os.listdir(tmp_path)) == ["google", "hf", "link"]
+    assert sorted(os.listdir(tmp_path / "link")) == [
+        "config.json", "model.safetensors", "vocab.txt"]
+
+
 def test_existing_destination_needs_overwrite(tmp_path, capsys):
     write_google_checkpoint(
         tmp_path / "google", random_weights(original_shapes(heads=False))

@@ -213,6 +213,46 @@ def test_single_class_training_set_is_one_line(checkpoint, tmp_path, capsys):
         "least 2 (data.label_names lists them when the training file lacks some)\n")
 
 
+@pytest.mark.parametrize("setup, message", [
+    ("pretraining", "holds a pre-training run; fine-tune into another folder "
+     "(--init_checkpoint takes its backbone.keras)"),
+    ("other_task", "holds a fine-tuning run of task 'cola'; pick another folder "
+     "for 'sst2'"),
+    ("running", "finetune.lock is held by pid {pid} on host {host}: another "
+     "fine-tuning is using this model_dir."),
+])
+def test_model_dir_of_another_run_is_left_alone(checkpoint, fixtures, tmp_path, capsys,
+                                                setup, message):
+    import os
+    import socket
+
+    model_dir = tmp_path / "out"
+    model_dir.mkdir()
+    if setup == "pretraining":
+        (model_dir / "config.yaml").write_text("phases: []\n")
+        (model_dir / "checkpoints").mkdir()
+    elif setup == "other_task":
+        (model_dir / "config.yaml").write_text("task: cola\n")
+    else:  # A live holder: this very process, as a concurrent run would be.
+        (model_dir / "finetune.lock").write_text(f"{os.getpid()} {socket.gethostname()}\n")
+    before = {p.name: p.read_bytes() for p in model_dir.iterdir() if p.is_file()}
+    argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"), "--init_checkpoint",
+            checkpoint, "--model_dir", str(model_dir)]
+
+    assert main(argv) == 2
+
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert message.format(pid=os.getpid(), host=socket.gethostname()) in err
+    assert {p.name: p.read_bytes() for p in model_dir.iterdir() if p.is_file()} == before
+
+
+def test_same_task_reruns_into_its_folder(checkpoint, fixtures, tmp_path):
+    finetune("sst2", fixtures / "glue", checkpoint, tmp_path)
+    finetune("sst2", fixtures / "glue", checkpoint, tmp_path, "training.seed=1")
+    assert not (tmp_path / "finetune.lock").exists()
+
+
 def test_missing_vocabulary_needs_vocab_flag(fixtures, tmp_path, capsys):
     backbone = BertBackbone(vocabulary_size=174, num_layers=1, num_heads=2,
                             hidden_dim=8, intermediate_dim=16)

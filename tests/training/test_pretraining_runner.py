@@ -119,25 +119,29 @@ def copy_of_full_run(full_run, tmp_path, tiny_corpus):
     return tiny_config(tmp_path, tiny_corpus, eval_steps=0)
 
 
-class SigtermAt(keras.callbacks.Callback):
-    def __init__(self, step):
+class SignalAt(keras.callbacks.Callback):
+    def __init__(self, step, signum=signal.SIGTERM):
         super().__init__()
         self.step = step
+        self.signum = signum
 
     def on_train_batch_end(self, batch, logs=None):
         if int(keras.ops.convert_to_numpy(
                 self.model.optimizer.iterations)) == self.step:
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), self.signum)
 
 
-def test_sigterm_then_resume_matches_uninterrupted_run(full_run, tmp_path,
-                                                       tiny_corpus):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_then_resume_matches_uninterrupted_run(full_run, tmp_path,
+                                                      tiny_corpus, signum):
     reference = full_run[1]["pretraining"].model
     keras.utils.set_random_seed(7)
     # No evaluation: it does not touch the weights, and it halves the time.
     config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
-    first = run_pretraining(config, verbose=0, callbacks=[SigtermAt(4)])
+    first = run_pretraining(config, verbose=0, callbacks=[SignalAt(4, signum)])
     assert first["preempted"]
+    # The handlers are put back: Ctrl-C interrupts again after the run.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     # The flag is seen at the next batch boundary: saved after update 5.
     latest = CheckpointManager(os.path.join(config.model_dir, "checkpoints")).latest()
     assert json.load(open(os.path.join(latest, "state.json")))["step"] == 5
@@ -463,6 +467,30 @@ def test_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(tmp_path, capsys):
     assert err.startswith(f"error: Every corpus file matching {corpus!r} is empty or blank")
 
 
+def test_finetuning_folder_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.yaml").write_text("task: sst2\ndata: {}\n")
+    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus), capsys)
+    assert err == (f"error: model_dir {str(tmp_path / 'run')!r} holds a fine-tuning "
+                   "run (task 'sst2'); pre-train into another folder.")
+    assert (tmp_path / "run" / "config.yaml").read_text() == "task: sst2\ndata: {}\n"
+    assert sorted(os.listdir(tmp_path / "run")) == ["config.yaml"]
+
+
+def test_checkpoint_without_seed_state_resumes_with_a_warning(tmp_path, capsys):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4),
+                              keras.layers.Dropout(0.5), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    manager = CheckpointManager(str(tmp_path))
+    path = manager.save(model, {"step": 3})
+    os.remove(os.path.join(path, "seeds.json"))
+
+    assert CheckpointManager.restore(model, path)["step"] == 3
+    assert capsys.readouterr().out == (
+        f"warning: {path} has no seeds.json: resuming with fresh dropout "
+        "seeds, so the run will not repeat an uninterrupted one exactly.\n")
+
+
 def test_outputs_follow_the_umask(full_run):
     config = full_run[0]
     modes = {}
@@ -500,7 +528,7 @@ def test_data_seed_makes_runs_repeat_and_resume_exactly(tmp_path, tiny_corpus):
     # Same initial weights and dropout masks: the run repeats. Same
     # dropout state after resuming: resumed equals uninterrupted.
     uninterrupted = run("a", 1)["pretraining"].model
-    assert run("b", 2, callbacks=[SigtermAt(4)])["preempted"]
+    assert run("b", 2, callbacks=[SignalAt(4)])["preempted"]
     resumed = run("b", 3)["pretraining"].model
     for a, b in zip(uninterrupted.weights, resumed.weights):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(a),
