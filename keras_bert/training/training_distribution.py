@@ -103,11 +103,23 @@ def create_distribution(name="auto", tpu=None):
 
 
 def _tf_config_workers():
+    """Processes TF_CONFIG's cluster lists (0 without TF_CONFIG), once its
+    `task` is checked against the cluster."""
     try:
-        cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
+        tf_config = json.loads(os.environ.get("TF_CONFIG", "{}"))
     except json.JSONDecodeError as error:
         raise ConfigError(f"TF_CONFIG is not valid JSON: {error}") from None
-    return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+    cluster = tf_config.get("cluster", {}) if isinstance(tf_config, dict) else {}
+    workers = len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+    task = tf_config.get("task") if isinstance(tf_config, dict) else None
+    if workers and task is not None:
+        kind, index = task.get("type"), task.get("index", 0)
+        members = len(cluster.get(kind, [])) if isinstance(kind, str) else 0
+        if not isinstance(index, int) or not 0 <= index < members:
+            raise ConfigError(
+                f"TF_CONFIG's task {kind}:{index} is not in its cluster "
+                f"({members} {kind!s} address(es)); task.index counts from 0.")
+    return workers
 
 
 def _tensorflow_distribution(name, tpu):
@@ -190,6 +202,14 @@ def _connect_tpu(tpu):
 def _jax_distribution(name):
     import jax
 
+    workers = _tf_config_workers()
+    if workers > 1 and jax.process_count() == 1:
+        # Else every worker would train alone and write the same outputs.
+        raise ConfigError(
+            f"TF_CONFIG lists {workers} workers, but the jax backend does not "
+            "read it: start every process with jax.distributed.initialize() "
+            "(then strategy=mirrored), or train multi-worker on the "
+            "tensorflow backend (strategy=multi_worker).")
     devices = jax.devices()
     platform = devices[0].platform
     if name == "auto":

@@ -39,6 +39,27 @@ def test_multi_worker_needs_tf_config(monkeypatch):
         create_distribution("multi_worker")
 
 
+@pytest.mark.skipif(BACKEND == "torch", reason="TF_CONFIG: tensorflow and jax")
+def test_tf_config_task_outside_its_cluster(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({
+        "cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 5}}))
+    with pytest.raises(ConfigError) as error:
+        create_distribution("multi_worker" if BACKEND == "tensorflow" else "auto")
+    assert str(error.value) == (
+        "TF_CONFIG's task worker:5 is not in its cluster (1 worker address(es)); "
+        "task.index counts from 0.")
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="the jax backend ignores TF_CONFIG")
+def test_jax_refuses_a_tf_config_of_two_workers(monkeypatch):
+    monkeypatch.setenv("TF_CONFIG", json.dumps({
+        "cluster": {"worker": ["localhost:1", "localhost:2"]},
+        "task": {"type": "worker", "index": 1}}))
+    with pytest.raises(ConfigError, match="TF_CONFIG lists 2 workers, but the jax "
+                                          "backend does not read it"):
+        create_distribution("auto")
+
+
 def test_default_distribution_passes_global_batches():
     distribution = create_distribution("cpu" if BACKEND != "jax" else "auto")
     seen = []
