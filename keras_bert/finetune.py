@@ -13,6 +13,7 @@ squad_v2 (JSON), conll2003, swag, and classification / pair_classification
 import argparse
 import json
 import logging
+import os
 import sys
 
 
@@ -47,6 +48,7 @@ def main(argv=None):
     from keras_bert.convert import CheckpointError
     from keras_bert.finetuning.config import FinetuneConfigError
     from keras_bert.finetuning.runner import FinetuneError, run_finetune
+    from keras_bert.training.disk_full import is_disk_full
 
     try:
         results = run_finetune(
@@ -61,6 +63,16 @@ def main(argv=None):
     except (FinetuneError, FinetuneConfigError, PipelineInputError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except Exception as error:
+        if not is_disk_full(error):
+            raise
+        print(f"error: no space left on device in {args.model_dir}: free "
+              "space and run the same command again (it replaces this run's "
+              "outputs).", file=sys.stderr)
+        # At once: h5py's handles on the failed file crash interpreter
+        # shutdown.
+        sys.stderr.flush()
+        os._exit(1)
     print(json.dumps(results, indent=2, sort_keys=True))
     return 0
 

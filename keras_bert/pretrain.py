@@ -16,6 +16,7 @@ import os
 import sys
 
 from keras_bert.training.config_error import ConfigError
+from keras_bert.training.disk_full import is_disk_full
 from keras_bert.training.pretraining_config import (
     STRATEGIES,
     load_pretraining_config,
@@ -71,6 +72,17 @@ def main(argv=None):
         print("Interrupted without saving; the last checkpoint is the one "
               "to resume from.", file=sys.stderr)
         return 130
+    except Exception as error:
+        if not is_disk_full(error):
+            raise
+        print(f"error: no space left on device in {config.model_dir}; no "
+              "partial checkpoint or export is kept. Free space and run the "
+              "same command to resume from the last checkpoint.",
+              file=sys.stderr)
+        # At once: h5py's handles on the failed file crash interpreter
+        # shutdown.
+        sys.stderr.flush()
+        os._exit(1)
     if results["preempted"]:
         # The checkpoint is on disk. Leave at once: interpreter shutdown can
         # block on tf.data threads of the iterator `fit` was stopped in, and

@@ -72,16 +72,20 @@ class CheckpointManager:
         # Not `mkdtemp`, which makes it 0700 whatever the umask.
         temp = os.path.join(self.directory, f".tmp-{uuid.uuid4().hex}")
         os.mkdir(temp)
-        model.save_weights(os.path.join(temp, WEIGHTS_FILE))
-        seeds = [keras.ops.convert_to_numpy(v).tolist()
-                 for v in _seed_states(model)]
-        with open(os.path.join(temp, SEEDS_FILE), "w") as f:
-            json.dump(seeds, f)
-        # state.json last: its presence marks a checkpoint complete.
-        with open(os.path.join(temp, STATE_FILE), "w") as f:
-            json.dump(state, f, indent=2)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            model.save_weights(os.path.join(temp, WEIGHTS_FILE))
+            seeds = [keras.ops.convert_to_numpy(v).tolist()
+                     for v in _seed_states(model)]
+            with open(os.path.join(temp, SEEDS_FILE), "w") as f:
+                json.dump(seeds, f)
+            # state.json last: its presence marks a checkpoint complete.
+            with open(os.path.join(temp, STATE_FILE), "w") as f:
+                json.dump(state, f, indent=2)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:  # A full disk: no partial checkpoint stays.
+            shutil.rmtree(temp, ignore_errors=True)
+            raise
         if os.path.exists(path):  # Same step saved twice (e.g. SIGTERM).
             shutil.rmtree(path)
         os.rename(temp, path)

@@ -253,6 +253,32 @@ def test_same_task_reruns_into_its_folder(checkpoint, fixtures, tmp_path):
     assert not (tmp_path / "finetune.lock").exists()
 
 
+def test_full_disk_is_one_line(checkpoint, fixtures, tmp_path):
+    import os
+    import subprocess
+
+    disk = tmp_path / "small_disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
+                              str(disk)], capture_output=True)
+    if mounted.returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"),
+                "--init_checkpoint", checkpoint, "--model_dir", str(disk / "out")]
+        for item in QUICK + ["export.enabled=false"]:
+            argv += ["--set", item]
+        result = subprocess.run([sys.executable, "-m", "keras_bert.finetune", *argv],
+                                capture_output=True, text=True, cwd=os.getcwd())
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: no space left on device in {disk / 'out'}: free space and run the "
+        "same command again (it replaces this run's outputs).")
+
+
 def test_missing_vocabulary_needs_vocab_flag(fixtures, tmp_path, capsys):
     backbone = BertBackbone(vocabulary_size=174, num_layers=1, num_heads=2,
                             hidden_dim=8, intermediate_dim=16)

@@ -5,6 +5,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -489,6 +491,34 @@ def test_checkpoint_without_seed_state_resumes_with_a_warning(tmp_path, capsys):
     assert capsys.readouterr().out == (
         f"warning: {path} has no seeds.json: resuming with fresh dropout "
         "seeds, so the run will not repeat an uninterrupted one exactly.\n")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MiB tmpfs: full at the first checkpoint of the tiny model."""
+    mount_point = tmp_path / "small_disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs",
+                              str(mount_point)], capture_output=True)
+    if mounted.returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    yield mount_point
+    subprocess.run(["umount", str(mount_point)], check=True)
+
+
+def test_full_disk_is_one_line_and_leaves_no_partial_checkpoint(tmp_path, tiny_corpus,
+                                                                small_disk):
+    model_dir = small_disk / "run"
+    argv = tiny_cli_args(tmp_path, tiny_corpus) + ["--model_dir", str(model_dir)]
+    result = subprocess.run([sys.executable, "-m", "keras_bert.pretrain", *argv],
+                            capture_output=True, text=True, cwd=os.getcwd())
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: no space left on device in {model_dir}; no partial checkpoint or "
+        "export is kept. Free space and run the same command to resume from the "
+        "last checkpoint.")
+    assert os.listdir(model_dir / "checkpoints") == []
 
 
 def test_outputs_follow_the_umask(full_run):
