@@ -24,12 +24,15 @@ because the ready-made tensorflow-text pieces deviate from the original:
 Everything is a TensorFlow op, so the tokenizer runs inside `tf.data` graphs.
 """
 
+import logging
 import os
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from pipelines import vocabulary as vocab_lib
+
+logger = logging.getLogger(__name__)
 
 # The original's `max_input_chars_per_word`.
 MAX_CHARS_PER_WORD = 200
@@ -187,6 +190,13 @@ class BertTokenizer:
         self.lower_case = bool(lower_case)
         self.vocabulary = vocab_lib.load_vocabulary(self.vocab_file)
         self.vocab_size = len(self.vocabulary)
+        if not self.lower_case and not any(
+                t != t.lower() for t in self.vocabulary if not t.startswith("[")):
+            logger.warning(
+                "Cased tokenization with %s, a vocabulary without upper-case "
+                "tokens (uncased): capitalised words become [UNK] or stray "
+                "pieces. Tokenize uncased, or use a cased vocabulary.",
+                self.vocab_file)
         index = {token: i for i, token in enumerate(self.vocabulary)}
         self.pad_id = index[vocab_lib.PAD]
         self.unk_id = index[vocab_lib.UNK]

@@ -168,3 +168,15 @@ def test_shared_corpora_cased_match_reference():
     paths = sorted(glob.glob(os.path.join(root, "nltk_2007", "**", "*.txt"),
                              recursive=True))
     assert _check_lines(_lines(paths), tok, ref) > 100000
+
+
+def test_cased_tokenization_with_an_uncased_vocabulary_warns(caplog, tmp_path):
+    pipelines.BertTokenizer(VOCAB, lower_case=False)
+    assert ("Cased tokenization with " + VOCAB + ", a vocabulary without "
+            "upper-case tokens (uncased)") in caplog.text
+    caplog.clear()
+    cased = tmp_path / "cased_vocab.txt"
+    cased.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nThe\nthe\n")
+    pipelines.BertTokenizer(str(cased), lower_case=False)
+    pipelines.BertTokenizer(VOCAB, lower_case=True)
+    assert "Cased tokenization" not in caplog.text
