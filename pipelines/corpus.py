@@ -522,30 +522,48 @@ def documents_dataset(files, tokenizer, *, corpus_format="sentences",
                       input_context.input_pipeline_id)
     if shuffle:
         ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        ds = ds.repeat()
 
     # Autograph is off for every pipeline function: they use explicit
     # tf.cond/tf.while_loop, and converting them costs seconds per dataset.
     no_autograph = tf.autograph.experimental.do_not_convert
     if corpus_format == "tfrecord":
-        return ds.interleave(
-            no_autograph(lambda f: tf.data.TFRecordDataset(f).map(
-                no_autograph(tfrecord_documents))),
-            cycle_length=cycle_length, num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=True)
-
-    if corpus_format == "sentences":
-        def read(filename):
-            return sentence_file_documents(filename, tokenizer)
-    elif corpus_format == "lines":
-        def read(filename):
-            return line_file_documents(filename, tokenizer)
+        def read_dataset(filename):
+            return tf.data.TFRecordDataset(filename).map(
+                no_autograph(tfrecord_documents))
     else:
-        def read(filename):
-            return text_file_documents(filename, tokenizer, text_document)
+        def read_dataset(filename):
+            return tf.data.Dataset.from_tensors(_read_documents(
+                filename, tokenizer, corpus_format, text_document)).unbatch()
+    ds = ds.interleave(
+        no_autograph(read_dataset), cycle_length=cycle_length,
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if not repeat:
+        return ds
+    # Repeated after reading, not before: tf.data then ends a repeat whose
+    # first epoch yields no document (text that tokenizes to nothing)
+    # instead of cycling through the files forever. Reaching that end is an
+    # error, raised by the element after it.
+    error = tf.data.Dataset.from_tensors(0).map(no_autograph(
+        lambda _: _raise_no_document(ds.element_spec.row_splits_dtype)))
+    return ds.repeat().concatenate(error)
 
-    return ds.interleave(
-        no_autograph(lambda f: tf.data.Dataset.from_tensors(read(f)).unbatch()),
-        cycle_length=cycle_length, num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True)
+
+# The error `documents_dataset` raises when its files yield nothing.
+NO_DOCUMENT = ("the corpus files yield no document; their text tokenizes to "
+               "nothing (only blanks, control or zero-width characters?)")
+
+
+def _raise_no_document(row_splits_dtype):
+    failed = tf.debugging.Assert(False, [NO_DOCUMENT])
+    with tf.control_dependencies([failed]):
+        return tf.RaggedTensor.from_row_splits(
+            tf.zeros([0], tf.int32), tf.zeros([1], row_splits_dtype))
+
+
+def _read_documents(filename, tokenizer, corpus_format, text_document):
+    """The documents of one text file, ragged `[S, T]`."""
+    if corpus_format == "sentences":
+        return sentence_file_documents(filename, tokenizer)
+    if corpus_format == "lines":
+        return line_file_documents(filename, tokenizer)
+    return text_file_documents(filename, tokenizer, text_document)

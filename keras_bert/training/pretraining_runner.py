@@ -28,6 +28,8 @@ from keras_bert.training.pretraining_config import (
 from keras_bert.training.run_lock import RunLock
 from keras_bert.training.training_monitor import TrainingMonitor
 from keras_bert.training.training_state import TrainingState
+from pipelines import CorpusError
+from pipelines.corpus import NO_DOCUMENT
 
 
 def run_pretraining(config, distribution=None, verbose="auto", callbacks=(),
@@ -140,14 +142,15 @@ def _resume_and_train(pretraining, verbose, callbacks):
                 checkpointer.start_phase(phase.micro_steps)
                 monitor.start_phase(phase.index, seq.batch_size, seq.seq_len)
                 loop = config.steps_per_loop * accumulation
-                model.fit(
-                    phase.dataset(skip_batches=done),
-                    **phase.fit_kwargs(loop, done),
-                    **held_out_kwargs(pretraining, phase, state.step),
-                    callbacks=[checkpointer, monitor, *callbacks],
-                    verbose=0,  # TrainingMonitor prints a line per window.
-                    shuffle=False,  # The pipeline shuffles, seeded.
-                )
+                with _no_document_is_a_corpus_error(config):
+                    model.fit(
+                        phase.dataset(skip_batches=done),
+                        **phase.fit_kwargs(loop, done),
+                        **held_out_kwargs(pretraining, phase, state.step),
+                        callbacks=[checkpointer, monitor, *callbacks],
+                        verbose=0,  # TrainingMonitor prints a line a window.
+                        shuffle=False,  # The pipeline shuffles, seeded.
+                    )
                 if checkpointer.preempted:
                     if checkpointer.last_saved_step != state.step:
                         checkpointer.save()
@@ -171,6 +174,21 @@ def _resume_and_train(pretraining, verbose, callbacks):
         for signum, handler in previous_handlers.items():
             signal.signal(signum, handler)
     return results
+
+
+@contextlib.contextmanager
+def _no_document_is_a_corpus_error(config):
+    """The pipeline's no-document error (a tf.data assertion) as a one-line
+    `CorpusError` naming the files."""
+    import tensorflow as tf
+
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as error:
+        if NO_DOCUMENT not in str(error):
+            raise
+        raise CorpusError(
+            f"{config.data.train_files!r}: {NO_DOCUMENT}.") from None
 
 
 def record_config(config, allow_longer_train_steps=False):

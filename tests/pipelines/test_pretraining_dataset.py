@@ -143,6 +143,20 @@ def test_finite_without_repeat_and_sharding(sentence_corpus, tokenizer):
     assert 0 < len(batches) < 1000
 
 
+def test_repeat_crosses_epochs_but_ends_on_a_corpus_without_documents(
+        sentence_corpus, tokenizer, tmp_path):
+    pattern, documents = sentence_corpus
+    docs = corpus.documents_dataset(corpus.list_files(pattern), tokenizer,
+                                    repeat=True)
+    assert len(list(docs.take(3 * len(documents)))) == 3 * len(documents)
+    blank = tmp_path / "blank.txt"  # Over the size that list_files reads.
+    blank.write_text(("\u200b" * 100 + "\n") * 4000)
+    docs = corpus.documents_dataset([str(blank)], tokenizer, repeat=True)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=re.escape(corpus.NO_DOCUMENT)):
+        next(iter(docs))
+
+
 def test_text_format_and_sentence_split(tmp_path):
     text = ("Mr. Smith went to Washington. He said: \"Hello!\" Then he left?\n"
             "Yes.\n\nA new paragraph starts here\nand goes on.")

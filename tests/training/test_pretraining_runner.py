@@ -140,10 +140,12 @@ def test_signal_then_resume_matches_uninterrupted_run(full_run, tmp_path,
     keras.utils.set_random_seed(7)
     # No evaluation: it does not touch the weights, and it halves the time.
     config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
+    # What Ctrl-C did before (SIG_IGN when the shell started us in the
+    # background) is what it does after the run.
+    int_handler = signal.getsignal(signal.SIGINT)
     first = run_pretraining(config, verbose=0, callbacks=[SignalAt(4, signum)])
     assert first["preempted"]
-    # The handlers are put back: Ctrl-C interrupts again after the run.
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is int_handler
     # The flag is seen at the next batch boundary: saved after update 5.
     latest = CheckpointManager(os.path.join(config.model_dir, "checkpoints")).latest()
     assert json.load(open(os.path.join(latest, "state.json")))["step"] == 5
@@ -467,6 +469,23 @@ def test_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(tmp_path, capsys):
     corpus = str(tmp_path / "*.txt")
     err = cli_error(tiny_cli_args(tmp_path, corpus), capsys)
     assert err.startswith(f"error: Every corpus file matching {corpus!r} is empty or blank")
+
+
+def test_large_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(
+        tmp_path, capsys, monkeypatch):
+    # Too large for the start-up check: it used to cycle through the files
+    # forever, deaf to SIGTERM.
+    from pipelines import corpus as corpus_module
+
+    monkeypatch.setattr(corpus_module, "_BLANK_CHECK_BYTES", 16)
+    for i in range(3):
+        (tmp_path / f"d{i}.txt").write_text(("\u200b" * 40 + "\n") * 10)
+    corpus = str(tmp_path / "*.txt")
+    err = cli_error(tiny_cli_args(tmp_path, corpus), capsys)
+    assert err == (f"error: {corpus!r}: the corpus files yield no document; "
+                   "their text tokenizes to nothing (only blanks, control or "
+                   "zero-width characters?).")
+    assert not os.listdir(tmp_path / "run" / "checkpoints")
 
 
 def test_finetuning_folder_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
