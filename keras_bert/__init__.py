@@ -1,6 +1,11 @@
 """keras_bert: BERT pre-training and fine-tuning for Keras 3."""
 
-from keras_bert.models import (
+from keras_bert.console import import_tensorflow_quietly
+
+# Before Keras, which imports TensorFlow.
+import_tensorflow_quietly()
+
+from keras_bert.models import (  # noqa: E402
     BertBackbone,
     BertClassifier,
     BertMultipleChoice,

@@ -17,6 +17,8 @@ import logging
 import sys
 import time
 
+from keras_bert.console import add_verbose_argument
+
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
@@ -41,6 +43,7 @@ def parse_args(argv=None):
     parser.add_argument("--num_shards", type=int, default=16,
                         help="output files; >= the number of input pipelines "
                              "that will read them (default: %(default)s).")
+    add_verbose_argument(parser)
     return parser.parse_args(argv)
 
 

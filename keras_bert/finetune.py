@@ -16,6 +16,8 @@ import logging
 import os
 import sys
 
+from keras_bert.console import add_verbose_argument
+
 
 def parse_args(argv):
     from keras_bert.finetuning.task_registry import TASKS
@@ -37,6 +39,7 @@ def parse_args(argv):
         "--set", action="append", default=[], metavar="KEY=VALUE",
         help="override a config key, e.g. training.epochs=2 (repeatable)",
     )
+    add_verbose_argument(parser)
     return parser.parse_args(argv)
 
 

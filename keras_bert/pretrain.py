@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 
+from keras_bert.console import add_verbose_argument
 from keras_bert.training.config_error import ConfigError
 from keras_bert.training.disk_full import is_disk_full
 from keras_bert.training.pretraining_config import (
@@ -47,6 +48,7 @@ def parse_args(argv=None):
         help="rerun on a --model_dir with a larger train_steps than it was "
              "started with: the last phase grows (and a finished run trains "
              "on). Any other change to what trains is refused.")
+    add_verbose_argument(parser)
     return parser.parse_args(argv)
 
 

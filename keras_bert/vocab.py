@@ -15,6 +15,8 @@ import os
 import sys
 import time
 
+from keras_bert.console import add_verbose_argument
+
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
@@ -36,6 +38,7 @@ def parse_args(argv=None):
                         help="lowest piece frequency the learner may accept; "
                              "lower it when a small corpus gives fewer tokens "
                              "than --vocab_size (default: %(default)s).")
+    add_verbose_argument(parser)
     return parser.parse_args(argv)
 
 

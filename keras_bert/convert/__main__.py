@@ -11,6 +11,8 @@ import argparse
 import os
 import sys
 
+from keras_bert.console import add_verbose_argument
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
@@ -49,6 +51,7 @@ def main(argv=None):
         "from Feb 2019 on, e.g. the compact 2020 models). Default: the "
         "source config's, where 'gelu' reads as erf",
     )
+    add_verbose_argument(parser)
     args = parser.parse_args(argv)
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")

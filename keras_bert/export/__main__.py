@@ -12,6 +12,8 @@ vocabulary comes from the backbone inside the archive unless `--vocab`.
 import argparse
 import os
 
+from keras_bert.console import add_verbose_argument
+
 # The exported graph must be TensorFlow; weights from any backend load here.
 # (`python -m` has already imported keras_bert, and so keras, by now: if it
 # came up under another backend, export_for_serving re-runs this command in
@@ -42,6 +44,7 @@ def main(argv=None):
     parser.add_argument("--max_query_length", type=int, default=64)
     parser.add_argument("--doc_stride", type=int, default=128)
     parser.add_argument("--n_best_size", type=int, default=20)
+    add_verbose_argument(parser)
     args = parser.parse_args(argv)
 
     from keras_bert.export.serving_export import (
