@@ -16,17 +16,22 @@ class ChoiceTask:
     """Four endings per context; accuracy. Files `train.csv`, `val.csv`."""
 
     def __init__(self, name, config, data_dir, tokenizer):
+        """`data_dir=None`: no files read (see `use_eval_file`)."""
         self.name = name
         self.config = config
         self.tokenizer = tokenizer
+        self.train_examples, self.dev_examples = [], []
+        if data_dir is None:
+            return
         data = config.data
-        train = tasks.read_swag(os.path.join(data_dir, data.train_file or "train.csv"))
-        dev = tasks.read_swag(os.path.join(data_dir, data.dev_file or "val.csv"))
-        for split, examples in (("train", train), ("dev", dev)):
-            if any(e.label is None for e in examples):
-                raise tasks.TaskDataError(f"{data_dir}: the {split} file has no label column")
+        train = _read_labelled(os.path.join(data_dir, data.train_file or "train.csv"))
+        dev = _read_labelled(os.path.join(data_dir, data.dev_file or "val.csv"))
         self.train_examples = take_limit(train, data.train_limit, config.training.seed)
         self.dev_examples = take_limit(dev, data.eval_limit, 0)
+
+    def use_eval_file(self, path, model):
+        """Evaluation only: `path` (SWAG CSV with labels) is the dev set."""
+        self.dev_examples = _read_labelled(path)
 
     def _dataset(self, examples, training):
         features = tasks.choice_features(examples, self.tokenizer, self.config.data.max_seq_length)
@@ -71,3 +76,10 @@ class ChoiceTask:
                 row = {"guid": example.guid, "label": example.label, "prediction": int(choice)}
                 f.write(json.dumps(row) + "\n")
         return results, path
+
+
+def _read_labelled(path):
+    examples = tasks.read_swag(path)
+    if any(e.label is None for e in examples):
+        raise tasks.TaskDataError(f"{path}: no label column")
+    return examples

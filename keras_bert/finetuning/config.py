@@ -168,21 +168,11 @@ def load_finetune_config(task, config_file=None, overrides=()):
     """Defaults ← `configs/finetune/<task kind>.yaml` (or `config_file`)
     ← `overrides` (`"section.key=value"` strings)."""
     config = FinetuneConfig(task=task)
-    path = Path(config_file) if config_file else None
-    if path is not None:
-        if not path.is_file():
-            raise FinetuneConfigError(f"{path}: no such config file")
-        try:
-            tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (yaml.YAMLError, UnicodeDecodeError) as error:
-            first = str(error).strip().splitlines()[0]
-            raise FinetuneConfigError(f"{path}: not a YAML file: {first}") from None
-        if not isinstance(tree, dict):
-            raise FinetuneConfigError(f"{path}: expected a mapping of sections")
-        for key, value in _flatten(tree):
+    if config_file:
+        for key, value in _flatten(_read_tree(config_file)):
             if key == "task":
                 continue
-            _apply(config, key, value, str(path))
+            _apply(config, key, value, str(config_file))
     for item in overrides:
         if "=" not in item:
             raise FinetuneConfigError(f"--set {item!r}: expected key=value")
@@ -190,6 +180,37 @@ def load_finetune_config(task, config_file=None, overrides=()):
         _apply(config, key.strip(), value, "--set")
     _check_values(config)
     return config
+
+
+def load_saved_config(model_dir):
+    """`(task, config)` of the fine-tuning run whose `config.yaml` (written
+    by the runner: the resolved config, the task, where the data and the
+    checkpoint came from) is in `model_dir`."""
+    path = Path(model_dir) / "config.yaml"
+    tree = _read_tree(path)
+    task = tree.get("task")
+    if not isinstance(task, str) or "phases" in tree:
+        raise FinetuneConfigError(f"{path}: not a fine-tuning run's config")
+    config = FinetuneConfig(task=task)
+    for key, value in _flatten(tree):
+        if key not in ("task", "init_checkpoint", "data_dir"):
+            _apply(config, key, value, str(path))
+    _check_values(config)
+    return task, config
+
+
+def _read_tree(path):
+    path = Path(path)
+    if not path.is_file():
+        raise FinetuneConfigError(f"{path}: no such config file")
+    try:
+        tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        first = str(error).strip().splitlines()[0]
+        raise FinetuneConfigError(f"{path}: not a YAML file: {first}") from None
+    if not isinstance(tree, dict):
+        raise FinetuneConfigError(f"{path}: expected a mapping of sections")
+    return tree
 
 
 # Lower bounds the dataclass types cannot express, checked once every

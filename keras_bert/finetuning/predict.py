@@ -37,3 +37,13 @@ def take_limit(items, limit, seed):
         return items
     order = np.random.default_rng(seed).permutation(len(items))[:limit]
     return [items[i] for i in sorted(order)]
+
+
+def model_label_names(model):
+    """The class names a fine-tuned model carries (the runner saves them)."""
+    if not getattr(model, "label_names", None):
+        raise FinetuneError(
+            f"the {type(model).__name__} carries no label names, so its "
+            "outputs cannot be named; fine-tune it with keras_bert.finetune"
+        )
+    return list(model.label_names)

@@ -9,7 +9,7 @@ import numpy as np
 
 import pipelines.tasks as tasks
 from keras_bert.finetuning import metrics as official
-from keras_bert.finetuning.predict import predict_batches, take_limit
+from keras_bert.finetuning.predict import model_label_names, predict_batches, take_limit
 from keras_bert.models import BertClassifier, BertRegressor
 
 GLUE_METRICS = {
@@ -33,28 +33,29 @@ class SentenceTask:
     """
 
     def __init__(self, name, config, data_dir, tokenizer):
+        """`data_dir=None`: no files read (see `use_eval_file`)."""
         self.name = name
         self.config = config
         self.tokenizer = tokenizer
         self.regression = name in ("stsb", "regression")
         data = config.data
+        self.label_names = None
+        if name in tasks.GLUE_TASKS:
+            self.label_names = list(tasks.GLUE_TASKS[name].label_names or []) or None
+        self.train_examples, self.dev_sets = [], {}
+        if data_dir is None:
+            return
         if name in tasks.GLUE_TASKS:
             self.data_dir = tasks.glue_data_dir(name, data_dir)
-            spec = tasks.GLUE_TASKS[name]
             train_path = os.path.join(self.data_dir, data.train_file or "train.tsv")
-            dev_names = [data.dev_file] if data.dev_file else list(spec.dev_files)
-            read = lambda path: tasks.read_glue(name, path)
-            self.label_names = list(spec.label_names) if spec.label_names else None
+            dev_names = [data.dev_file] if data.dev_file else list(tasks.GLUE_TASKS[name].dev_files)
         else:
             self.data_dir = data_dir
             train_path = os.path.join(data_dir, data.train_file) if data.train_file else tasks.find_split_file(data_dir, "train")
             dev_names = [data.dev_file] if data.dev_file else [os.path.basename(tasks.find_split_file(data_dir, "dev"))]
-            text_b = data.text_b_column or ("text_b" if name == "pair_classification" else None)
-            read = lambda path: tasks.read_table(path, data.text_column, text_b, data.label_column)
-            self.label_names = None
-        self.train_examples = take_limit(read(train_path), data.train_limit, config.training.seed)
+        self.train_examples = take_limit(self._read(train_path), data.train_limit, config.training.seed)
         self.dev_sets = {
-            n: take_limit(read(os.path.join(self.data_dir, n)), data.eval_limit, 0)
+            n: take_limit(self._read(os.path.join(self.data_dir, n)), data.eval_limit, 0)
             for n in dev_names
         }
         if not self.regression and self.label_names is None:
@@ -76,6 +77,24 @@ class SentenceTask:
             )
         for split, examples in [("train", self.train_examples)] + list(self.dev_sets.items()):
             self._check_labels(split, examples)
+
+    def _read(self, path):
+        if self.name in tasks.GLUE_TASKS:
+            return tasks.read_glue(self.name, path)
+        data = self.config.data
+        text_b = data.text_b_column or ("text_b" if self.name == "pair_classification" else None)
+        return tasks.read_table(path, data.text_column, text_b, data.label_column)
+
+    def use_eval_file(self, path, model):
+        """Evaluation only: `path`, a labelled file of the task, becomes the
+        one dev set, scored with the classes `model` was trained on."""
+        if not self.regression:
+            self.label_names = model_label_names(model)
+        examples = self._read(path)
+        if not examples:
+            raise tasks.TaskDataError(f"{path}: no examples")
+        self._check_labels(os.path.basename(path), examples)
+        self.dev_sets = {os.path.basename(path): examples}
 
     def _check_labels(self, split, examples):
         for e in examples:

@@ -29,6 +29,10 @@ class SquadTask:
         self.tokenizer = tokenizer
         self.version_2 = name == "squad_v2"
         suffix = "v2.0" if self.version_2 else "v1.1"
+        self.train_examples, self.dev_examples = [], []
+        self._train_features = None
+        if data_dir is None:  # No files read (see `use_eval_file`).
+            return
         data = config.data
         dev_path = os.path.join(data_dir, data.dev_file or f"dev-{suffix}.json")
         if data.split_train_from_dev > 0:
@@ -49,7 +53,10 @@ class SquadTask:
             dev = tasks.read_squad(dev_path, self.version_2, training=False)
         self.train_examples = take_limit(train, data.train_limit, config.training.seed)
         self.dev_examples = take_limit(dev, data.eval_limit, 0)
-        self._train_features = None
+
+    def use_eval_file(self, path, model):
+        """Evaluation only: `path` (SQuAD JSON with answers) is the dev set."""
+        self.dev_examples = tasks.read_squad(path, self.version_2, training=False)
 
     def _features(self, examples, training):
         data = self.config.data

@@ -7,7 +7,7 @@ import numpy as np
 
 import pipelines.tasks as tasks
 from keras_bert.finetuning import metrics as official
-from keras_bert.finetuning.predict import predict_batches, take_limit
+from keras_bert.finetuning.predict import model_label_names, predict_batches, take_limit
 from keras_bert.models import BertTokenClassifier
 
 
@@ -22,15 +22,31 @@ class TaggingTask:
     """
 
     def __init__(self, name, config, data_dir, tokenizer):
+        """`data_dir=None`: no files read (see `use_eval_file`)."""
         self.name = name
         self.config = config
         self.tokenizer = tokenizer
+        self.train_sentences, self.dev_sentences = [], []
+        if data_dir is None:
+            return
         data = config.data
         train = tasks.read_conll(os.path.join(data_dir, data.train_file or "train.txt"))
         dev = tasks.read_conll(os.path.join(data_dir, data.dev_file or "valid.txt"))
         self.label_names = data.label_names or tasks.tag_names(train)
         self.train_sentences = take_limit(train, data.train_limit, config.training.seed)
         self.dev_sentences = take_limit(dev, data.eval_limit, 0)
+
+    def use_eval_file(self, path, model):
+        """Evaluation only: `path` (CoNLL text) becomes the dev set, tagged
+        with the tags `model` was trained on."""
+        self.label_names = model_label_names(model)
+        self.dev_sentences = tasks.read_conll(path)
+        unknown = sorted({t for s in self.dev_sentences for t in s.tags}
+                         - set(self.label_names))
+        if unknown:
+            raise tasks.TaskDataError(
+                f"{path}: tags {unknown} are not among the model's "
+                f"{self.label_names}")
 
     def _dataset(self, sentences, training):
         features, labels, starts = tasks.tagging_features(

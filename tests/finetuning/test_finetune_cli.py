@@ -24,22 +24,6 @@ tensorflow_only = pytest.mark.skipif(
 QUICK = ["training.epochs=1", "training.batch_size=4", "training.verbose=0"]
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory, fixtures):
-    backbone = BertBackbone(
-        vocabulary_size=174,
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=384,
-    )
-    backbone.vocabulary = (fixtures / "vocab.txt").read_text().splitlines()
-    path = tmp_path_factory.mktemp("ckpt") / "tiny.keras"
-    backbone.save(path)
-    return str(path)
-
-
 def finetune(task, data_dir, checkpoint, model_dir, *overrides, export=False):
     args = ["--task", task, "--data_dir", str(data_dir), "--init_checkpoint", checkpoint,
             "--model_dir", str(model_dir)]

@@ -1,0 +1,53 @@
+"""`python -m keras_bert.evaluate`: score a fine-tuned model on a labelled file.
+
+    python -m keras_bert.evaluate --model_dir runs/sst2 --input glue/SST-2/dev.tsv \
+        [--output_dir runs/sst2/eval_dev]
+
+No training: the task, its settings, the model and the vocabulary come from
+`--model_dir` (what `keras_bert.finetune` wrote); `--input` is a file in the
+task's format, with labels (a GLUE TSV, CSV/TSV/JSONL with the run's columns,
+SQuAD JSON, CoNLL text, SWAG CSV). Writes `eval_results.json` (the official
+metric) and the predictions file into `--output_dir` (default:
+`<model_dir>/eval_<file name>/`). Input errors print one line, exit 2.
+"""
+
+import argparse
+import json
+import logging
+import sys
+
+from keras_bert.console import add_verbose_argument
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_bert.evaluate", description=__doc__.split("\n")[0])
+    parser.add_argument("--model_dir", required=True,
+                        help="a keras_bert.finetune output folder")
+    parser.add_argument("--input", required=True,
+                        help="a labelled file in the task's format")
+    parser.add_argument("--output_dir",
+                        help="default: <model_dir>/eval_<file name>/")
+    add_verbose_argument(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    from pipelines.errors import PipelineInputError
+
+    from keras_bert.finetuning.config import FinetuneConfigError
+    from keras_bert.finetuning.runner import FinetuneError, run_evaluation
+
+    try:
+        results = run_evaluation(args.model_dir, args.input, args.output_dir)
+    except (FinetuneError, FinetuneConfigError, PipelineInputError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(results, indent=2, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""`python -m keras_bert.evaluate`: a fine-tuned model scored on a labelled
+file without training. Scoring the run's own dev file must give what the
+fine-tuning run reported, for every task family."""
+
+import json
+import os
+
+import pytest
+
+from keras_bert.evaluate import main as evaluate
+from tests.finetuning.test_finetune_cli import finetune
+
+FAMILIES = [
+    ("sst2", "glue", "SST-2/dev.tsv", "predictions.jsonl", []),
+    ("stsb", "glue", "STS-B/dev.tsv", "predictions.jsonl", []),
+    ("classification", "generic", "dev.csv", "predictions.jsonl", []),
+    ("squad_v1", "squad", "dev-v1.1.json", "predictions.json",
+     ["data.max_seq_length=64", "data.doc_stride=16"]),
+    ("conll2003", "conll", "valid.txt", "predictions.txt", []),
+    ("swag", "swag", "val.csv", "predictions.jsonl", []),
+]
+
+
+@pytest.mark.parametrize("task, folder, dev_file, predictions, overrides", FAMILIES)
+def test_scores_the_dev_file_as_fine_tuning_did(
+        checkpoint, fixtures, tmp_path, capsys, task, folder, dev_file,
+        predictions, overrides):
+    run = tmp_path / "run"
+    trained = finetune(task, fixtures / folder, checkpoint, run, *overrides)
+    before = {p: (run / p).read_bytes() for p in os.listdir(run)
+              if (run / p).is_file()}
+    capsys.readouterr()
+    assert evaluate(["--model_dir", str(run), "--input",
+                     str(fixtures / folder / dev_file)]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    out = run / ("eval_" + os.path.basename(dev_file).replace(".", "_"))
+    written = json.loads((out / "eval_results.json").read_text())
+    assert written == printed
+    assert written["task"] == task and written["predictions_file"] == predictions
+    assert (out / predictions).is_file()
+    metrics = {k: v for k, v in trained.items()
+               if isinstance(v, float) and not k.endswith("_seconds")
+               and k != "final_train_loss"}
+    assert metrics
+    for name, value in metrics.items():
+        assert written[name] == pytest.approx(value, abs=1e-6), name
+    # The fine-tuning run's own files are left as they were.
+    assert {p: (run / p).read_bytes() for p in before} == before
+
+
+@pytest.fixture(scope="module")
+def sst2_run(checkpoint, fixtures, tmp_path_factory):
+    run = tmp_path_factory.mktemp("sst2") / "run"
+    finetune("sst2", fixtures / "glue", checkpoint, run)
+    return run
+
+
+def one_line_error(args, capsys):
+    capsys.readouterr()
+    assert evaluate(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err, err
+    return err
+
+
+def test_unknown_label_is_one_line(sst2_run, tmp_path, capsys):
+    path = tmp_path / "dev.tsv"
+    path.write_text("sentence\tlabel\na fine film .\t1\nawful .\t7\n")
+    err = one_line_error(["--model_dir", str(sst2_run), "--input", str(path)], capsys)
+    assert err == f"error: {path}:3: unknown label '7'; expected one of ['0', '1']"
+
+
+def test_folder_without_a_fine_tuning_run_is_one_line(fixtures, tmp_path, capsys):
+    err = one_line_error(["--model_dir", str(tmp_path), "--input",
+                          str(fixtures / "glue" / "SST-2" / "dev.tsv")], capsys)
+    assert err == f"error: {tmp_path / 'config.yaml'}: no such config file"
+
+
+def test_missing_input_is_one_line(sst2_run, tmp_path, capsys):
+    err = one_line_error(["--model_dir", str(sst2_run), "--input",
+                          str(tmp_path / "nope.tsv")], capsys)
+    assert err == f"error: {tmp_path / 'nope.tsv'}: no such file"
+
+
+def test_tags_the_model_never_saw_are_one_line(checkpoint, fixtures, tmp_path, capsys):
+    run = tmp_path / "run"
+    finetune("conll2003", fixtures / "conll", checkpoint, run)
+    path = tmp_path / "other.txt"
+    path.write_text("Paris B-CITY\nis O\n")
+    err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
+    assert err.startswith(f"error: {path}: tags ['B-CITY'] are not among the model's ")
