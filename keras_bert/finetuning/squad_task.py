@@ -57,6 +57,11 @@ class SquadTask:
     def use_eval_file(self, path, model):
         """Evaluation only: `path` (SQuAD JSON with answers) is the dev set."""
         self.dev_examples = tasks.read_squad(path, self.version_2, training=False)
+        unanswered = sum(not e.answers for e in self.dev_examples)
+        if unanswered and not self.version_2:
+            raise tasks.TaskDataError(
+                f"{path}: {unanswered} of {len(self.dev_examples)} questions "
+                "have no answers to score against")
 
     def _features(self, examples, training):
         data = self.config.data

@@ -89,3 +89,18 @@ def test_tags_the_model_never_saw_are_one_line(checkpoint, fixtures, tmp_path, c
     path.write_text("Paris B-CITY\nis O\n")
     err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
     assert err.startswith(f"error: {path}: tags ['B-CITY'] are not among the model's ")
+
+
+def test_squad_file_without_answers_is_one_line(checkpoint, fixtures, tmp_path, capsys):
+    run = tmp_path / "run"
+    finetune("squad_v1", fixtures / "squad", checkpoint, run,
+             "data.max_seq_length=64", "data.doc_stride=16")
+    squad = json.loads((fixtures / "squad" / "dev-v1.1.json").read_text())
+    for article in squad["data"]:
+        for paragraph in article["paragraphs"]:
+            for question in paragraph["qas"]:
+                question["answers"] = []
+    path = tmp_path / "test.json"
+    path.write_text(json.dumps(squad))
+    err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
+    assert err == f"error: {path}: 4 of 4 questions have no answers to score against"
