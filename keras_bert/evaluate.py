@@ -38,7 +38,8 @@ def main(argv=None):
     from pipelines.errors import PipelineInputError
 
     from keras_bert.finetuning.config import FinetuneConfigError
-    from keras_bert.finetuning.runner import FinetuneError, run_evaluation
+    from keras_bert.finetuning.finetune_error import FinetuneError
+    from keras_bert.finetuning.inference import run_evaluation
 
     try:
         results = run_evaluation(args.model_dir, args.input, args.output_dir)

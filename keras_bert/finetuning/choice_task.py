@@ -29,6 +29,28 @@ class ChoiceTask:
         self.train_examples = take_limit(train, data.train_limit, config.training.seed)
         self.dev_examples = take_limit(dev, data.eval_limit, 0)
 
+    def use_model(self, model):
+        """Nothing to take: the choices are numbered."""
+
+    def read_unlabelled(self, path):
+        """Examples to predict (a SWAG CSV; a label column is not needed)."""
+        return tasks.read_swag(path)
+
+    def predict(self, model, examples):
+        """A row per example: the chosen ending (index and text) and every
+        ending's probability."""
+        outputs = predict_batches(model, self._dataset(examples, training=False))
+        logits = np.concatenate(outputs, axis=0) if outputs else np.zeros([0, tasks.NUM_CHOICES])
+        rows = []
+        for example, value in zip(examples, logits):
+            probabilities = np.exp(value - value.max())
+            probabilities /= probabilities.sum()
+            choice = int(value.argmax())
+            rows.append({"guid": example.guid, "prediction": choice,
+                         "ending": example.endings[choice],
+                         "probabilities": probabilities.tolist()})
+        return rows
+
     def use_eval_file(self, path, model):
         """Evaluation only: `path` (SWAG CSV with labels) is the dev set."""
         self.dev_examples = _read_labelled(path)
@@ -38,7 +60,7 @@ class ChoiceTask:
         batch = self.config.training.batch_size if training else self.config.training.eval_batch_size
         return tasks.make_dataset(
             features,
-            [e.label for e in examples],
+            [e.label for e in examples] if training else None,
             batch_size=batch,
             training=training,
             seed=self.config.training.seed,
@@ -65,16 +87,14 @@ class ChoiceTask:
         )
 
     def evaluate(self, model, model_dir):
-        outputs = predict_batches(model, self._dataset(self.dev_examples, training=False))
-        logits = np.concatenate(outputs, axis=0)
-        predicted = logits.argmax(axis=-1)
+        rows = self.predict(model, self.dev_examples)
         gold = [e.label for e in self.dev_examples]
+        predicted = [r["prediction"] for r in rows]
         results = {"accuracy": official.accuracy(gold, predicted), "eval_examples": len(gold)}
         path = os.path.join(model_dir, "predictions.jsonl")
         with open(path, "w", encoding="utf-8") as f:
-            for example, choice in zip(self.dev_examples, predicted):
-                row = {"guid": example.guid, "label": example.label, "prediction": int(choice)}
-                f.write(json.dumps(row) + "\n")
+            for example, row in zip(self.dev_examples, rows):
+                f.write(json.dumps({**row, "label": example.label}) + "\n")
         return results, path
 
 

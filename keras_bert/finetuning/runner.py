@@ -18,7 +18,7 @@ import keras
 import yaml
 
 from keras_bert.export.keras_archive import archive_problem, save_keras_atomically
-from keras_bert.finetuning.config import load_finetune_config, load_saved_config
+from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.finetuning.finetune_error import FinetuneError
 from keras_bert.finetuning.optimization import create_finetune_optimizer
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
@@ -274,45 +274,6 @@ def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config):
         if export_path:
             results["export_dir"] = os.path.relpath(export_path, model_dir)
     write_json_atomically(results, os.path.join(model_dir, "eval_results.json"))
-    return results
-
-
-def run_evaluation(model_dir, eval_file, output_dir=None):
-    """Scores the fine-tuned model in `model_dir` on `eval_file`, a labelled
-    file of its task, with the task's official metric; no training.
-
-    Writes `eval_results.json` and the task's predictions file into
-    `output_dir` (default: `<model_dir>/eval_<file name>/`); returns the
-    results dict.
-    """
-    import pipelines
-
-    task, config = load_saved_config(model_dir)
-    if not os.path.isfile(eval_file):
-        raise FinetuneError(f"{eval_file}: no such file")
-    model = load_keras_model(os.path.join(model_dir, "model.keras"))
-    vocab_path = os.path.join(model_dir, "vocab.txt")
-    lower_case = config.data.lower_case
-    if lower_case is None:
-        lower_case = infer_lower_case(pipelines.load_vocabulary(vocab_path))
-    tokenizer = pipelines.BertTokenizer(vocab_path, lower_case=lower_case)
-    handler = TASKS[task][0](task, config, None, tokenizer)
-    handler.use_eval_file(eval_file, model)
-    output_dir = output_dir or os.path.join(
-        model_dir, "eval_" + os.path.basename(eval_file).replace(".", "_"))
-    try:
-        os.makedirs(output_dir, exist_ok=True)
-    except OSError as error:
-        raise FinetuneError(f"--output_dir {output_dir}: cannot write: {error}") from None
-    start = time.time()
-    results, predictions_path = handler.evaluate(model, output_dir)
-    results.update(
-        task=task,
-        eval_file=eval_file,
-        eval_seconds=round(time.time() - start, 1),
-        predictions_file=os.path.basename(predictions_path),
-    )
-    write_json_atomically(results, os.path.join(output_dir, "eval_results.json"))
     return results
 
 

@@ -78,18 +78,31 @@ class SentenceTask:
         for split, examples in [("train", self.train_examples)] + list(self.dev_sets.items()):
             self._check_labels(split, examples)
 
-    def _read(self, path):
+    def _read(self, path, labelled=True):
         if self.name in tasks.GLUE_TASKS:
+            if not labelled and tasks.is_glue_test_file(path):
+                return tasks.read_glue_test(self.name, path)
             return tasks.read_glue(self.name, path)
         data = self.config.data
         text_b = data.text_b_column or ("text_b" if self.name == "pair_classification" else None)
-        return tasks.read_table(path, data.text_column, text_b, data.label_column)
+        return tasks.read_table(path, data.text_column, text_b,
+                                data.label_column if labelled else None)
+
+    def use_model(self, model):
+        """Without training files, the classes are those `model` learned."""
+        if not self.regression:
+            self.label_names = model_label_names(model)
+
+    def read_unlabelled(self, path):
+        """Examples to predict: an official GLUE test file (its index is the
+        guid), or a file of the train/dev layout; labels are not read
+        (GLUE dev files' are checked, though)."""
+        return self._read(path, labelled=False)
 
     def use_eval_file(self, path, model):
         """Evaluation only: `path`, a labelled file of the task, becomes the
         one dev set, scored with the classes `model` was trained on."""
-        if not self.regression:
-            self.label_names = model_label_names(model)
+        self.use_model(model)
         examples = self._read(path)
         if not examples:
             raise tasks.TaskDataError(f"{path}: no examples")
@@ -128,7 +141,7 @@ class SentenceTask:
         batch = self.config.training.batch_size if training else self.config.training.eval_batch_size
         return tasks.make_dataset(
             features,
-            self._labels(examples),
+            self._labels(examples) if training else None,
             batch_size=batch,
             training=training,
             seed=self.config.training.seed,
@@ -161,42 +174,53 @@ class SentenceTask:
             metrics=["sparse_categorical_accuracy"],
         )
 
+    def predict(self, model, examples):
+        """A row per example: guid, texts and the prediction, a label with
+        every class's probability, or a score."""
+        outputs = predict_batches(model, self._dataset(examples, training=False))
+        values = np.concatenate(outputs, axis=0) if outputs else np.zeros([0])
+        rows = []
+        for example, value in zip(examples, values):
+            row = {"guid": example.guid, "text_a": example.text_a}
+            if example.text_b is not None:
+                row["text_b"] = example.text_b
+            if self.regression:
+                row["prediction"] = float(value)
+            else:
+                probabilities = np.exp(value - value.max())
+                probabilities /= probabilities.sum()
+                row["prediction"] = self.label_names[int(value.argmax())]
+                row["probabilities"] = dict(zip(self.label_names, probabilities.tolist()))
+            rows.append(row)
+        return rows
+
     def evaluate(self, model, model_dir):
         """Official scores on every dev file; writes `predictions.jsonl`."""
         results, rows = {}, []
         for index, (dev_name, examples) in enumerate(self.dev_sets.items()):
-            outputs = predict_batches(model, self._dataset(examples, training=False))
-            values = np.concatenate(outputs, axis=0) if outputs else np.zeros([0])
-            gold = self._labels(examples)
-            scores = self._score(gold, values)
+            predicted = self.predict(model, examples)
+            scores = self._score(self._labels(examples), [r["prediction"] for r in predicted])
             # MNLI: the matched dev set gives the plain names, mismatched
             # gets a suffix.
             suffix = "" if index == 0 else "_" + dev_name.rsplit(".", 1)[0].split("_")[-1]
             results.update({k + suffix: v for k, v in scores.items()})
             results["eval_examples" + suffix] = len(examples)
-            for example, value in zip(examples, values):
-                row = {"file": dev_name, "guid": example.guid, "text_a": example.text_a}
-                if example.text_b is not None:
-                    row["text_b"] = example.text_b
-                row["label"] = example.label
-                if self.regression:
-                    row["prediction"] = float(value)
-                else:
-                    row["prediction"] = self.label_names[int(value.argmax())]
-                rows.append(row)
+            rows += [{"file": dev_name, **row, "label": example.label}
+                     for example, row in zip(examples, predicted)]
         path = os.path.join(model_dir, "predictions.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
         return results, path
 
-    def _score(self, gold, values):
+    def _score(self, gold, predicted):
         if self.regression:
             return {
-                "pearson": official.pearson(gold, values),
-                "spearman": official.spearman(gold, values),
+                "pearson": official.pearson(gold, predicted),
+                "spearman": official.spearman(gold, predicted),
             }
-        predicted = values.argmax(axis=-1)
+        index = {n: i for i, n in enumerate(self.label_names)}
+        predicted = np.array([index[p] for p in predicted], dtype=np.int64)
         names = GLUE_METRICS.get(self.name, ("accuracy",))
         if self.name in GENERIC:
             names = ("accuracy", "matthews_corrcoef") + (("f1",) if len(self.label_names) == 2 else ())

@@ -71,6 +71,7 @@ def squad_predictions(
     max_answer_length=30,
     version_2=False,
     null_score_diff_threshold=0.0,
+    starts=None,
 ):
     """Predicted answer text per question id.
 
@@ -84,6 +85,8 @@ def squad_predictions(
         n_best_size, max_answer_length: ints (paper defaults 20, 30).
         version_2: bool, allow "no answer".
         null_score_diff_threshold: float, v2 only.
+        starts: None, or a dict that receives qid → the answer's first
+            word index (None for no answer).
 
     Returns:
         (predictions, null_odds): dict qid → answer text, and for v2 a dict
@@ -93,7 +96,7 @@ def squad_predictions(
     for index, feature in enumerate(features):
         by_example[feature.example_index].append(index)
 
-    chosen = {}  # example index → list of (score, piece text, orig text)
+    chosen = {}  # example index → list of (score, piece text, orig text, first word)
     null_scores = {}
     for example_index, example in enumerate(examples):
         indices = by_example[example_index]
@@ -114,11 +117,11 @@ def squad_predictions(
             first = feature.token_to_word[c.start]
             last = feature.token_to_word[c.end]
             orig_text = " ".join(example.doc_words[first : last + 1])
-            spans.append((c.score, piece_text, orig_text))
+            spans.append((c.score, piece_text, orig_text, first))
         chosen[example_index] = spans
 
     # One batched basic-tokenizer call for every candidate's original words.
-    originals = sorted({orig for spans in chosen.values() for _, _, orig in spans})
+    originals = sorted({span[2] for spans in chosen.values() for span in spans})
     basic = {}
     if originals:
         words = basic_split(originals, lower_case=lower_case).to_list()
@@ -126,8 +129,8 @@ def squad_predictions(
 
     predictions, null_odds = {}, {}
     for example_index, example in enumerate(examples):
-        seen, best_text, best_score = set(), None, None
-        for score, piece_text, orig_text in chosen[example_index]:
+        seen, best_text, best_score, best_first = set(), None, None, None
+        for score, piece_text, orig_text, first in chosen[example_index]:
             text = final_text(piece_text, orig_text, basic[orig_text])
             if text in seen:
                 continue
@@ -135,18 +138,16 @@ def squad_predictions(
             if len(seen) > n_best_size:
                 break
             if best_text is None:
-                best_text, best_score = text, score
-        if not version_2:
-            predictions[example.qid] = best_text if best_text is not None else ""
-            continue
-        null_score = null_scores[example_index]
-        if best_text is None:
-            predictions[example.qid] = ""
+                best_text, best_score, best_first = text, score, first
+        if version_2 and best_text is not None:
+            null_odds[example.qid] = null_scores[example_index] - best_score
+            if null_odds[example.qid] > null_score_diff_threshold:
+                best_text = None
+        elif version_2:
             null_odds[example.qid] = 0.0
-            continue
-        odds = null_score - best_score
-        null_odds[example.qid] = odds
-        predictions[example.qid] = "" if odds > null_score_diff_threshold else best_text
+        predictions[example.qid] = best_text if best_text is not None else ""
+        if starts is not None:
+            starts[example.qid] = best_first if best_text else None
     return predictions, null_odds
 
 

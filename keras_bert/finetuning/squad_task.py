@@ -109,31 +109,62 @@ class SquadTask:
             loss_weights={"start_logits": 0.5, "end_logits": 0.5},
         )
 
-    def evaluate(self, model, model_dir):
-        """Official EM/F1; writes `predictions.json` (and `null_odds.json`)."""
-        features = self._features(self.dev_examples, training=False)
+    def use_model(self, model):
+        """Nothing to take: spans need no label names."""
+
+    def read_unlabelled(self, path):
+        """Questions to answer (SQuAD JSON; answers are not needed)."""
+        return tasks.read_squad(path, self.version_2, training=False)
+
+    def _answers(self, model, examples, starts=None):
+        features = self._features(examples, training=False)
         dataset = tasks.make_dataset(
             {"token_ids": [f.token_ids for f in features], "segment_ids": [f.segment_ids for f in features]},
             batch_size=self.config.training.eval_batch_size,
             pad_id=self.tokenizer.pad_id,
         )
-        starts, ends = [], []
+        start_logits, end_logits = [], []
         for batch in predict_batches(model, dataset):
-            starts.extend(np.asarray(batch["start_logits"], np.float32))
-            ends.extend(np.asarray(batch["end_logits"], np.float32))
+            start_logits.extend(np.asarray(batch["start_logits"], np.float32))
+            end_logits.extend(np.asarray(batch["end_logits"], np.float32))
         squad = self.config.squad
         predictions, null_odds = squad_predictions(
-            self.dev_examples,
+            examples,
             features,
-            starts,
-            ends,
+            start_logits,
+            end_logits,
             self.tokenizer.vocabulary,
             lower_case=self.tokenizer.lower_case,
             n_best_size=squad.n_best_size,
             max_answer_length=squad.max_answer_length,
             version_2=self.version_2,
             null_score_diff_threshold=squad.null_score_diff_threshold,
+            starts=starts,
         )
+        return predictions, null_odds, features
+
+    def predict(self, model, examples):
+        """A row per question: id, answer text ("" for no answer) and its
+        character offsets in the context (`answer_end` exclusive; None when
+        there is no answer or it cannot be located)."""
+        first_words = {}
+        predictions, _, _ = self._answers(model, examples, first_words)
+        rows = []
+        for example in examples:
+            text = predictions[example.qid]
+            start = None
+            if text:
+                _, char_to_word = tasks.split_words(example.context)
+                word_start = char_to_word.index(first_words[example.qid])
+                found = example.context.find(text, word_start)
+                start = found if found >= 0 else None
+            rows.append({"id": example.qid, "answer": text, "answer_start": start,
+                         "answer_end": None if start is None else start + len(text)})
+        return rows
+
+    def evaluate(self, model, model_dir):
+        """Official EM/F1; writes `predictions.json` (and `null_odds.json`)."""
+        predictions, null_odds, features = self._answers(model, self.dev_examples)
         gold = {e.qid: e.answers for e in self.dev_examples}
         if self.version_2:
             results = official.squad_v2_scores(gold, predictions)

@@ -36,10 +36,24 @@ class TaggingTask:
         self.train_sentences = take_limit(train, data.train_limit, config.training.seed)
         self.dev_sentences = take_limit(dev, data.eval_limit, 0)
 
+    def use_model(self, model):
+        """Without training files, the tags are those `model` learned."""
+        self.label_names = model_label_names(model)
+
+    def read_unlabelled(self, path):
+        """Sentences to tag: a word a line (its first column), blank lines
+        between sentences."""
+        return tasks.read_conll(path, tagged=False)
+
+    def predict(self, model, sentences):
+        """A row per sentence: its words and one predicted tag per word."""
+        return [{"words": s.words, "tags": tags}
+                for s, tags in zip(sentences, self.predict_tags(model, sentences))]
+
     def use_eval_file(self, path, model):
         """Evaluation only: `path` (CoNLL text) becomes the dev set, tagged
         with the tags `model` was trained on."""
-        self.label_names = model_label_names(model)
+        self.use_model(model)
         self.dev_sentences = tasks.read_conll(path)
         unknown = sorted({t for s in self.dev_sentences for t in s.tags}
                          - set(self.label_names))

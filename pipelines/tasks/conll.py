@@ -24,8 +24,9 @@ class TaggedSentence:
     tags: list
 
 
-def read_conll(path):
-    """Sentences of a CoNLL file.
+def read_conll(path, tagged=True):
+    """Sentences of a CoNLL file. With `tagged=False` (text to tag) each
+    line's first column is the word, and `tags` is None.
 
     Raises:
         TaskDataError: missing file, a line with one column, or a tag that
@@ -42,6 +43,9 @@ def read_conll(path):
                     sentences.append(TaggedSentence(words, tags))
                     words, tags = [], []
                 continue
+            if not tagged:
+                words.append(columns[0])
+                continue
             if len(columns) < 2:
                 raise TaskDataError(
                     f"{path}:{line_number}: expected a word and a tag, "
@@ -56,6 +60,9 @@ def read_conll(path):
             tags.append(columns[-1])
     if words:
         sentences.append(TaggedSentence(words, tags))
+    if not tagged:
+        for sentence in sentences:
+            sentence.tags = None
     return sentences
 
 
@@ -85,7 +92,8 @@ def tagging_features(sentences, tokenizer, max_seq_length, label_names):
     for sentence in sentences:
         tokens, token_labels, starts = [tokenizer.cls_id], [IGNORED_LABEL], []
         full = False
-        for word, tag in zip(sentence.words, sentence.tags):
+        tags = sentence.tags or ["O"] * len(sentence.words)  # Untagged: unused.
+        for word, tag in zip(sentence.words, tags):
             word_pieces = next(pieces)
             # Once a word does not fit, the rest of the sentence is cut.
             full = full or len(tokens) - 1 + len(word_pieces) > budget

@@ -111,6 +111,60 @@ def read_glue(task, path):
     return examples
 
 
+# The official unlabelled test files name their columns in a header whose
+# first column is the example's index (QQP: `id`), which the leaderboard's
+# submission file repeats.
+GLUE_TEST_COLUMNS = {
+    "cola": ("sentence", None),
+    "sst2": ("sentence", None),
+    "mrpc": ("#1 String", "#2 String"),
+    "qqp": ("question1", "question2"),
+    "stsb": ("sentence1", "sentence2"),
+    "mnli": ("sentence1", "sentence2"),  # Also AX's diagnostic.tsv.
+    "qnli": ("question", "sentence"),
+    "rte": ("sentence1", "sentence2"),
+    "wnli": ("sentence1", "sentence2"),
+}
+
+
+def is_glue_test_file(path):
+    """Whether `path` has the test files' layout (a header starting `index`
+    or `id`) rather than the train/dev one."""
+    rows = _read_tsv(path, skip_header=False)
+    first = next(rows, (None, [""]))[1]
+    return bool(first) and first[0].strip() in ("index", "id")
+
+
+def read_glue_test(task, path):
+    """Unlabelled examples of an official GLUE test file; `guid` is its
+    index column.
+
+    Raises:
+        TaskDataError: missing file, a header without the task's columns or
+            a short row, naming file and line.
+    """
+    text_a, text_b = GLUE_TEST_COLUMNS[task]
+    rows = _read_tsv(path, skip_header=False)
+    _, header = next(rows, (1, []))
+    header = [h.strip() for h in header]
+    missing = [c for c in (header[:1] + [text_a, text_b]) if c and c not in header]
+    if not header or header[0] not in ("index", "id") or missing:
+        raise TaskDataError(
+            f"{path}:1: a GLUE {task} test file has a header 'index' "
+            f"(or 'id'), {text_a!r}{f' and {text_b!r}' if text_b else ''}; "
+            f"found {header}")
+    a, b = header.index(text_a), header.index(text_b) if text_b else None
+    examples = []
+    for line_number, row in rows:
+        if len(row) < len(header):
+            raise TaskDataError(
+                f"{path}:{line_number}: expected {len(header)} tab-separated "
+                f"columns as in the header, found {len(row)}")
+        examples.append(Example(text_a=row[a], text_b=row[b] if b is not None else None,
+                                guid=row[0]))
+    return examples
+
+
 def _parse_label(value, label_names, path, line_number):
     value = value.strip()
     if label_names is None:

@@ -1,0 +1,190 @@
+"""Evaluation and prediction with a fine-tuning run's folder: its task,
+settings, `model.keras` and `vocab.txt`, no training.
+
+`run_evaluation` scores a labelled file with the task's official metric;
+`run_prediction` writes predictions for a file without labels, in chunks
+behind a progress bar, to a temporary name renamed into place at the end.
+"""
+
+import json
+import os
+import time
+
+import keras
+
+from keras_bert.finetuning.config import load_saved_config
+from keras_bert.finetuning.finetune_error import FinetuneError
+from keras_bert.finetuning.runner import (
+    infer_lower_case,
+    load_keras_model,
+    write_json_atomically,
+)
+from keras_bert.finetuning.task_registry import TASKS
+
+# Examples predicted (and written) at a time: memory stays bounded on a
+# large input, and the progress bar moves.
+CHUNK = 2048
+# GLUE leaderboard file names; MNLI's depend on the test file (below).
+SUBMISSION_NAMES = {
+    "cola": "CoLA", "sst2": "SST-2", "mrpc": "MRPC", "stsb": "STS-B",
+    "qqp": "QQP", "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI",
+}
+
+
+def load_run(model_dir, input_file):
+    """`(task, handler, model)` for the fine-tuning run in `model_dir`, the
+    handler holding its tokenizer and the model's label names."""
+    import pipelines
+
+    task, config = load_saved_config(model_dir)
+    if not os.path.isfile(input_file):
+        raise FinetuneError(f"{input_file}: no such file")
+    model = load_keras_model(os.path.join(model_dir, "model.keras"))
+    vocab_path = os.path.join(model_dir, "vocab.txt")
+    lower_case = config.data.lower_case
+    if lower_case is None:
+        lower_case = infer_lower_case(pipelines.load_vocabulary(vocab_path))
+    tokenizer = pipelines.BertTokenizer(vocab_path, lower_case=lower_case)
+    handler = TASKS[task][0](task, config, None, tokenizer)
+    handler.use_model(model)
+    return task, handler, model
+
+
+def _makedirs(path, flag):
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise FinetuneError(f"{flag} {path}: cannot write: {error}") from None
+
+
+def run_evaluation(model_dir, eval_file, output_dir=None):
+    """Scores the fine-tuned model in `model_dir` on `eval_file`, a labelled
+    file of its task, with the task's official metric.
+
+    Writes `eval_results.json` and the task's predictions file into
+    `output_dir` (default: `<model_dir>/eval_<file name>/`); returns the
+    results dict.
+    """
+    task, handler, model = load_run(model_dir, eval_file)
+    handler.use_eval_file(eval_file, model)
+    output_dir = output_dir or os.path.join(
+        model_dir, "eval_" + os.path.basename(eval_file).replace(".", "_"))
+    _makedirs(output_dir, "--output_dir")
+    start = time.time()
+    results, predictions_path = handler.evaluate(model, output_dir)
+    results.update(
+        task=task,
+        eval_file=eval_file,
+        eval_seconds=round(time.time() - start, 1),
+        predictions_file=os.path.basename(predictions_path),
+    )
+    write_json_atomically(results, os.path.join(output_dir, "eval_results.json"))
+    return results
+
+
+def submission_name(task, input_file):
+    """The GLUE leaderboard's file name for predictions of `input_file`."""
+    if task == "mnli":
+        name = os.path.basename(input_file).lower()
+        if "diagnostic" in name or name.startswith("ax"):
+            return "AX.tsv"
+        return "MNLI-mm.tsv" if "mismatched" in name else "MNLI-m.tsv"
+    return SUBMISSION_NAMES[task] + ".tsv"
+
+
+def run_prediction(model_dir, input_file, output=None, glue_submission=False):
+    """Predicts every example of `input_file` (the task's format, labels
+    not needed) with the fine-tuned model in `model_dir`.
+
+    Writes, by task family: JSONL, a row per example (classification: the
+    label and every class's probability; regression: the score; SWAG: the
+    chosen ending); CoNLL text, `word tag` a line (NER); for SQuAD the
+    official `{id: answer}` JSON and, beside it, `<name>.offsets.jsonl`
+    with each answer's character offsets. `glue_submission`: the GLUE
+    leaderboard's `index<TAB>prediction` file under its expected name.
+
+    Returns:
+        `{"task", "input_file", "examples", "output"}` (and `"offsets"`).
+    """
+    task, handler, model = load_run(model_dir, input_file)
+    from pipelines.tasks import GLUE_TASKS
+
+    if glue_submission and task not in GLUE_TASKS:
+        raise FinetuneError(f"--glue_submission: {task} is not a GLUE task")
+    examples = handler.read_unlabelled(input_file)
+    if not examples:
+        raise FinetuneError(f"{input_file}: no examples")
+    if glue_submission:
+        if not all(e.guid.isdigit() for e in examples):
+            raise FinetuneError(
+                f"{input_file}: not an official GLUE test file (its first "
+                "column, 'index', numbers the examples the leaderboard "
+                "scores)")
+        default = os.path.join(model_dir, "glue_submission",
+                               submission_name(task, input_file))
+        write = _write_submission
+    else:
+        stem = os.path.splitext(os.path.basename(input_file))[0]
+        extension, write = {
+            "squad_v1": (".json", _write_squad), "squad_v2": (".json", _write_squad),
+            "conll2003": (".txt", _write_conll)}.get(task, (".jsonl", _write_jsonl))
+        default = os.path.join(model_dir, f"predictions_{stem}{extension}")
+    output = output or default
+    _makedirs(os.path.dirname(os.path.abspath(output)), "--output")
+    progress = keras.utils.Progbar(len(examples), unit_name="example")
+    rows = []
+    for start in range(0, len(examples), CHUNK):
+        chunk = examples[start:start + CHUNK]
+        rows += handler.predict(model, chunk)
+        progress.add(len(chunk))
+    written = write(rows, output)
+    return {"task": task, "input_file": input_file, "examples": len(examples),
+            **written}
+
+
+def _atomically(path, write):
+    """Calls `write(file)` on `path`'s temporary twin, then renames it in:
+    `path` is whole or untouched."""
+    partial = path + ".partial"
+    try:
+        with open(partial, "w", encoding="utf-8") as f:
+            write(f)
+        os.replace(partial, path)
+    except BaseException:
+        if os.path.exists(partial):
+            os.remove(partial)
+        raise
+
+
+def _write_jsonl(rows, path):
+    _atomically(path, lambda f: f.writelines(
+        json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    return {"output": path}
+
+
+def _write_submission(rows, path):
+    def write(f):
+        f.write("index\tprediction\n")
+        for row in rows:
+            f.write(f"{row['guid']}\t{row['prediction']}\n")
+
+    _atomically(path, write)
+    return {"output": path}
+
+
+def _write_conll(rows, path):
+    def write(f):
+        for row in rows:
+            f.writelines(f"{w} {t}\n" for w, t in zip(row["words"], row["tags"]))
+            f.write("\n")
+
+    _atomically(path, write)
+    return {"output": path}
+
+
+def _write_squad(rows, path):
+    offsets = os.path.splitext(path)[0] + ".offsets.jsonl"
+    _write_jsonl(rows, offsets)
+    _atomically(path, lambda f: json.dump(
+        {row["id"]: row["answer"] for row in rows}, f, ensure_ascii=False, indent=1))
+    return {"output": path, "offsets": offsets}

@@ -1,0 +1,59 @@
+"""`python -m keras_bert.predict`: a fine-tuned model's predictions for new data.
+
+    python -m keras_bert.predict --model_dir runs/sst2 --input glue/SST-2/test.tsv \
+        [--output preds.jsonl] [--glue_submission]
+
+The task, its settings, the model and the vocabulary come from `--model_dir`
+(what `keras_bert.finetune` wrote); `--input` is a file in the task's format
+without labels: a GLUE TSV (the official `test.tsv`, or the train/dev
+layout), CSV/TSV/JSONL with the run's text columns, SQuAD JSON, CoNLL text
+(a word a line), SWAG CSV. `--glue_submission` writes the leaderboard's
+`index<TAB>prediction` file under the name it expects (`SST-2.tsv`,
+`MNLI-m.tsv`, ...). Input errors print one line, exit 2.
+"""
+
+import argparse
+import json
+import logging
+import sys
+
+from keras_bert.console import add_verbose_argument
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_bert.predict", description=__doc__.split("\n")[0])
+    parser.add_argument("--model_dir", required=True,
+                        help="a keras_bert.finetune output folder")
+    parser.add_argument("--input", required=True,
+                        help="a file in the task's format; labels not needed")
+    parser.add_argument(
+        "--output", help="default: <model_dir>/predictions_<input name>.<jsonl|txt|json>, "
+        "or <model_dir>/glue_submission/<GLUE name>.tsv")
+    parser.add_argument("--glue_submission", action="store_true",
+                        help="write the GLUE leaderboard's file (official test.tsv input)")
+    add_verbose_argument(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    from pipelines.errors import PipelineInputError
+
+    from keras_bert.finetuning.config import FinetuneConfigError
+    from keras_bert.finetuning.finetune_error import FinetuneError
+    from keras_bert.finetuning.inference import run_prediction
+
+    try:
+        written = run_prediction(args.model_dir, args.input, args.output,
+                                 glue_submission=args.glue_submission)
+    except (FinetuneError, FinetuneConfigError, PipelineInputError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(written, indent=2, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""`python -m keras_bert.predict`: predictions of a fine-tuned model for
+files without labels, for every task family. Where the run's dev file can
+be given unlabelled, the predictions must be those fine-tuning wrote."""
+
+import csv
+import json
+import os
+
+import pytest
+
+from keras_bert.finetuning import inference
+from keras_bert.finetuning.metrics import squad_v1_scores
+from keras_bert.predict import main as predict
+from tests.finetuning.test_finetune_cli import finetune
+
+SQUAD = ["data.max_seq_length=64", "data.doc_stride=16"]
+
+
+@pytest.fixture(scope="module")
+def runs(checkpoint, fixtures, tmp_path_factory):
+    """One fine-tuning run per family, made when first asked for."""
+    made = {}
+
+    def run(task, folder, *overrides):
+        if task not in made:
+            model_dir = tmp_path_factory.mktemp(task) / "run"
+            finetune(task, fixtures / folder, checkpoint, model_dir, *overrides)
+            made[task] = model_dir
+        return made[task]
+
+    return run
+
+
+def run_predict(args, capsys):
+    capsys.readouterr()
+    assert predict(args) == 0
+    out = capsys.readouterr().out
+    return json.loads(out[out.index("{"):])
+
+
+def jsonl(path):
+    return [json.loads(line) for line in open(path, encoding="utf-8")]
+
+
+def test_glue_submission_from_the_official_test_layout(runs, fixtures, tmp_path, capsys):
+    run = runs("sst2", "glue")
+    dev = list(csv.reader(open(fixtures / "glue" / "SST-2" / "dev.tsv"), delimiter="\t"))[1:]
+    test = tmp_path / "test.tsv"
+    test.write_text("index\tsentence\n" + "".join(
+        f"{i}\t{sentence}\n" for i, (sentence, _) in enumerate(dev)))
+    written = run_predict(["--model_dir", str(run), "--input", str(test),
+                           "--glue_submission"], capsys)
+    path = run / "glue_submission" / "SST-2.tsv"
+    assert written == {"task": "sst2", "input_file": str(test),
+                       "examples": len(dev), "output": str(path)}
+    rows = list(csv.reader(open(path), delimiter="\t"))
+    assert rows[0] == ["index", "prediction"]
+    fine_tuned = [r["prediction"] for r in jsonl(run / "predictions.jsonl")]
+    assert rows[1:] == [[str(i), p] for i, p in enumerate(fine_tuned)]
+    assert not list(path.parent.glob("*.partial"))
+
+
+def test_classification_rows_carry_probabilities(runs, fixtures, tmp_path, capsys):
+    run = runs("classification", "generic")
+    texts = [r["text"] for r in csv.DictReader(open(fixtures / "generic" / "dev.csv"))]
+    unlabelled = tmp_path / "new.csv"
+    unlabelled.write_text("text\n" + "".join(f"{t}\n" for t in texts))
+    written = run_predict(["--model_dir", str(run), "--input", str(unlabelled)], capsys)
+    assert written["output"] == str(run / "predictions_new.jsonl")
+    rows = jsonl(written["output"])
+    fine_tuned = jsonl(run / "predictions.jsonl")
+    assert [r["text_a"] for r in rows] == texts
+    assert [r["prediction"] for r in rows] == [r["prediction"] for r in fine_tuned]
+    for row in rows:
+        probabilities = row["probabilities"]
+        assert set(probabilities) == {"neg", "pos"}
+        assert sum(probabilities.values()) == pytest.approx(1.0, abs=1e-5)
+        assert row["prediction"] == max(probabilities, key=probabilities.get)
+
+
+def test_regression_rows_carry_scores(runs, fixtures, tmp_path, capsys):
+    run = runs("stsb", "glue")
+    written = run_predict(["--model_dir", str(run), "--input",
+                           str(fixtures / "glue" / "STS-B" / "dev.tsv")], capsys)
+    rows = jsonl(written["output"])
+    fine_tuned = jsonl(run / "predictions.jsonl")
+    assert [r["prediction"] for r in rows] == pytest.approx(
+        [r["prediction"] for r in fine_tuned], abs=1e-5)
+
+
+def test_squad_answers_for_the_official_script_with_offsets(runs, fixtures, tmp_path, capsys):
+    run = runs("squad_v1", "squad", *SQUAD)
+    squad = json.loads((fixtures / "squad" / "dev-v1.1.json").read_text())
+    gold, contexts = {}, {}
+    for article in squad["data"]:
+        for paragraph in article["paragraphs"]:
+            for question in paragraph["qas"]:
+                gold[question["id"]] = [a["text"] for a in question.pop("answers")]
+                contexts[question["id"]] = paragraph["context"]
+    unlabelled = tmp_path / "test.json"
+    unlabelled.write_text(json.dumps(squad))
+    written = run_predict(["--model_dir", str(run), "--input", str(unlabelled)], capsys)
+    answers = json.loads(open(written["output"]).read())
+    assert answers == json.loads((run / "predictions.json").read_text())
+    scores = json.loads((run / "eval_results.json").read_text())
+    assert squad_v1_scores(gold, answers)["f1"] == pytest.approx(scores["f1"])
+    for row in jsonl(written["offsets"]):
+        if row["answer"]:
+            context = contexts[row["id"]]
+            assert context[row["answer_start"]:row["answer_end"]] == row["answer"]
+
+
+def test_conll_text_gets_a_tag_per_word(runs, fixtures, tmp_path, capsys):
+    run = runs("conll2003", "conll")
+    sentences = [[line.split()[0] for line in block.splitlines()]
+                 for block in (fixtures / "conll" / "valid.txt").read_text().split("\n\n")
+                 if block.strip() and not block.startswith("-DOCSTART-")]
+    words_only = tmp_path / "text.txt"
+    words_only.write_text("\n\n".join("\n".join(s) for s in sentences) + "\n")
+    written = run_predict(["--model_dir", str(run), "--input", str(words_only)], capsys)
+    tagged = [[line.split() for line in block.splitlines()]
+              for block in open(written["output"]).read().split("\n\n") if block.strip()]
+    fine_tuned = [[line.split() for line in block.splitlines()]
+                  for block in (run / "predictions.txt").read_text().split("\n\n")
+                  if block.strip()]
+    assert [[w for w, _ in s] for s in tagged] == sentences
+    assert [[t for _, t in s] for s in tagged] == [[t for _, _, t in s] for s in fine_tuned]
+
+
+def test_swag_without_labels_gets_the_chosen_ending(runs, fixtures, tmp_path, capsys):
+    run = runs("swag", "swag")
+    rows = list(csv.DictReader(open(fixtures / "swag" / "val.csv")))
+    unlabelled = tmp_path / "test.csv"
+    with open(unlabelled, "w", newline="") as f:
+        writer = csv.DictWriter(f, [k for k in rows[0] if k != "label"])
+        writer.writeheader()
+        writer.writerows({k: v for k, v in r.items() if k != "label"} for r in rows)
+    written = run_predict(["--model_dir", str(run), "--input", str(unlabelled)], capsys)
+    predictions = jsonl(written["output"])
+    fine_tuned = jsonl(run / "predictions.jsonl")
+    assert [p["prediction"] for p in predictions] == [p["prediction"] for p in fine_tuned]
+    for row, p in zip(rows, predictions):
+        assert p["ending"] == f"{row['sent2']} {row['ending' + str(p['prediction'])]}"
+
+
+def test_mnli_submission_names():
+    assert inference.submission_name("mnli", "MNLI/test_matched.tsv") == "MNLI-m.tsv"
+    assert inference.submission_name("mnli", "MNLI/test_mismatched.tsv") == "MNLI-mm.tsv"
+    assert inference.submission_name("mnli", "diagnostic/diagnostic.tsv") == "AX.tsv"
+    assert inference.submission_name("stsb", "STS-B/test.tsv") == "STS-B.tsv"
+
+
+def one_line_error(args, capsys):
+    capsys.readouterr()
+    assert predict(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err, err
+    return err
+
+
+def test_submission_needs_the_official_test_file(runs, fixtures, tmp_path, capsys):
+    run = runs("sst2", "glue")
+    dev = fixtures / "glue" / "SST-2" / "dev.tsv"
+    err = one_line_error(["--model_dir", str(run), "--input", str(dev),
+                          "--glue_submission", "--output", str(tmp_path / "SST-2.tsv")],
+                         capsys)
+    assert err.startswith(f"error: {dev}: not an official GLUE test file")
+    assert os.listdir(tmp_path) == []
+
+
+def test_submission_of_a_task_outside_glue_is_one_line(runs, fixtures, capsys):
+    run = runs("classification", "generic")
+    err = one_line_error(["--model_dir", str(run), "--input",
+                          str(fixtures / "generic" / "dev.csv"), "--glue_submission"], capsys)
+    assert err == "error: --glue_submission: classification is not a GLUE task"
+
+
+def test_bad_test_header_is_one_line(runs, tmp_path, capsys):
+    run = runs("sst2", "glue")
+    path = tmp_path / "test.tsv"
+    path.write_text("index\ttext\n0\ta film\n")
+    err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
+    assert err == (f"error: {path}:1: a GLUE sst2 test file has a header 'index' "
+                   "(or 'id'), 'sentence'; found ['index', 'text']")
+
+
+def test_failure_midway_leaves_no_output(runs, fixtures, tmp_path, monkeypatch):
+    run = runs("stsb", "glue")
+    output = tmp_path / "out.jsonl"
+
+    def fail(rows, f):
+        f.write("half a row")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(inference, "_write_jsonl", lambda rows, path: (
+        inference._atomically(path, lambda f: fail(rows, f))))
+    with pytest.raises(OSError):
+        inference.run_prediction(str(run), str(fixtures / "glue" / "STS-B" / "dev.tsv"),
+                                 str(output))
+    assert os.listdir(tmp_path) == []
