@@ -81,7 +81,8 @@ def test_real_tensorflow_starts_quietly():
 @pytest.mark.parametrize("module", [
     "keras_bert.pretrain", "keras_bert.finetune", "keras_bert.data",
     "keras_bert.vocab", "keras_bert.export.__main__",
-    "keras_bert.convert.__main__"])
+    "keras_bert.convert.__main__", "keras_bert.predict",
+    "keras_bert.evaluate"])
 def test_every_command_takes_verbose(module, capsys):
     with pytest.raises(SystemExit):
         importlib.import_module(module).main(["--help"])
