@@ -12,8 +12,6 @@ metric) and the predictions file into `--output_dir` (default:
 """
 
 import argparse
-import json
-import logging
 import sys
 
 from keras_bert.console import add_verbose_argument
@@ -34,20 +32,10 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    from pipelines.errors import PipelineInputError
-
-    from keras_bert.finetuning.config import FinetuneConfigError
-    from keras_bert.finetuning.finetune_error import FinetuneError
+    from keras_bert.finetuning.command import report
     from keras_bert.finetuning.inference import run_evaluation
 
-    try:
-        results = run_evaluation(args.model_dir, args.input, args.output_dir)
-    except (FinetuneError, FinetuneConfigError, PipelineInputError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps(results, indent=2, sort_keys=True))
-    return 0
+    return report(lambda: run_evaluation(args.model_dir, args.input, args.output_dir), args.output_dir or args.model_dir)
 
 
 if __name__ == "__main__":

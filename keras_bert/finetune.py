@@ -11,9 +11,6 @@ squad_v2 (JSON), conll2003, swag, and classification / pair_classification
 """
 
 import argparse
-import json
-import logging
-import os
 import sys
 
 from keras_bert.console import add_verbose_argument
@@ -45,39 +42,18 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    from pipelines.errors import PipelineInputError
+    from keras_bert.finetuning.command import report
+    from keras_bert.finetuning.runner import run_finetune
 
-    from keras_bert.convert import CheckpointError
-    from keras_bert.finetuning.config import FinetuneConfigError
-    from keras_bert.finetuning.runner import FinetuneError, run_finetune
-    from keras_bert.training.disk_full import is_disk_full
-
-    try:
-        results = run_finetune(
-            args.task,
-            args.data_dir,
-            args.init_checkpoint,
-            args.model_dir,
-            vocab=args.vocab,
-            config_file=args.config,
-            overrides=args.set,
-        )
-    except (FinetuneError, FinetuneConfigError, PipelineInputError, CheckpointError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except Exception as error:
-        if not is_disk_full(error):
-            raise
-        print(f"error: no space left on device in {args.model_dir}: free "
-              "space and run the same command again (it replaces this run's "
-              "outputs).", file=sys.stderr)
-        # At once: h5py's handles on the failed file crash interpreter
-        # shutdown.
-        sys.stderr.flush()
-        os._exit(1)
-    print(json.dumps(results, indent=2, sort_keys=True))
-    return 0
+    return report(lambda: run_finetune(
+        args.task,
+        args.data_dir,
+        args.init_checkpoint,
+        args.model_dir,
+        vocab=args.vocab,
+        config_file=args.config,
+        overrides=args.set,
+    ), args.model_dir)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,6 @@ layout), CSV/TSV/JSONL with the run's text columns, SQuAD JSON, CoNLL text
 """
 
 import argparse
-import json
-import logging
 import sys
 
 from keras_bert.console import add_verbose_argument
@@ -38,21 +36,12 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    from pipelines.errors import PipelineInputError
-
-    from keras_bert.finetuning.config import FinetuneConfigError
-    from keras_bert.finetuning.finetune_error import FinetuneError
+    from keras_bert.finetuning.command import report
     from keras_bert.finetuning.inference import run_prediction
 
-    try:
-        written = run_prediction(args.model_dir, args.input, args.output,
-                                 glue_submission=args.glue_submission)
-    except (FinetuneError, FinetuneConfigError, PipelineInputError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps(written, indent=2, sort_keys=True))
-    return 0
+    return report(lambda: run_prediction(
+        args.model_dir, args.input, args.output,
+        glue_submission=args.glue_submission), args.output or args.model_dir)
 
 
 if __name__ == "__main__":

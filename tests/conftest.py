@@ -1,6 +1,7 @@
 """Shared pytest setup: quiet TensorFlow logs, deterministic seeds."""
 
 import os
+import subprocess
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -15,3 +16,24 @@ def reset_keras_state():
     keras.utils.set_random_seed(1234)
     yield
     keras.config.set_dtype_policy("float32")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """`mount(size)`: a tmpfs of `size` (for example "64k") under tmp_path,
+    to fill up; the test is skipped without root. Unmounted afterwards."""
+    mounted = []
+
+    def mount(size):
+        mount_point = tmp_path / f"small_disk_{len(mounted)}"
+        mount_point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}",
+                               "tmpfs", str(mount_point)], capture_output=True)
+        if done.returncode:
+            pytest.skip("mounting a small tmpfs needs root")
+        mounted.append(mount_point)
+        return mount_point
+
+    yield mount
+    for mount_point in mounted:
+        subprocess.run(["umount", str(mount_point)], check=True)

@@ -237,30 +237,23 @@ def test_same_task_reruns_into_its_folder(checkpoint, fixtures, tmp_path):
     assert not (tmp_path / "finetune.lock").exists()
 
 
-def test_full_disk_is_one_line(checkpoint, fixtures, tmp_path):
+def test_full_disk_is_one_line(checkpoint, fixtures, small_disk):
     import os
     import subprocess
 
-    disk = tmp_path / "small_disk"
-    disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
-                              str(disk)], capture_output=True)
-    if mounted.returncode:
-        pytest.skip("mounting a small tmpfs needs root")
-    try:
-        argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"),
-                "--init_checkpoint", checkpoint, "--model_dir", str(disk / "out")]
-        for item in QUICK + ["export.enabled=false"]:
-            argv += ["--set", item]
-        result = subprocess.run([sys.executable, "-m", "keras_bert.finetune", *argv],
-                                capture_output=True, text=True, cwd=os.getcwd())
-    finally:
-        subprocess.run(["umount", str(disk)], check=True)
+    disk = small_disk("64k")
+    argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"),
+            "--init_checkpoint", checkpoint, "--model_dir", str(disk / "out")]
+    for item in QUICK + ["export.enabled=false"]:
+        argv += ["--set", item]
+    result = subprocess.run([sys.executable, "-m", "keras_bert.finetune", *argv],
+                            capture_output=True, text=True, cwd=os.getcwd())
     assert result.returncode == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         f"error: no space left on device in {disk / 'out'}: free space and run the "
-        "same command again (it replaces this run's outputs).")
+        "same command again (it replaces what this run wrote; nothing is left "
+        "half-written).")
 
 
 def test_missing_vocabulary_needs_vocab_flag(fixtures, tmp_path, capsys):

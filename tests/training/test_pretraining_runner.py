@@ -512,22 +512,10 @@ def test_checkpoint_without_seed_state_resumes_with_a_warning(tmp_path, capsys):
         "seeds, so the run will not repeat an uninterrupted one exactly.\n")
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """A 3 MiB tmpfs: full at the first checkpoint of the tiny model."""
-    mount_point = tmp_path / "small_disk"
-    mount_point.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs",
-                              str(mount_point)], capture_output=True)
-    if mounted.returncode:
-        pytest.skip("mounting a small tmpfs needs root")
-    yield mount_point
-    subprocess.run(["umount", str(mount_point)], check=True)
-
-
 def test_full_disk_is_one_line_and_leaves_no_partial_checkpoint(tmp_path, tiny_corpus,
                                                                 small_disk):
-    model_dir = small_disk / "run"
+    # 3 MiB: full at the first checkpoint of the tiny model.
+    model_dir = small_disk("3m") / "run"
     argv = tiny_cli_args(tmp_path, tiny_corpus) + ["--model_dir", str(model_dir)]
     result = subprocess.run([sys.executable, "-m", "keras_bert.pretrain", *argv],
                             capture_output=True, text=True, cwd=os.getcwd())
