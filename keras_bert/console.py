@@ -15,6 +15,7 @@ Nothing is hidden when a GPU or TPU is expected (a `/dev/nvidia*` or
 """
 
 import glob
+import logging
 import os
 import re
 import sys
@@ -72,3 +73,14 @@ def add_verbose_argument(parser):
         "--verbose", action="store_true",
         help="show TensorFlow's start-up notices (hidden when no GPU or TPU "
              "is expected)")
+
+
+def configure_logging(format="%(message)s"):
+    """INFO lines from keras_bert and pipelines; other libraries' (JAX's
+    "Unable to initialize backend 'tpu'" on a CPU) from WARNING up, unless
+    verbose."""
+    logging.basicConfig(
+        level=logging.INFO if verbose_requested() else logging.WARNING,
+        format=format)
+    for name in ("keras_bert", "pipelines"):
+        logging.getLogger(name).setLevel(logging.INFO)

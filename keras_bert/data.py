@@ -13,11 +13,10 @@ Next-sentence pairs and masks stay dynamic: read the shards with
 """
 
 import argparse
-import logging
 import sys
 import time
 
-from keras_bert.console import add_verbose_argument
+from keras_bert.console import add_verbose_argument, configure_logging
 
 
 def parse_args(argv=None):
@@ -49,7 +48,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    configure_logging()
     import pipelines
 
     start = time.time()

@@ -10,12 +10,11 @@ by loading it back.
 """
 
 import argparse
-import logging
 import os
 import sys
 import time
 
-from keras_bert.console import add_verbose_argument
+from keras_bert.console import add_verbose_argument, configure_logging
 
 
 def parse_args(argv=None):
@@ -60,7 +59,7 @@ def output_error(path, overwrite):
 
 def main(argv=None):
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    configure_logging()
     import pipelines
 
     error = output_error(args.output, args.overwrite)

@@ -87,3 +87,17 @@ def test_every_command_takes_verbose(module, capsys):
     with pytest.raises(SystemExit):
         importlib.import_module(module).main(["--help"])
     assert "--verbose" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_other_libraries_info_lines_only_when_verbose(verbose):
+    code = ("import logging, sys; from keras_bert.console import configure_logging; "
+            "configure_logging(); logging.getLogger('jax._src.xla_bridge').info('tpu?'); "
+            "logging.getLogger('keras_bert.finetune').info('ours'); "
+            "logging.getLogger('pipelines.corpus').warning('corpus')")
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BERT_VERBOSE"}
+    result = subprocess.run(
+        [sys.executable, "-c", code] + (["--verbose"] if verbose else []),
+        capture_output=True, text=True, check=True, cwd=REPO, env=env)
+    lines = [l for l in result.stderr.splitlines() if l in ("tpu?", "ours", "corpus")]
+    assert lines == (["tpu?", "ours", "corpus"] if verbose else ["ours", "corpus"])

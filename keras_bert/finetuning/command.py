@@ -2,16 +2,17 @@
 their run returns or raises."""
 
 import json
-import logging
 import os
 import sys
+
+from keras_bert.console import configure_logging
 
 
 def report(run, output):
     """Calls `run()`, prints its result as JSON and returns 0; bad input is
     one `error:` line (2); a full disk while writing into `output` one line
     (1)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    configure_logging("%(asctime)s %(name)s: %(message)s")
     from pipelines.errors import PipelineInputError
 
     from keras_bert.convert import CheckpointError
