@@ -30,6 +30,7 @@ CONFIG_KEYS = (
     "hidden_dim",
     "intermediate_dim",
     "dropout",
+    "attention_dropout",
     "max_sequence_length",
     "num_segments",
     "hidden_activation",

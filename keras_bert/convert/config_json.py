@@ -53,14 +53,19 @@ def backbone_config_from_json(config, source="config"):
             f"{source}: `hidden_act` must be one of {sorted(_ACTIVATIONS)}. "
             f"Received: hidden_act={activation!r}"
         )
+    dropout = float(config.get("hidden_dropout_prob", 0.1))
+    attention_dropout = float(config.get("attention_probs_dropout_prob", dropout))
     return {
         "vocabulary_size": int(config["vocab_size"]),
         "num_layers": int(config["num_hidden_layers"]),
         "num_heads": int(config["num_attention_heads"]),
         "hidden_dim": int(config["hidden_size"]),
         "intermediate_dim": int(config["intermediate_size"]),
-        # keras_bert has one dropout rate; BERT configs set both to 0.1.
-        "dropout": float(config.get("hidden_dropout_prob", 0.1)),
+        "dropout": dropout,
+        # None: the attention rate follows `dropout` (BERT sets both to 0.1).
+        "attention_dropout": (
+            None if attention_dropout == dropout else attention_dropout
+        ),
         "max_sequence_length": int(config.get("max_position_embeddings", 512)),
         "num_segments": int(config.get("type_vocab_size", 2)),
         "hidden_activation": _ACTIVATIONS[activation],
@@ -86,7 +91,11 @@ def json_from_backbone_config(config, architecture):
         "intermediate_size": config["intermediate_dim"],
         "hidden_act": activation[config["hidden_activation"]],
         "hidden_dropout_prob": config["dropout"],
-        "attention_probs_dropout_prob": config["dropout"],
+        "attention_probs_dropout_prob": (
+            config["dropout"]
+            if config.get("attention_dropout") is None
+            else config["attention_dropout"]
+        ),
         "max_position_embeddings": config["max_sequence_length"],
         "type_vocab_size": config["num_segments"],
         "initializer_range": 0.02,

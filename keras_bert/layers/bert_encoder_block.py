@@ -33,6 +33,10 @@ class Float32SoftmaxAttention(keras.layers.MultiHeadAttention):
     Keras' layer normalises attention scores in the compute dtype; under
     `mixed_bfloat16`/`mixed_float16` that loses the precision BERT's mixed
     precision recipes keep, so the softmax gets its own float32 policy.
+    With dropout 0 Keras skips this softmax for the backend's fused
+    `dot_product_attention`, whose kernels (XLA on TensorFlow and JAX,
+    cuDNN/flash, PyTorch's SDPA) accumulate the scores and their softmax
+    in float32 themselves; tests/layers checks both paths agree.
     """
 
     def _build_attention(self, rank):
@@ -61,8 +65,12 @@ class BertEncoderBlock(keras.layers.Layer):
     Args:
         num_heads: int. Attention heads N; must divide the hidden size.
         intermediate_dim: int. Feed-forward width F (4H in BERT).
-        dropout: float. Dropout on attention probabilities and on both
-            residual branches. Defaults to 0.1.
+        dropout: float. Dropout on both residual branches. Defaults to 0.1.
+        attention_dropout: float or None. Dropout on the attention
+            probabilities; None (the default) uses `dropout`, as the paper
+            does. At 0, Keras computes attention with the backend's fused
+            `ops.dot_product_attention` (flash attention where the device
+            has it) instead of materialising the (B, N, T, T) probabilities.
         hidden_activation: str. `"gelu"` (exact, erf) or `"gelu_approximate"`
             (tanh). Defaults to `"gelu"`.
         layer_norm_epsilon: float. Defaults to 1e-12.
@@ -84,6 +92,7 @@ class BertEncoderBlock(keras.layers.Layer):
         num_heads,
         intermediate_dim,
         dropout=0.1,
+        attention_dropout=None,
         hidden_activation="gelu",
         layer_norm_epsilon=1e-12,
         **kwargs,
@@ -92,6 +101,7 @@ class BertEncoderBlock(keras.layers.Layer):
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
+        self.attention_dropout = attention_dropout
         self.hidden_activation = hidden_activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self._activation = get_activation(hidden_activation)
@@ -109,7 +119,7 @@ class BertEncoderBlock(keras.layers.Layer):
         self.self_attention = Float32SoftmaxAttention(
             num_heads=self.num_heads,
             key_dim=hidden_dim // self.num_heads,
-            dropout=self.dropout,
+            dropout=self.attention_probability_dropout,
             name="self_attention",
             **common,
         )
@@ -145,6 +155,13 @@ class BertEncoderBlock(keras.layers.Layer):
         self.output_layer_norm.build(x_shape)
         self.built = True
 
+    @property
+    def attention_probability_dropout(self):
+        """The rate applied to attention probabilities (None → `dropout`)."""
+        if self.attention_dropout is None:
+            return self.dropout
+        return self.attention_dropout
+
     def call(self, x, padding_mask=None, training=None):
         attention_mask = None
         if padding_mask is not None:
@@ -169,6 +186,7 @@ class BertEncoderBlock(keras.layers.Layer):
                 "num_heads": self.num_heads,
                 "intermediate_dim": self.intermediate_dim,
                 "dropout": self.dropout,
+                "attention_dropout": self.attention_dropout,
                 "hidden_activation": self.hidden_activation,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
             }

@@ -28,6 +28,11 @@ class BertBackbone(keras.Model):
         hidden_dim: int. Hidden size H.
         intermediate_dim: int. Feed-forward size (4H in the paper).
         dropout: float. Dropout everywhere BERT has it. Defaults to 0.1.
+        attention_dropout: float or None. Dropout on the attention
+            probabilities; None (the default) follows `dropout`, as in the
+            paper. 0 (as MosaicBERT and Cramming train) lets every block use
+            the backend's fused attention kernel (flash attention on GPUs
+            and TPUs), which never forms the T×T probability matrix.
         max_sequence_length: int. Learned positions. Defaults to 512.
         num_segments: int. Segment (token type) ids. Defaults to 2.
         hidden_activation: str. `"gelu"` (exact erf, the default) or
@@ -71,6 +76,7 @@ class BertBackbone(keras.Model):
         hidden_dim,
         intermediate_dim,
         dropout=0.1,
+        attention_dropout=None,
         max_sequence_length=512,
         num_segments=2,
         hidden_activation="gelu",
@@ -83,6 +89,11 @@ class BertBackbone(keras.Model):
             raise ValueError(
                 "`hidden_dim` must be divisible by `num_heads`. "
                 f"Received: hidden_dim={hidden_dim}, num_heads={num_heads}"
+            )
+        if attention_dropout is not None and not 0 <= attention_dropout < 1:
+            raise ValueError(
+                "`attention_dropout` must be None or in [0, 1). "
+                f"Received: attention_dropout={attention_dropout}"
             )
         get_activation(hidden_activation)  # Fails early on an unknown name.
 
@@ -102,6 +113,7 @@ class BertBackbone(keras.Model):
                 num_heads=num_heads,
                 intermediate_dim=intermediate_dim,
                 dropout=dropout,
+                attention_dropout=attention_dropout,
                 hidden_activation=hidden_activation,
                 layer_norm_epsilon=layer_norm_epsilon,
                 dtype=dtype,
@@ -160,6 +172,7 @@ class BertBackbone(keras.Model):
         self.hidden_dim = hidden_dim
         self.intermediate_dim = intermediate_dim
         self.dropout = dropout
+        self.attention_dropout = attention_dropout
         self.max_sequence_length = max_sequence_length
         self.num_segments = num_segments
         self.hidden_activation = hidden_activation
@@ -196,6 +209,7 @@ class BertBackbone(keras.Model):
             "hidden_dim": self.hidden_dim,
             "intermediate_dim": self.intermediate_dim,
             "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
             "max_sequence_length": self.max_sequence_length,
             "num_segments": self.num_segments,
             "hidden_activation": self.hidden_activation,

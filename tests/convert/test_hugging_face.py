@@ -11,7 +11,10 @@ from safetensors.numpy import load_file, save_file
 import keras_bert
 from keras_bert.convert import CheckpointError, convert, read_hugging_face
 from keras_bert.convert.bert_name_map import original_to_hf_name
-from keras_bert.convert.config_json import backbone_config_from_json
+from keras_bert.convert.config_json import (
+    backbone_config_from_json,
+    json_from_backbone_config,
+)
 from tests.convert.tiny_bert import (
     TINY,
     VOCAB,
@@ -376,6 +379,16 @@ def test_corrupt_safetensors(tmp_path):
 def test_hidden_act(act, expected):
     config = dict(bert_config_json(), hidden_act=act)
     assert backbone_config_from_json(config)["hidden_activation"] == expected
+
+
+@pytest.mark.parametrize("attention, expected", [(0.1, None), (0.0, 0.0)])
+def test_attention_dropout_round_trips_through_config_json(attention, expected):
+    config = dict(bert_config_json(), hidden_dropout_prob=0.1,
+                  attention_probs_dropout_prob=attention)
+    ours = backbone_config_from_json(config)
+    assert ours["attention_dropout"] == expected
+    back = json_from_backbone_config(ours, "BertModel")
+    assert back["attention_probs_dropout_prob"] == attention
 
 
 def test_unknown_hidden_act():

@@ -19,6 +19,7 @@ TINY = dict(
     hidden_dim=8,
     intermediate_dim=16,
     dropout=0.0,
+    attention_dropout=None,
     max_sequence_length=16,
     num_segments=2,
     hidden_activation="gelu",

@@ -105,3 +105,19 @@ def test_heads_must_divide_hidden_dim():
 def test_unknown_activation_is_named():
     with pytest.raises(ValueError, match="hidden_activation='swish'"):
         BertBackbone(**TINY, hidden_activation="swish")
+
+
+def test_attention_dropout_follows_dropout_unless_given():
+    follows = BertBackbone(**TINY, dropout=0.2)
+    fused = BertBackbone(**TINY, dropout=0.2, attention_dropout=0.0)
+    assert [b.attention_probability_dropout for b in follows.encoder_blocks] == [0.2, 0.2]
+    assert [b.attention_probability_dropout for b in fused.encoder_blocks] == [0.0, 0.0]
+    assert BertBackbone.from_config(fused.get_config()).attention_dropout == 0.0
+    # A rebuilt config with another `dropout` keeps following it.
+    rebuilt = BertBackbone.from_config({**follows.get_config(), "dropout": 0.1})
+    assert rebuilt.encoder_blocks[0].attention_probability_dropout == 0.1
+
+
+def test_attention_dropout_out_of_range_is_named():
+    with pytest.raises(ValueError, match="attention_dropout=1.5"):
+        BertBackbone(**TINY, attention_dropout=1.5)
