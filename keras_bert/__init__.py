@@ -1,8 +1,10 @@
 """keras_bert: BERT pre-training and fine-tuning for Keras 3."""
 
 from keras_bert.console import import_tensorflow_quietly
+from keras_bert.fastest_backend import use_fastest_backend_for_main_command
 
-# Before Keras, which imports TensorFlow.
+# Before Keras, which reads KERAS_BACKEND once and imports TensorFlow.
+use_fastest_backend_for_main_command()
 import_tensorflow_quietly()
 
 from keras_bert.models import (  # noqa: E402
