@@ -7,9 +7,13 @@ those, with the grid name accepted as an alias.
 """
 
 import inspect
+import os
 from pathlib import Path
 
+import tensorflow as tf
 import yaml
+
+from keras_bert.file_io import is_file
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "model"
 ALIASES = {
@@ -28,21 +32,23 @@ def available_model_configs():
 
 
 def load_model_config(name_or_path):
-    """Backbone constructor arguments from a config name or a YAML path.
+    """Backbone constructor arguments from a config name or a YAML path
+    (local or remote).
 
     Example: `BertBackbone(**load_model_config("bert_base"))`.
     """
     from keras_bert.models import BertBackbone
 
-    path = Path(name_or_path)
-    if path.suffix not in (".yaml", ".yml"):
-        path = CONFIG_DIR / f"{ALIASES.get(str(name_or_path), name_or_path)}.yaml"
-    if not path.is_file():
+    path = os.fspath(name_or_path)
+    if not path.endswith((".yaml", ".yml")):
+        path = str(CONFIG_DIR / f"{ALIASES.get(path, path)}.yaml")
+    if not is_file(path):
         raise ValueError(
-            f"Unknown model config {str(name_or_path)!r}: no file {path}. "
+            f"Unknown model config {os.fspath(name_or_path)!r}: no file {path}. "
             f"Shipped configs: {', '.join(available_model_configs())}"
         )
-    config = yaml.safe_load(path.read_text()) or {}
+    with tf.io.gfile.GFile(path) as f:
+        config = yaml.safe_load(f.read()) or {}
     known = set(inspect.signature(BertBackbone.__init__).parameters) - {
         "self",
         "kwargs",

@@ -413,7 +413,9 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
                 f"{file_pattern!r}: their text tokenizes to nothing (only "
                 "control or zero-width characters?).")
         metadata = {
-            "vocab_file": os.path.abspath(vocab_file),
+            # A path with a scheme (gs://) is absolute already.
+            "vocab_file": (vocab_file if "://" in os.fspath(vocab_file)
+                           else os.path.abspath(vocab_file)),
             "vocab_sha256": _vocab_sha256(vocab_file),
             "vocab_size": tokenizer.vocab_size,
             "lower_case": tokenizer.lower_case,

@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import uuid
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -37,3 +38,16 @@ def small_disk(tmp_path):
     yield mount
     for mount_point in mounted:
         subprocess.run(["umount", str(mount_point)], check=True)
+
+
+@pytest.fixture
+def ram_dir():
+    """A fresh folder in TensorFlow's in-memory file system (`ram://`), a
+    stand-in for `gs://`: paths with a scheme, no directory rename.
+    Removed afterwards."""
+    import tensorflow as tf
+
+    path = f"ram://{uuid.uuid4().hex}"
+    tf.io.gfile.makedirs(path)
+    yield path
+    tf.io.gfile.rmtree(path)

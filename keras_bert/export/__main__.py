@@ -51,6 +51,7 @@ def main(argv=None):
         export_for_serving,
         find_model_file,
     )
+    from keras_bert.file_io import FILE_ERRORS
 
     try:
         model = args.model or find_model_file(args.model_dir)
@@ -68,7 +69,7 @@ def main(argv=None):
             doc_stride=args.doc_stride,
             n_best_size=args.n_best_size,
         )
-    except (ValueError, OSError) as e:  # Bad arguments or files: one line.
+    except (ValueError, *FILE_ERRORS) as e:  # Bad arguments or files: one line.
         parser.exit(2, f"{parser.prog}: error: {e}\n")
     print(f"Exported {model} to {path}")
     return path

@@ -78,7 +78,7 @@ class CoreOpsBertTokenizer(tf.Module):
     def __init__(self, vocabulary, lower_case=True, unk_token="[UNK]"):
         super().__init__(name="core_ops_bert_tokenizer")
         if isinstance(vocabulary, str):
-            with open(vocabulary, encoding="utf-8") as f:
+            with tf.io.gfile.GFile(vocabulary) as f:
                 vocabulary = f.read().splitlines()
         vocabulary = list(vocabulary)
         # load_vocab() strips each line; a later duplicate overwrites.

@@ -5,6 +5,10 @@ import stat
 import uuid
 import zipfile
 
+import tensorflow as tf
+
+from keras_bert.file_io import is_file, remove
+
 
 def chmod_as_created(path):
     """Gives `path` the mode a plain `open`/`mkdir` would under the umask:
@@ -18,19 +22,17 @@ def chmod_as_created(path):
 
 def save_keras_atomically(model, path):
     """`model.save(path)` through a hidden sibling renamed into place, so
-    `path` only ever holds a complete archive; the sibling is removed
-    whatever happens."""
-    folder = os.path.dirname(os.path.abspath(path))
+    `path` only ever holds a complete archive (on an object store too: see
+    `keras_bert.file_io`); the sibling is removed whatever happens."""
+    folder, name = os.path.split(os.fspath(path))
     # Named, not created, here: `mkstemp` would create it 0600, and
     # `model.save` creating it honours the umask like any other file.
-    tmp = os.path.join(
-        folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp.keras")
+    tmp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp.keras")
     try:
         model.save(tmp)
-        os.replace(tmp, path)
+        tf.io.gfile.rename(tmp, path, overwrite=True)
     finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        remove(tmp)
 
 
 def archive_problem(path):
@@ -39,13 +41,14 @@ def archive_problem(path):
     Keras reports a truncated archive as "File not found" and a damaged one
     as a bare BadZipFile; this names the real problem.
     """
-    if not os.path.isfile(path):
+    if not is_file(path):
         return "no such file"
-    if not zipfile.is_zipfile(path):
-        return "not a .keras archive (truncated or corrupt zip file)"
-    try:
-        with zipfile.ZipFile(path) as archive:
-            damaged = archive.testzip()
-    except Exception as error:  # zlib, zipfile and OS errors alike.
-        return f"corrupt .keras archive ({error})"
+    with tf.io.gfile.GFile(path, "rb") as f:
+        if not zipfile.is_zipfile(f):
+            return "not a .keras archive (truncated or corrupt zip file)"
+        try:
+            with zipfile.ZipFile(f) as archive:
+                damaged = archive.testzip()
+        except Exception as error:  # zlib, zipfile and OS errors alike.
+            return f"corrupt .keras archive ({error})"
     return f"corrupt .keras archive (CRC check failed for {damaged})" if damaged else None

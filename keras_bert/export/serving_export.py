@@ -2,8 +2,11 @@
 
 TF Serving watches `EXPORT_DIR/<integer version>/`; it ignores other names.
 The model is written to a hidden sibling `EXPORT_DIR/.tmp-<version>-*`,
-checked, and renamed into place in one `os.rename`, so a failed or killed
-export never leaves a half-written version for the server to load.
+checked, and renamed into place in one rename, so a failed or killed
+export never leaves a half-written version for the server to load. On an
+object store (`gs://`), which cannot rename a directory, the files move
+one by one and `saved_model.pb`, the file a server reads first, moves last
+(`keras_bert.file_io.atomic_directory`).
 
 The graph is always built under the TensorFlow backend, where a Keras model
 traces to plain TensorFlow ops. A model living under JAX or PyTorch is
@@ -12,18 +15,18 @@ exported by `python -m keras_bert.export` in a child process with
 `KERAS_BACKEND=tensorflow`.
 """
 
-import contextlib
 import importlib
 import os
 import pkgutil
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
-import uuid
+
+import tensorflow as tf
 
 from keras_bert.export.keras_archive import archive_problem
+from keras_bert.file_io import atomic_directory, listdir, makedirs, remove
 
 MODEL_FILES = ("model.keras", "pretrainer.keras", "backbone.keras")
 SMOKE_TEXTS = ["", " \t\n", "Hello, World!", "\x00\ufffd\u200f中文 😀", "a" * 300]
@@ -37,12 +40,12 @@ def find_model_file(model_dir):
     """
     for name in MODEL_FILES:
         path = os.path.join(model_dir, name)
-        if os.path.exists(path):
+        if tf.io.gfile.exists(path):
             return path
     raise FileNotFoundError(
         f"`model_dir` must contain one of {', '.join(MODEL_FILES)}. "
         f"Received: model_dir={model_dir!r} with "
-        f"{sorted(os.listdir(model_dir)) if os.path.isdir(model_dir) else 'no such directory'}"
+        f"{sorted(listdir(model_dir)) if tf.io.gfile.isdir(model_dir) else 'no such directory'}"
     )
 
 
@@ -50,7 +53,7 @@ def next_version(output_dir):
     """1 + the highest integer version under `output_dir` (1 when none)."""
     versions = [
         int(name)
-        for name in (os.listdir(output_dir) if os.path.isdir(output_dir) else [])
+        for name in (listdir(output_dir) if tf.io.gfile.isdir(output_dir) else [])
         if re.fullmatch(r"[0-9]+", name)
     ]
     return max(versions, default=0) + 1
@@ -95,7 +98,7 @@ def infer_lower_case(vocabulary):
 
 
 def _read_vocabulary(path):
-    with open(path, encoding="utf-8") as f:
+    with tf.io.gfile.GFile(path) as f:
         return [line.strip() for line in f.read().splitlines()]
 
 
@@ -190,15 +193,15 @@ def export_for_serving(
     problem = model_path and archive_problem(model_path)
     if problem:
         raise ValueError(f"{model_path}: {problem}")
-    created = not os.path.isdir(output_dir)
-    os.makedirs(output_dir, exist_ok=True)
+    created = not tf.io.gfile.isdir(output_dir)
+    makedirs(output_dir)
     try:
         return _export_version(model, model_path, output_dir, version,
                                vocabulary, lower_case, options)
     except BaseException:
         # A failed first export leaves no empty base path behind.
-        if created and not os.listdir(output_dir):
-            os.rmdir(output_dir)
+        if created and not listdir(output_dir):
+            remove(output_dir)
         raise
 
 
@@ -211,7 +214,7 @@ def _export_version(model, model_path, output_dir, version, vocabulary,
     seq_len = options["seq_len"]
     version = next_version(output_dir) if version is None else version
     final_dir = os.path.join(output_dir, str(version))
-    if os.path.exists(final_dir):
+    if tf.io.gfile.exists(final_dir):
         raise FileExistsError(
             f"`version` must be new; {final_dir!r} already exists. "
             f"Received: version={version}"
@@ -268,7 +271,7 @@ def _export_version(model, model_path, output_dir, version, vocabulary,
             f"{len(vocabulary)} tokens starting {vocabulary[:5]}"
         )
 
-    with atomic_directory(final_dir) as staging:
+    with atomic_directory(final_dir, last="saved_model.pb") as staging:
         _write_saved_model(model, staging, vocabulary, lower_case, options)
     return final_dir
 
@@ -286,22 +289,7 @@ def _check_span_options(model, options):
         )
 
 
-@contextlib.contextmanager
-def atomic_directory(final_dir):
-    """Yields a hidden sibling of `final_dir` to fill; renames it into place
-    only if the block succeeds, and removes it whatever happens."""
-    parent, name = os.path.split(os.path.abspath(final_dir))
-    staging = os.path.join(parent, f".tmp-{name}-{uuid.uuid4().hex[:8]}")
-    try:
-        yield staging
-        os.rename(staging, final_dir)  # Atomic within one filesystem.
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
 def _write_saved_model(model, path, vocabulary, lower_case, options):
-    import tensorflow as tf
-
     from keras_bert.export.bert_serving_module import BertServingModule
 
     # The asset's source file lives outside the version directory.

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 
 import pipelines.tasks as tasks
+from keras_bert.file_io import write_atomically
 from keras_bert.finetuning import metrics as official
 from keras_bert.finetuning.predict import predict_batches, take_limit
 from keras_bert.models import BertMultipleChoice
@@ -92,9 +93,9 @@ class ChoiceTask:
         predicted = [r["prediction"] for r in rows]
         results = {"accuracy": official.accuracy(gold, predicted), "eval_examples": len(gold)}
         path = os.path.join(model_dir, "predictions.jsonl")
-        with open(path, "w", encoding="utf-8") as f:
-            for example, row in zip(self.dev_examples, rows):
-                f.write(json.dumps({**row, "label": example.label}) + "\n")
+        write_atomically(path, lambda f: f.write("".join(
+            json.dumps({**row, "label": example.label}) + "\n"
+            for example, row in zip(self.dev_examples, rows))))
         return results, path
 
 

@@ -8,11 +8,14 @@ an unknown key is an error. Defaults are the paper's (appendix A.3): batch
 
 import dataclasses
 import math
+import os
 import typing
 from pathlib import Path
 
+import tensorflow as tf
 import yaml
 
+from keras_bert.file_io import is_file
 from keras_bert.training.pretraining_config import OPTIMIZERS
 from keras_bert.training.warmup_linear_decay import DECAY_STARTS
 from pipelines.tasks.features import MIN_SEQ_LEN
@@ -186,7 +189,7 @@ def load_saved_config(model_dir):
     """`(task, config)` of the fine-tuning run whose `config.yaml` (written
     by the runner: the resolved config, the task, where the data and the
     checkpoint came from) is in `model_dir`."""
-    path = Path(model_dir) / "config.yaml"
+    path = os.path.join(model_dir, "config.yaml")
     tree = _read_tree(path)
     task = tree.get("task")
     if not isinstance(task, str) or "phases" in tree:
@@ -194,17 +197,18 @@ def load_saved_config(model_dir):
     config = FinetuneConfig(task=task)
     for key, value in _flatten(tree):
         if key not in ("task", "init_checkpoint", "data_dir"):
-            _apply(config, key, value, str(path))
+            _apply(config, key, value, path)
     _check_values(config)
     return task, config
 
 
 def _read_tree(path):
-    path = Path(path)
-    if not path.is_file():
+    path = os.fspath(path)
+    if not is_file(path):
         raise FinetuneConfigError(f"{path}: no such config file")
     try:
-        tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        with tf.io.gfile.GFile(path) as f:
+            tree = yaml.safe_load(f.read()) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         first = str(error).strip().splitlines()[0]
         raise FinetuneConfigError(f"{path}: not a YAML file: {first}") from None

@@ -12,13 +12,16 @@ import time
 
 import keras
 
-from keras_bert.finetuning.config import load_saved_config
-from keras_bert.finetuning.finetune_error import FinetuneError
-from keras_bert.finetuning.runner import (
-    infer_lower_case,
-    load_keras_model,
+from keras_bert.file_io import (
+    FILE_ERRORS,
+    is_file,
+    makedirs,
+    write_atomically,
     write_json_atomically,
 )
+from keras_bert.finetuning.config import load_saved_config
+from keras_bert.finetuning.finetune_error import FinetuneError
+from keras_bert.finetuning.runner import infer_lower_case, load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
 
 # Examples predicted (and written) at a time: memory stays bounded on a
@@ -37,7 +40,7 @@ def load_run(model_dir, input_file):
     import pipelines
 
     task, config = load_saved_config(model_dir)
-    if not os.path.isfile(input_file):
+    if not is_file(input_file):
         raise FinetuneError(f"{input_file}: no such file")
     model = load_keras_model(os.path.join(model_dir, "model.keras"))
     vocab_path = os.path.join(model_dir, "vocab.txt")
@@ -52,8 +55,8 @@ def load_run(model_dir, input_file):
 
 def _makedirs(path, flag):
     try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as error:
+        makedirs(path)
+    except FILE_ERRORS as error:
         raise FinetuneError(f"{flag} {path}: cannot write: {error}") from None
 
 
@@ -130,7 +133,7 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False):
             "conll2003": (".txt", _write_conll)}.get(task, (".jsonl", _write_jsonl))
         default = os.path.join(model_dir, f"predictions_{stem}{extension}")
     output = output or default
-    _makedirs(os.path.dirname(os.path.abspath(output)), "--output")
+    _makedirs(os.path.dirname(output) or os.curdir, "--output")
     progress = keras.utils.Progbar(len(examples), unit_name="example")
     rows = []
     for start in range(0, len(examples), CHUNK):
@@ -142,23 +145,9 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False):
             **written}
 
 
-def _atomically(path, write):
-    """Calls `write(file)` on `path`'s temporary twin, then renames it in:
-    `path` is whole or untouched."""
-    partial = path + ".partial"
-    try:
-        with open(partial, "w", encoding="utf-8") as f:
-            write(f)
-        os.replace(partial, path)
-    except BaseException:
-        if os.path.exists(partial):
-            os.remove(partial)
-        raise
-
-
 def _write_jsonl(rows, path):
-    _atomically(path, lambda f: f.writelines(
-        json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    write_atomically(path, lambda f: f.write("".join(
+        json.dumps(row, ensure_ascii=False) + "\n" for row in rows)))
     return {"output": path}
 
 
@@ -168,23 +157,23 @@ def _write_submission(rows, path):
         for row in rows:
             f.write(f"{row['guid']}\t{row['prediction']}\n")
 
-    _atomically(path, write)
+    write_atomically(path, write)
     return {"output": path}
 
 
 def _write_conll(rows, path):
     def write(f):
         for row in rows:
-            f.writelines(f"{w} {t}\n" for w, t in zip(row["words"], row["tags"]))
+            f.write("".join(f"{w} {t}\n" for w, t in zip(row["words"], row["tags"])))
             f.write("\n")
 
-    _atomically(path, write)
+    write_atomically(path, write)
     return {"output": path}
 
 
 def _write_squad(rows, path):
     offsets = os.path.splitext(path)[0] + ".offsets.jsonl"
     _write_jsonl(rows, offsets)
-    _atomically(path, lambda f: json.dump(
+    write_atomically(path, lambda f: json.dump(
         {row["id"]: row["answer"] for row in rows}, f, ensure_ascii=False, indent=1))
     return {"output": path, "offsets": offsets}

@@ -7,17 +7,23 @@ Files written into `model_dir`, held with `finetune.lock` while it runs:
 `export/<version>/` (SavedModel) when `keras_bert.export` is available.
 """
 
-import json
 import logging
 import math
 import os
-import shutil
 import time
 
 import keras
+import tensorflow as tf
 import yaml
 
 from keras_bert.export.keras_archive import archive_problem, save_keras_atomically
+from keras_bert.file_io import (
+    FILE_ERRORS,
+    is_file,
+    makedirs,
+    write_atomically,
+    write_json_atomically,
+)
 from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.finetuning.finetune_error import FinetuneError
 from keras_bert.finetuning.optimization import create_finetune_optimizer
@@ -41,7 +47,7 @@ def load_backbone(init_checkpoint):
         except ValueError as error:  # An unknown name or a bad YAML file.
             raise FinetuneError(f"--init_checkpoint {init_checkpoint}: {error}") from None
         return BertBackbone(**config)
-    if init_checkpoint.endswith(".keras") and os.path.isfile(init_checkpoint):
+    if init_checkpoint.endswith(".keras") and is_file(init_checkpoint):
         model = load_keras_model(init_checkpoint)
         if isinstance(model, BertBackbone):
             return model
@@ -50,7 +56,8 @@ def load_backbone(init_checkpoint):
         raise FinetuneError(
             f"{init_checkpoint}: holds a {type(model).__name__}, not a BERT model"
         )
-    if not os.path.exists(init_checkpoint) and not os.path.exists(init_checkpoint + ".index"):
+    if not (tf.io.gfile.exists(init_checkpoint)
+            or tf.io.gfile.exists(init_checkpoint + ".index")):
         raise FinetuneError(f"{init_checkpoint}: no such checkpoint file or folder")
     from keras_bert.convert import read_checkpoint
 
@@ -94,14 +101,15 @@ def infer_lower_case(vocabulary):
 def _tokenizer(backbone, vocab, model_dir, lower_case):
     import pipelines
 
+    copy = os.path.join(model_dir, "vocab.txt")  # Carried either way.
     if vocab:
         vocab_path = vocab
-        if not os.path.isfile(vocab_path):
+        if not is_file(vocab_path):
             raise FinetuneError(f"--vocab {vocab_path}: no such file")
     elif backbone.vocabulary:
-        vocab_path = os.path.join(model_dir, "vocab.txt")
-        with open(vocab_path, "w", encoding="utf-8") as f:
-            f.write("".join(t + "\n" for t in backbone.vocabulary))
+        vocab_path = copy
+        write_atomically(vocab_path, lambda f: f.write(
+            "".join(t + "\n" for t in backbone.vocabulary)))
     else:
         raise FinetuneError(
             "The checkpoint carries no vocabulary: pass --vocab vocab.txt"
@@ -112,9 +120,11 @@ def _tokenizer(backbone, vocab, model_dir, lower_case):
             f"{vocab_path}: {len(vocabulary)} tokens, but the checkpoint's "
             f"vocabulary_size is {backbone.vocabulary_size}"
         )
-    copy = os.path.join(model_dir, "vocab.txt")  # Carried either way.
-    if vocab and not (os.path.exists(copy) and os.path.samefile(vocab, copy)):
-        shutil.copyfile(vocab, copy)
+    if vocab:
+        # Read, then written whole: safe when `vocab` is the copy itself.
+        with tf.io.gfile.GFile(vocab, "rb") as f:
+            content = f.read()
+        write_atomically(copy, lambda f: f.write(content))
     if lower_case is None:
         lower_case = infer_lower_case(vocabulary)
     backbone.vocabulary = list(vocabulary)
@@ -159,15 +169,15 @@ def run_finetune(
         raise FinetuneError(
             f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}"
         )
-    if not os.path.isdir(data_dir):
+    if not tf.io.gfile.isdir(data_dir):
         raise FinetuneError(f"--data_dir {data_dir}: no such directory")
     config = load_finetune_config(task, config_file or default_config_file(task), overrides)
-    if os.path.exists(model_dir) and not os.path.isdir(model_dir):
+    if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
         raise FinetuneError(f"--model_dir {model_dir}: is a file, not a folder")
     _check_model_dir_holds_no_other_run(model_dir, task)
     try:
-        os.makedirs(model_dir, exist_ok=True)
-    except OSError as error:
+        makedirs(model_dir)
+    except FILE_ERRORS as error:
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
     with RunLock(model_dir, "finetune.lock", "fine-tuning", error=FinetuneError):
         return _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config)
@@ -176,18 +186,18 @@ def run_finetune(
 def _check_model_dir_holds_no_other_run(model_dir, task):
     """A rerun of the same task may replace its outputs; a pre-training run
     or another task's outputs are not overwritten."""
-    if os.path.exists(os.path.join(model_dir, LOCK_FILE)) or os.path.isdir(
+    if tf.io.gfile.exists(os.path.join(model_dir, LOCK_FILE)) or tf.io.gfile.isdir(
             os.path.join(model_dir, "checkpoints")):
         raise FinetuneError(
             f"--model_dir {model_dir}: holds a pre-training run; fine-tune "
             "into another folder (--init_checkpoint takes its backbone.keras)")
     path = os.path.join(model_dir, "config.yaml")
-    if not os.path.isfile(path):
+    if not is_file(path):
         return
     try:
-        with open(path, encoding="utf-8") as f:
-            previous = yaml.safe_load(f)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        with tf.io.gfile.GFile(path) as f:
+            previous = yaml.safe_load(f.read())
+    except (*FILE_ERRORS, UnicodeDecodeError, yaml.YAMLError):
         previous = None
     if not isinstance(previous, dict) or "phases" in previous:
         raise FinetuneError(
@@ -201,13 +211,12 @@ def _check_model_dir_holds_no_other_run(model_dir, task):
 
 def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config):
     try:  # The first write: an unwritable model_dir fails before training.
-        with open(os.path.join(model_dir, "config.yaml"), "w") as f:
-            yaml.safe_dump(
-                {**config.to_dict(), "init_checkpoint": init_checkpoint, "data_dir": data_dir},
-                f,
-                sort_keys=False,
-            )
-    except OSError as error:
+        write_atomically(os.path.join(model_dir, "config.yaml"), lambda f: yaml.safe_dump(
+            {**config.to_dict(), "init_checkpoint": init_checkpoint, "data_dir": data_dir},
+            f,
+            sort_keys=False,
+        ))
+    except FILE_ERRORS as error:
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
     keras.utils.set_random_seed(config.training.seed)
 
@@ -275,11 +284,3 @@ def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config):
             results["export_dir"] = os.path.relpath(export_path, model_dir)
     write_json_atomically(results, os.path.join(model_dir, "eval_results.json"))
     return results
-
-
-def write_json_atomically(value, path):
-    """`path` holds the whole of `value` or is left as it was."""
-    partial = path + ".partial"
-    with open(partial, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, sort_keys=True)
-    os.replace(partial, path)

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 
 import pipelines.tasks as tasks
+from keras_bert.file_io import write_atomically
 from keras_bert.finetuning import metrics as official
 from keras_bert.finetuning.predict import model_label_names, predict_batches, take_limit
 from keras_bert.models import BertClassifier, BertRegressor
@@ -208,9 +209,8 @@ class SentenceTask:
             rows += [{"file": dev_name, **row, "label": example.label}
                      for example, row in zip(examples, predicted)]
         path = os.path.join(model_dir, "predictions.jsonl")
-        with open(path, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        write_atomically(path, lambda f: f.write("".join(
+            json.dumps(row, ensure_ascii=False) + "\n" for row in rows)))
         return results, path
 
     def _score(self, gold, predicted):

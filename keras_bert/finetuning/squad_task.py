@@ -7,6 +7,7 @@ import keras
 import numpy as np
 
 import pipelines.tasks as tasks
+from keras_bert.file_io import write_atomically
 from keras_bert.finetuning import metrics as official
 from keras_bert.finetuning.predict import predict_batches, take_limit
 from keras_bert.finetuning.squad_postprocess import squad_predictions
@@ -173,9 +174,9 @@ class SquadTask:
         results["eval_examples"] = len(self.dev_examples)
         results["eval_features"] = len(features)
         path = os.path.join(model_dir, "predictions.json")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(predictions, f, ensure_ascii=False, indent=1)
+        write_atomically(path, lambda f: json.dump(
+            predictions, f, ensure_ascii=False, indent=1))
         if self.version_2:
-            with open(os.path.join(model_dir, "null_odds.json"), "w") as f:
-                json.dump(null_odds, f, indent=1)
+            write_atomically(os.path.join(model_dir, "null_odds.json"),
+                             lambda f: json.dump(null_odds, f, indent=1))
         return results, path

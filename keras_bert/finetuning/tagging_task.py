@@ -6,6 +6,7 @@ import keras
 import numpy as np
 
 import pipelines.tasks as tasks
+from keras_bert.file_io import write_atomically
 from keras_bert.finetuning import metrics as official
 from keras_bert.finetuning.predict import model_label_names, predict_batches, take_limit
 from keras_bert.models import BertTokenClassifier
@@ -118,9 +119,12 @@ class TaggingTask:
         results = official.entity_scores(gold, predicted)
         results["eval_examples"] = len(self.dev_sentences)
         path = os.path.join(model_dir, "predictions.txt")
-        with open(path, "w", encoding="utf-8") as f:
+
+        def write(f):
             for sentence, tags in zip(self.dev_sentences, predicted):
                 for word, gold_tag, tag in zip(sentence.words, sentence.tags, tags):
                     f.write(f"{word} {gold_tag} {tag}\n")
                 f.write("\n")
+
+        write_atomically(path, write)
         return results, path

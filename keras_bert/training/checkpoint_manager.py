@@ -3,11 +3,12 @@
 import json
 import os
 import re
-import shutil
-import uuid
 
 import keras
 import numpy as np
+import tensorflow as tf
+
+from keras_bert.file_io import atomic_directory, listdir, makedirs, remove
 
 WEIGHTS_FILE = "model.weights.h5"
 SEEDS_FILE = "seeds.json"
@@ -27,10 +28,14 @@ class CheckpointManager:
     `state.json` (global step, phase, data position). It is written into a
     temporary sibling directory and renamed into place, so a crash (even
     `kill -9`) leaves either a complete checkpoint or none; leftovers are
-    removed on start.
+    removed on start. On an object store (`gs://`), which cannot rename a
+    directory, the files move one by one with `state.json` last: a
+    checkpoint counts only once it has one, and one a crash left without
+    it is removed on start too (`keras_bert.file_io`).
 
     Args:
-        directory: str. Usually `<model_dir>/checkpoints`.
+        directory: str. Usually `<model_dir>/checkpoints`; local or any
+            path TensorFlow's file system layer knows.
         keep: int. Checkpoints kept; older ones are deleted after a save.
         is_chief: bool. Only the chief writes; other workers only read.
     """
@@ -40,21 +45,22 @@ class CheckpointManager:
         self.keep = keep
         self.is_chief = is_chief
         if is_chief:
-            os.makedirs(directory, exist_ok=True)
-            for name in os.listdir(directory):
-                if name.startswith(".tmp-"):
-                    shutil.rmtree(os.path.join(directory, name),
-                                  ignore_errors=True)
+            makedirs(directory)
+            for name in listdir(directory):
+                path = os.path.join(directory, name)
+                if name.startswith(".tmp-") or (
+                        _CHECKPOINT_RE.match(name) and not _complete(path)):
+                    remove(path, ignore_errors=True)
 
     def checkpoints(self):
         """`(step, path)` of complete checkpoints, oldest first."""
-        if not os.path.isdir(self.directory):
+        if not tf.io.gfile.isdir(self.directory):
             return []
         found = []
-        for name in os.listdir(self.directory):
+        for name in listdir(self.directory):
             match = _CHECKPOINT_RE.match(name)
             path = os.path.join(self.directory, name)
-            if match and os.path.exists(os.path.join(path, STATE_FILE)):
+            if match and _complete(path):
                 found.append((int(match.group(1)), path))
         return sorted(found)
 
@@ -69,33 +75,25 @@ class CheckpointManager:
         path = os.path.join(self.directory, f"ckpt-{state['step']:08d}")
         if not self.is_chief:
             return path
-        # Not `mkdtemp`, which makes it 0700 whatever the umask.
-        temp = os.path.join(self.directory, f".tmp-{uuid.uuid4().hex}")
-        os.mkdir(temp)
-        try:
+        # A full disk leaves no partial checkpoint; the same step saved
+        # twice (e.g. SIGTERM) replaces the first.
+        with atomic_directory(path, last=STATE_FILE) as temp:
+            makedirs(temp)
             model.save_weights(os.path.join(temp, WEIGHTS_FILE))
             seeds = [keras.ops.convert_to_numpy(v).tolist()
                      for v in _seed_states(model)]
-            with open(os.path.join(temp, SEEDS_FILE), "w") as f:
+            with tf.io.gfile.GFile(os.path.join(temp, SEEDS_FILE), "w") as f:
                 json.dump(seeds, f)
             # state.json last: its presence marks a checkpoint complete.
-            with open(os.path.join(temp, STATE_FILE), "w") as f:
+            with tf.io.gfile.GFile(os.path.join(temp, STATE_FILE), "w") as f:
                 json.dump(state, f, indent=2)
-                f.flush()
-                os.fsync(f.fileno())
-        except BaseException:  # A full disk: no partial checkpoint stays.
-            shutil.rmtree(temp, ignore_errors=True)
-            raise
-        if os.path.exists(path):  # Same step saved twice (e.g. SIGTERM).
-            shutil.rmtree(path)
-        os.rename(temp, path)
         for _, old in self.checkpoints()[: -self.keep]:
-            shutil.rmtree(old, ignore_errors=True)
+            remove(old, ignore_errors=True)
         return path
 
     @staticmethod
     def read_state(path):
-        with open(os.path.join(path, STATE_FILE)) as f:
+        with tf.io.gfile.GFile(os.path.join(path, STATE_FILE)) as f:
             return json.load(f)
 
     @staticmethod
@@ -107,8 +105,8 @@ class CheckpointManager:
         model.load_weights(os.path.join(path, WEIGHTS_FILE))
         seeds_path = os.path.join(path, SEEDS_FILE)
         states = _seed_states(model)
-        if os.path.exists(seeds_path):
-            with open(seeds_path) as f:
+        if tf.io.gfile.exists(seeds_path):
+            with tf.io.gfile.GFile(seeds_path) as f:
                 seeds = json.load(f)
             if len(seeds) != len(states):
                 raise ValueError(
@@ -121,6 +119,10 @@ class CheckpointManager:
                   "dropout seeds, so the run will not repeat an uninterrupted "
                   "one exactly.", flush=True)
         return CheckpointManager.read_state(path)
+
+
+def _complete(checkpoint):
+    return tf.io.gfile.exists(os.path.join(checkpoint, STATE_FILE))
 
 
 def _seed_states(model):

@@ -11,10 +11,13 @@ import dataclasses
 import functools
 import inspect
 import math
+import os
 import zipfile
 
 import keras
+import tensorflow as tf
 
+from keras_bert.file_io import FILE_ERRORS, error_reason
 from keras_bert.model_configs import load_model_config
 from keras_bert.models import BertBackbone, BertPretrainer
 from keras_bert.training.config_error import ConfigError
@@ -92,11 +95,11 @@ class Pretraining:
 
 def _read_vocabulary(path):
     try:
-        with open(path, encoding="utf-8") as f:
+        with tf.io.gfile.GFile(path) as f:
             return f.read().splitlines()
-    except OSError as error:
+    except FILE_ERRORS as error:
         raise ConfigError(f"Cannot read data.vocab_file {path!r}: "
-                          f"{error.strerror}") from None
+                          f"{error_reason(error)}") from None
 
 
 def build_backbone(config):
@@ -133,7 +136,8 @@ def build_backbone(config):
             "override (the model takes its size from the vocabulary).")
     kwargs["vocabulary_size"] = len(vocabulary)
     try:
-        backbone = BertBackbone(**kwargs, dtype=config.precision)
+        backbone = BertBackbone(**kwargs,
+                                dtype=resolve_precision(config.precision))
     except (TypeError, ValueError) as error:
         raise ConfigError(f"model_overrides: {error}") from None
     backbone.vocabulary = vocabulary
@@ -170,19 +174,29 @@ def _distributed_dataset(config, phase, files, distribution, **kwargs):
         phase.batch_size)
 
 
-def _sees_a_gpu():
+def _accelerator():
+    """"gpu", "tpu" or None: what the backend computes on."""
     backend = keras.backend.backend()
     if backend == "jax":
         import jax
 
-        return jax.devices()[0].platform == "gpu"
+        platform = jax.devices()[0].platform
+        return platform if platform in ("gpu", "tpu") else None
     if backend == "torch":
         import torch
 
-        return torch.cuda.is_available()
-    import tensorflow as tf
+        return "gpu" if torch.cuda.is_available() else None
+    if tf.config.list_physical_devices("GPU"):
+        return "gpu"
+    return "tpu" if tf.config.list_logical_devices("TPU") else None
 
-    return bool(tf.config.list_physical_devices("GPU"))
+
+def resolve_precision(precision):
+    """`"auto"`: bfloat16 matmuls with float32 weights on a GPU or TPU,
+    float32 on a CPU (bfloat16 measured 2-5% slower there, BENCHMARKS.md)."""
+    if precision != "auto":
+        return precision
+    return "mixed_bfloat16" if _accelerator() else "float32"
 
 
 def resolve_jit_compile(jit_compile):
@@ -191,8 +205,6 @@ def resolve_jit_compile(jit_compile):
     about 2x slower than TensorFlow's kernels (see BENCHMARKS.md)."""
     if jit_compile != "auto" or keras.backend.backend() != "tensorflow":
         return jit_compile
-    import tensorflow as tf
-
     if tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"):
         return "auto"
     return False
@@ -248,7 +260,7 @@ def build_pretraining(config, distribution=None):
     keras.utils.set_random_seed(config.data.seed)
     if distribution is None:
         distribution = create_distribution(config.strategy, config.tpu)
-    if config.precision == "mixed_float16" and not _sees_a_gpu():
+    if config.precision == "mixed_float16" and _accelerator() != "gpu":
         raise ConfigError(
             "precision=mixed_float16 needs a GPU (CPUs and TPUs have no fast "
             "float16 matmul, and XLA's CPU code has none at all); use "
@@ -279,18 +291,16 @@ def build_pretraining(config, distribution=None):
 def load_initial_weights(pretraining, path):
     """`--init_checkpoint`: copy weights (only) from a `.keras` backbone or
     pretrainer, a `.weights.h5` file or a checkpoint directory."""
-    import os
-
     from keras_bert.training.checkpoint_manager import (
         WEIGHTS_FILE,
         CheckpointManager,
     )
 
-    if os.path.isdir(path):
+    if tf.io.gfile.isdir(path):
         latest = CheckpointManager(os.path.join(path, "checkpoints"),
                                    is_chief=False).latest()
         path = os.path.join(latest or path, WEIGHTS_FILE)
-    if not os.path.exists(path):
+    if not tf.io.gfile.exists(path):
         raise ConfigError(f"init_checkpoint {path!r} does not exist.")
     try:
         if path.endswith(".keras"):
@@ -304,7 +314,7 @@ def load_initial_weights(pretraining, path):
         twin = BertPretrainer(build_backbone(pretraining.config))
         twin.load_weights(path)
         pretraining.model.set_weights(twin.get_weights())
-    except (zipfile.BadZipFile, OSError, EOFError, KeyError,
+    except (zipfile.BadZipFile, *FILE_ERRORS, EOFError, KeyError,
             ValueError) as error:
         # A copy cut short or corrupted on the way (bad CRC), or weights of
         # another architecture.

@@ -9,17 +9,20 @@ key is an error, as in tensorflow/models `official/core/train_utils.py`.
 import dataclasses
 import json
 import math
+import os
 import typing
 from pathlib import Path
 
+import tensorflow as tf
 import yaml
 
+from keras_bert.file_io import is_file, write_atomically
 from keras_bert.training.config_error import ConfigError
 from keras_bert.training.warmup_linear_decay import DECAY_STARTS
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "pretrain"
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
 OPTIMIZERS = ("adamw", "adam_weight_decay", "lamb")
 
 
@@ -125,7 +128,9 @@ class PretrainingConfig:
         optimizer: `OptimizerConfig`.
         checkpoint: `CheckpointConfig`.
         precision: `"float32"`, `"mixed_bfloat16"` or `"mixed_float16"`
-            (the last with dynamic loss scaling).
+            (the last with dynamic loss scaling), or `"auto"`:
+            `mixed_bfloat16` on a GPU or TPU, `float32` on a CPU, where
+            bfloat16 measured no faster (BENCHMARKS.md, issue 31).
         strategy: one of `STRATEGIES`.
         tpu: str or None. TPU name or `grpc://` address for `strategy=tpu`.
         jit_compile: `"auto"`, True or False, passed to `Model.compile`.
@@ -394,11 +399,12 @@ def parse_override(text):
 
 
 def resolve_config_path(name_or_path):
-    """A YAML path, or a name in `configs/pretrain/` (`bert_base`)."""
-    path = Path(name_or_path)
-    if path.suffix not in (".yaml", ".yml"):
-        path = CONFIG_DIR / f"{name_or_path}.yaml"
-    if not path.is_file():
+    """A YAML path (local or remote), or a name in `configs/pretrain/`
+    (`bert_base`)."""
+    path = os.fspath(name_or_path)
+    if not path.endswith((".yaml", ".yml")):
+        path = str(CONFIG_DIR / f"{name_or_path}.yaml")
+    if not is_file(path):
         shipped = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
         raise ConfigError(
             f"No pre-training config {str(name_or_path)!r} (looked for "
@@ -426,7 +432,8 @@ def load_pretraining_config(name_or_path="default", overrides=()):
     """
     path = resolve_config_path(name_or_path)
     try:
-        values = yaml.safe_load(path.read_text()) or {}
+        with tf.io.gfile.GFile(path) as f:
+            values = yaml.safe_load(f.read()) or {}
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
     except UnicodeDecodeError as error:
@@ -482,8 +489,9 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
     if only the last phase grows (the steps already trained keep their
     phases). Returns True when it does: `train_steps` was extended."""
     try:
-        recorded = _from_dict(PretrainingConfig,
-                              yaml.safe_load(Path(path).read_text()) or {})
+        with tf.io.gfile.GFile(path) as f:
+            recorded = _from_dict(PretrainingConfig,
+                                  yaml.safe_load(f.read()) or {})
     except (ConfigError, yaml.YAMLError, UnicodeDecodeError) as error:
         raise ConfigError(f"Cannot read {path}: {error}") from None
     before = _flatten(json.loads(json.dumps(recorded.to_dict())))
@@ -520,8 +528,8 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
 
 
 def write_config(config, path):
-    """Writes the resolved config as YAML (sorted keys, one file)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    """Writes the resolved config as YAML (sorted keys, one file), whole
+    or not at all, into an existing folder."""
     text = yaml.safe_dump(json.loads(json.dumps(config.to_dict())),
                           sort_keys=False)
-    Path(path).write_text(text)
+    write_atomically(path, lambda f: f.write(text))

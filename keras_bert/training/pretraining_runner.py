@@ -1,16 +1,21 @@
 """The resumable pre-training loop behind `python -m keras_bert.pretrain`."""
 
 import contextlib
-import glob
 import os
-import shutil
 import signal
-import uuid
 
 import keras
+import tensorflow as tf
 import yaml
 
 from keras_bert.export.keras_archive import save_keras_atomically
+from keras_bert.file_io import (
+    FILE_ERRORS,
+    atomic_directory,
+    error_reason,
+    makedirs,
+    remove,
+)
 from keras_bert.training.checkpoint_manager import CheckpointManager
 from keras_bert.training.config_error import ConfigError
 from keras_bert.models import BertPretrainer
@@ -69,10 +74,10 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=(),
     lock = contextlib.nullcontext()
     if pretraining.distribution.is_chief:
         try:
-            os.makedirs(config.model_dir, exist_ok=True)
-        except OSError as error:
-            raise ConfigError(f"Cannot create model_dir: {error.strerror}. "
-                              f"Received: model_dir={config.model_dir!r}"
+            makedirs(config.model_dir)
+        except FILE_ERRORS as error:
+            raise ConfigError(f"Cannot create model_dir: {error_reason(error)}"
+                              f". Received: model_dir={config.model_dir!r}"
                               ) from None
         lock = RunLock(config.model_dir)
     with lock:
@@ -180,8 +185,6 @@ def _resume_and_train(pretraining, verbose, callbacks):
 def _no_document_is_a_corpus_error(config):
     """The pipeline's no-document error (a tf.data assertion) as a one-line
     `CorpusError` naming the files."""
-    import tensorflow as tf
-
     try:
         yield
     except tf.errors.InvalidArgumentError as error:
@@ -199,7 +202,7 @@ def record_config(config, allow_longer_train_steps=False):
     _refuse_a_finetuning_folder(config.model_dir, path)
     trained = CheckpointManager(os.path.join(config.model_dir, "checkpoints"),
                                 is_chief=False).checkpoints()
-    if not (trained and os.path.exists(path)) or check_rerun_config(
+    if not (trained and tf.io.gfile.exists(path)) or check_rerun_config(
             config, path, allow_longer_train_steps):
         write_config(config, path)
 
@@ -208,9 +211,9 @@ def _refuse_a_finetuning_folder(model_dir, config_path):
     """A fine-tuning run's folder (its config.yaml names a task) is not
     written over."""
     try:
-        with open(config_path, encoding="utf-8") as f:
-            previous = yaml.safe_load(f)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        with tf.io.gfile.GFile(config_path) as f:
+            previous = yaml.safe_load(f.read())
+    except (*FILE_ERRORS, UnicodeDecodeError, yaml.YAMLError):
         return  # Absent, or reported by `check_rerun_config`.
     if isinstance(previous, dict) and "task" in previous and "phases" not in previous:
         raise ConfigError(
@@ -231,7 +234,7 @@ def restore_newest_readable(manager, model, distribution):
             with distribution.scope():
                 return path, TrainingState(
                     **CheckpointManager.restore(model, path))
-        except (OSError, ValueError, KeyError, TypeError) as error:
+        except (*FILE_ERRORS, ValueError, KeyError, TypeError) as error:
             print(f"warning: checkpoint {path} is unreadable "
                   f"({type(error).__name__}: {error}); trying the one "
                   "before it.", flush=True)
@@ -314,13 +317,11 @@ def export_models(pretraining, model_dir):
     Each is written to a hidden temporary sibling and moved into place; a
     run killed mid-export leaves those siblings, removed here when the
     rerun exports again."""
-    leftovers = (glob.glob(os.path.join(model_dir, ".*.tmp.keras"))
-                 + glob.glob(os.path.join(model_dir, "saved_model", ".tmp-*")))
+    leftovers = (
+        tf.io.gfile.glob(os.path.join(model_dir, ".*.tmp.keras"))
+        + tf.io.gfile.glob(os.path.join(model_dir, "saved_model", ".tmp-*")))
     for path in leftovers:
-        if os.path.isdir(path):
-            shutil.rmtree(path)
-        else:
-            os.remove(path)
+        remove(path)
     save_keras_atomically(pretraining.backbone, os.path.join(model_dir, "backbone.keras"))
     save_keras_atomically(pretraining.model, os.path.join(model_dir, "pretrainer.keras"))
     if keras.backend.backend() == "torch":
@@ -333,21 +334,15 @@ def export_models(pretraining, model_dir):
         if keras.backend.backend() == "jax":
             # jax2tf cannot trace keras-hub's PositionEmbedding with a
             # symbolic sequence length: export at the longest phase's.
-            import tensorflow as tf
-
             seq_len = max(p.seq_len for p in pretraining.config.phases)
             kwargs["input_signature"] = [{
                 key: tf.TensorSpec(
                     (None, None if key == "mask_positions" else seq_len),
                     tf.int32, name=key)
                 for key in model.input}]
-        path = os.path.join(model_dir, "saved_model", name)
-        # Created by `export`, so with the umask's permissions.
-        temp = os.path.join(model_dir, "saved_model",
-                            f".tmp-{name}-{uuid.uuid4().hex}")
-        model.export(temp, format="tf_saved_model", verbose=False, **kwargs)
-        if os.path.exists(path):
-            shutil.rmtree(path)
-        os.rename(temp, path)
+        with atomic_directory(os.path.join(model_dir, "saved_model", name),
+                              last="saved_model.pb") as temp:
+            model.export(temp, format="tf_saved_model", verbose=False,
+                         **kwargs)
     print(f"Exported backbone and pretrainer (.keras, SavedModel) to "
           f"{model_dir}.", flush=True)

@@ -9,11 +9,11 @@ back to one tag per word.
 """
 
 import dataclasses
-import os
 import re
 
 from pipelines.tasks.errors import TaskDataError, text_file_errors
 from pipelines.tasks.features import IGNORED_LABEL, tokenize_texts
+from pipelines.tasks.task_files import is_file, open_text
 
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")
 
@@ -32,10 +32,10 @@ def read_conll(path, tagged=True):
         TaskDataError: missing file, a line with one column, or a tag that
             is neither `O` nor `B-`/`I-`/`E-`/`S-` + type (file and line).
     """
-    if not os.path.isfile(path):
+    if not is_file(path):
         raise TaskDataError(f"{path}: no such file")
     sentences, words, tags = [], [], []
-    with open(path, encoding="utf-8") as f, text_file_errors(path):
+    with open_text(path) as f, text_file_errors(path):
         for line_number, line in enumerate(f, 1):
             columns = line.split()
             if not columns or columns[0] == "-DOCSTART-":

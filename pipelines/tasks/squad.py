@@ -16,12 +16,12 @@ max_query_length 64.
 import dataclasses
 import json
 import logging
-import os
 
 from pipelines.tasks.errors import TaskDataError, text_file_errors
 
 logger = logging.getLogger(__name__)
 from pipelines.tasks.features import tokenize_texts
+from pipelines.tasks.task_files import is_file, open_text
 
 
 @dataclasses.dataclass
@@ -82,10 +82,10 @@ def read_squad(path, version_2=False, training=False):
             JSON position (`data[0].paragraphs[3].qas[1]`); or more than
             half of the answers off their offsets.
     """
-    if not os.path.isfile(path):
+    if not is_file(path):
         raise TaskDataError(f"{path}: no such file")
     try:
-        with open(path, encoding="utf-8") as f, text_file_errors(path):
+        with open_text(path) as f, text_file_errors(path):
             data = json.load(f)
     except json.JSONDecodeError as error:
         raise TaskDataError(f"{path}:{error.lineno}: invalid JSON: {error.msg}") from None

@@ -11,6 +11,7 @@ import os
 
 from pipelines.tasks.errors import TaskDataError, text_file_errors
 from pipelines.tasks.features import pack_pair, tokenize_texts
+from pipelines.tasks.task_files import is_file, open_text
 
 NUM_CHOICES = 4
 
@@ -30,11 +31,11 @@ def read_swag(path):
         TaskDataError: missing file or column, or a label that is not
             0-3 (file and line).
     """
-    if not os.path.isfile(path):
+    if not is_file(path):
         raise TaskDataError(f"{path}: no such file")
     required = ["sent1", "sent2"] + [f"ending{i}" for i in range(NUM_CHOICES)]
     examples = []
-    with open(path, encoding="utf-8", newline="") as f, text_file_errors(path):
+    with open_text(path, newline="") as f, text_file_errors(path):
         reader = csv.DictReader(f)
         missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:

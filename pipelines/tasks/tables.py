@@ -12,8 +12,11 @@ import json
 import math
 import os
 
+import tensorflow as tf
+
 from pipelines.tasks.errors import TaskDataError, text_file_errors
 from pipelines.tasks.features import pack_pair, tokenize_texts
+from pipelines.tasks.task_files import is_file, open_text
 
 # Some GLUE sentences (QQP, MNLI parses) exceed csv's default 128 KiB field.
 csv.field_size_limit(2**31 - 1)
@@ -79,7 +82,7 @@ GLUE_DIRS = {
 def glue_data_dir(task, data_dir):
     """`data_dir` itself, or its GLUE sub-folder (`glue/SST-2`) if present."""
     nested = os.path.join(data_dir, GLUE_DIRS[task])
-    return nested if os.path.isdir(nested) else data_dir
+    return nested if tf.io.gfile.isdir(nested) else data_dir
 
 
 def read_glue(task, path):
@@ -186,9 +189,9 @@ def _parse_label(value, label_names, path, line_number):
 
 
 def _read_tsv(path, skip_header):
-    if not os.path.isfile(path):
+    if not is_file(path):
         raise TaskDataError(f"{path}: no such file")
-    with open(path, encoding="utf-8", newline="") as f, text_file_errors(path):
+    with open_text(path, newline="") as f, text_file_errors(path):
         # GLUE files are plain tab-separated, without quoting (as the
         # original processors read them: `quotechar=None`).
         reader = csv.reader(f, delimiter="\t", quotechar=None)
@@ -213,13 +216,13 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
             an unparsable line, an empty label or a TSV quote left open,
             naming file and line.
     """
-    if not os.path.isfile(path):
+    if not is_file(path):
         raise TaskDataError(f"{path}: no such file")
     wanted = [c for c in (text_column, text_b_column, label_column) if c]
     extension = os.path.splitext(path)[1].lower()
     examples = []
     if extension in (".csv", ".tsv"):
-        with open(path, encoding="utf-8", newline="") as f, text_file_errors(path):
+        with open_text(path, newline="") as f, text_file_errors(path):
             reader = csv.DictReader(f, delimiter="," if extension == ".csv" else "\t")
             missing = [c for c in wanted if c not in (reader.fieldnames or [])]
             if missing:
@@ -247,7 +250,7 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
                 previous_line = reader.line_num
                 examples.append(_table_example(row, text_column, text_b_column, label_column, path, reader.line_num))
     elif extension in (".jsonl", ".json"):
-        with open(path, encoding="utf-8") as f, text_file_errors(path):
+        with open_text(path) as f, text_file_errors(path):
             for line_number, line in enumerate(f, 1):
                 if not line.strip():
                     continue
@@ -304,7 +307,7 @@ def find_split_file(data_dir, split):
     """`data_dir/{split}.{tsv,csv,jsonl,json}`, the first that exists."""
     for extension in (".tsv", ".csv", ".jsonl", ".json"):
         path = os.path.join(data_dir, split + extension)
-        if os.path.isfile(path):
+        if is_file(path):
             return path
     raise TaskDataError(
         f"{data_dir}: no {split}.tsv, {split}.csv or {split}.jsonl file"

@@ -408,3 +408,58 @@ def test_empty_training_file_of_any_task_is_one_line(checkpoint, fixtures, tmp_p
     assert main(argv) == 2
     assert capsys.readouterr().err == (
         f"error: --data_dir {data}: the training file holds no examples\n")
+
+
+def copy_to_ram(ram_dir, checkpoint, fixtures):
+    """SST-2's fixture files and the checkpoint on `ram://`, which stands in
+    for `gs://`: paths with a scheme, no directory rename."""
+    import tensorflow as tf
+
+    tf.io.gfile.makedirs(f"{ram_dir}/data")
+    for name in ("train.tsv", "dev.tsv"):
+        tf.io.gfile.copy(str(fixtures / "glue" / "SST-2" / name), f"{ram_dir}/data/{name}")
+    tf.io.gfile.copy(checkpoint, f"{ram_dir}/tiny.keras")
+    return (["--task", "sst2", "--data_dir", f"{ram_dir}/data",
+             "--init_checkpoint", f"{ram_dir}/tiny.keras",
+             "--model_dir", f"{ram_dir}/run"]
+            + [arg for item in QUICK for arg in ("--set", item)])
+
+
+def test_data_checkpoint_and_model_dir_on_a_remote_file_system(
+        checkpoint, fixtures, ram_dir):
+    import tensorflow as tf
+
+    from keras_bert.predict import main as predict
+
+    argv = copy_to_ram(ram_dir, checkpoint, fixtures)
+    assert main(argv + ["--set", "export.enabled=false"]) == 0
+    run = f"{ram_dir}/run"
+    assert set(tf.io.gfile.listdir(run)) == {
+        "config.yaml", "vocab.txt", "model.keras", "predictions.jsonl", "eval_results.json"}
+    with tf.io.gfile.GFile(f"{run}/eval_results.json") as f:
+        results = json.load(f)
+    assert results["eval_examples"] == 4 and 0.0 <= results["accuracy"] <= 1.0
+    assert keras.saving.load_model(f"{run}/model.keras").label_names == ["0", "1"]
+
+    assert predict(["--model_dir", run, "--input", f"{ram_dir}/data/dev.tsv"]) == 0
+    with tf.io.gfile.GFile(f"{run}/predictions_dev.jsonl") as f:
+        assert len(f.read().splitlines()) == 4
+    assert not tf.io.gfile.exists(f"{run}/finetune.lock")  # Released.
+
+
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="under JAX and PyTorch the SavedModel is written by a child "
+           "process, and a child's ram:// is its own (gs:// is shared)")
+def test_export_into_a_model_dir_on_a_remote_file_system(checkpoint, fixtures, ram_dir):
+    import tensorflow as tf
+
+    assert main(copy_to_ram(ram_dir, checkpoint, fixtures)
+                + ["--set", "export.enabled=true"]) == 0
+    with tf.io.gfile.GFile(f"{ram_dir}/run/eval_results.json") as f:
+        export_dir = json.load(f)["export_dir"]
+    assert export_dir == "export/1"
+    assert tf.io.gfile.listdir(f"{ram_dir}/run/export") == ["1"]  # No staging left.
+    served = tf.saved_model.load(f"{ram_dir}/run/{export_dir}")
+    out = served.signatures["serve_text"](text_a=tf.constant(["a great story ."]))
+    assert out["probabilities"].shape == (1, 2)

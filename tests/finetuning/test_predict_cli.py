@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from keras_bert.file_io import write_atomically
 from keras_bert.finetuning import inference
 from keras_bert.finetuning.metrics import squad_v1_scores
 from keras_bert.predict import main as predict
@@ -193,7 +194,7 @@ def test_failure_midway_leaves_no_output(runs, fixtures, tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(inference, "_write_jsonl", lambda rows, path: (
-        inference._atomically(path, lambda f: fail(rows, f))))
+        write_atomically(path, lambda f: fail(rows, f))))
     with pytest.raises(OSError):
         inference.run_prediction(str(run), str(fixtures / "glue" / "STS-B" / "dev.tsv"),
                                  str(output))

@@ -132,3 +132,13 @@ def test_own_text_recipe_packs_short_documents():
     config = load_pretraining_config("own_text")
     assert config.data.corpus_format == "lines"
     assert config.data.pack_documents and config.data.next_sentence_rate == 0.0
+
+
+@pytest.mark.parametrize("accelerator, expected", [
+    (None, "float32"), ("gpu", "mixed_bfloat16"), ("tpu", "mixed_bfloat16")])
+def test_auto_precision_is_bfloat16_only_on_an_accelerator(monkeypatch, accelerator, expected):
+    from keras_bert.training import pretraining
+
+    monkeypatch.setattr(pretraining, "_accelerator", lambda: accelerator)
+    assert pretraining.resolve_precision("auto") == expected
+    assert pretraining.resolve_precision("float32") == "float32"

@@ -1,0 +1,152 @@
+"""Files at any path TensorFlow's file system layer knows: local paths,
+`gs://` (Cloud TPU workers read and write through Cloud Storage), `s3://`
+or `hdfs://` where a plugin provides them, and the in-memory `ram://`.
+
+What a reader can see of a write in progress:
+
+- A file written with `write_atomically` is filled under a temporary name
+  and renamed into place. A local rename is atomic. An object store
+  renames by copying to the new name and deleting the old, and an object
+  appears whole or not at all, so there too the final name only ever holds
+  a complete file.
+- A directory filled inside `atomic_directory` is moved into place. Locally
+  that is one rename: the directory appears complete or not at all. Object
+  stores have no directories to rename (and `ram://` renames only the
+  directory's own entry, not its files), so there its files move one at a
+  time, each appearing whole, and the file that marks the directory
+  complete (`last`) moves last: a reader that looks for it first never
+  takes a partial directory for a finished one.
+"""
+
+import contextlib
+import json
+import os
+import uuid
+
+import tensorflow as tf
+
+# What a failed file operation raises: `os` calls raise OSError, the
+# TensorFlow file system layer a `tf.errors.OpError`.
+FILE_ERRORS = (OSError, tf.errors.OpError)
+
+
+def is_local(path):
+    """Whether `path` names the local file system, where a rename is atomic
+    and `O_EXCL` creates a file exclusively. `file://` paths count as
+    remote: they work, with the weaker guarantees."""
+    return "://" not in os.fspath(path)
+
+
+def error_reason(error):
+    """The system's words for a failed file operation (an OSError's
+    `strerror`, a TensorFlow error's message), for one-line errors."""
+    return (getattr(error, "strerror", None) or getattr(error, "message", None)
+            or str(error))
+
+
+def is_file(path):
+    return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+
+
+def listdir(path):
+    """Names in the directory `path`. Object stores list a sub-directory
+    as `name/`; the slash is dropped, as a local listing has none."""
+    return [name.rstrip("/") for name in tf.io.gfile.listdir(path)]
+
+
+def makedirs(path):
+    """Creates `path` and its parents if missing.
+
+    Local paths go through `os`: TensorFlow creates local directories
+    0755 whatever the umask says, and its errors carry no errno."""
+    if is_local(path):
+        os.makedirs(path, exist_ok=True)
+    else:
+        tf.io.gfile.makedirs(path)
+
+
+def remove(path, ignore_errors=False):
+    """Removes the file or directory tree at `path`, if there is one."""
+    try:
+        if tf.io.gfile.exists(path):
+            tf.io.gfile.rmtree(path)  # A plain file too.
+    except FILE_ERRORS:
+        if not ignore_errors:
+            raise
+
+
+def write_atomically(path, write):
+    """Calls `write(f)` on a new file beside `path`, then renames it to
+    `path`: `path` holds all of it or is left as it was. The temporary
+    file is removed if anything fails (a full disk, an interrupt). `f` is
+    a `tf.io.gfile.GFile`: `f.write` takes str or bytes; there is no
+    `writelines`."""
+    partial = path + ".partial"
+    try:
+        with tf.io.gfile.GFile(partial, "w") as f:
+            write(f)
+        tf.io.gfile.rename(partial, path, overwrite=True)
+    except BaseException:
+        remove(partial, ignore_errors=True)
+        raise
+
+
+def write_json_atomically(value, path):
+    write_atomically(path, lambda f: json.dump(value, f, indent=2, sort_keys=True))
+
+
+@contextlib.contextmanager
+def atomic_directory(final_dir, last):
+    """Yields the path of a hidden sibling of `final_dir` for the block to
+    create and fill; if the block succeeds, moves it to `final_dir`,
+    replacing what is there. The sibling is removed whatever happens; a
+    killed process leaves it, under a `.tmp-` name no reader takes for a
+    result.
+
+    Args:
+        final_dir: str. Where the directory ends up.
+        last: str. The file, relative to the directory, whose presence
+            marks it complete; moved last where files move one by one,
+            and flushed to disk before a local rename, so that after a
+            crash the directory is never found with it empty.
+    """
+    parent, name = os.path.split(final_dir.rstrip("/"))
+    staging = os.path.join(parent, f".tmp-{name}-{uuid.uuid4().hex[:8]}")
+    try:
+        yield staging
+        if is_local(final_dir):
+            _flush_to_disk(os.path.join(staging, last))
+            remove(final_dir)
+            os.rename(staging, final_dir)
+        else:
+            _move_files(staging, final_dir, last)
+    finally:
+        remove(staging, ignore_errors=True)
+
+
+def _flush_to_disk(path):
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _move_files(source, target, last):
+    """Moves the tree `source` to `target` file by file, `last` last,
+    replacing what is at `target`."""
+    folders, files = [], []
+    for folder, _, names in tf.io.gfile.walk(source):
+        relative = folder[len(source):].strip("/")
+        folders.append(relative)
+        files += [os.path.join(relative, n) for n in names]
+    if last not in files:
+        raise FileNotFoundError(f"{source} holds no {last}")
+    remove(target)
+    # `ram://` lists only directories created as such: make each one.
+    for relative in folders:
+        tf.io.gfile.makedirs(os.path.join(target, relative))
+    files.remove(last)
+    for name in files + [last]:
+        tf.io.gfile.rename(os.path.join(source, name),
+                           os.path.join(target, name), overwrite=True)

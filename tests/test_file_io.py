@@ -1,0 +1,82 @@
+"""Atomic writes through TensorFlow's file system layer, on a local folder
+and on `ram://` (no directory rename, like an object store)."""
+
+import os
+
+import pytest
+import tensorflow as tf
+
+from keras_bert.file_io import (
+    atomic_directory,
+    listdir,
+    makedirs,
+    write_atomically,
+)
+
+
+@pytest.fixture(params=["local", "ram"])
+def root(request, tmp_path):
+    if request.param == "local":
+        return str(tmp_path)
+    return request.getfixturevalue("ram_dir")
+
+
+def read(path):
+    with tf.io.gfile.GFile(path) as f:
+        return f.read()
+
+
+def fill(staging, files):
+    for name, text in files.items():
+        makedirs(os.path.dirname(os.path.join(staging, name)))
+        with tf.io.gfile.GFile(os.path.join(staging, name), "w") as f:
+            f.write(text)
+
+
+def test_write_atomically_replaces_the_file_whole(root):
+    path = os.path.join(root, "results.json")
+    write_atomically(path, lambda f: f.write("old"))
+    write_atomically(path, lambda f: f.write("new"))
+    assert read(path) == "new" and listdir(root) == ["results.json"]
+
+
+def test_failed_write_leaves_the_file_as_it_was(root):
+    path = os.path.join(root, "results.json")
+    write_atomically(path, lambda f: f.write("old"))
+
+    def fail(f):
+        f.write("half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError):
+        write_atomically(path, fail)
+    assert read(path) == "old" and listdir(root) == ["results.json"]
+
+
+def test_atomic_directory_moves_the_tree_into_place(root):
+    final = os.path.join(root, "1")
+    fill(os.path.join(root, "1"), {"stale.txt": "from before"})
+    with atomic_directory(final, last="saved_model.pb") as staging:
+        fill(staging, {"variables/variables.index": "index", "saved_model.pb": "graph"})
+    assert listdir(root) == ["1"]  # No staging leftovers.
+    assert sorted(listdir(final)) == ["saved_model.pb", "variables"]
+    assert read(os.path.join(final, "variables", "variables.index")) == "index"
+    assert read(os.path.join(final, "saved_model.pb")) == "graph"
+
+
+def test_failed_write_leaves_no_directory(root):
+    with pytest.raises(RuntimeError, match="disk full"):
+        with atomic_directory(os.path.join(root, "1"), last="saved_model.pb") as staging:
+            fill(staging, {"saved_model.pb": "half"})
+            raise RuntimeError("disk full")
+    assert listdir(root) == []
+
+
+def test_directory_without_its_completion_marker_is_not_published(root):
+    final = os.path.join(root, "1")
+    fill(final, {"saved_model.pb": "complete"})
+    with pytest.raises(FileNotFoundError):
+        with atomic_directory(final, last="saved_model.pb") as staging:
+            fill(staging, {"variables/variables.index": "index"})
+    assert listdir(root) == ["1"]
+    assert read(os.path.join(final, "saved_model.pb")) == "complete"
