@@ -1,22 +1,24 @@
 """Pre-training step throughput, side by side: keras_bert vs keras-hub vs HF.
 
-    python bench/train.py [--configs mini:128,small:128,base:128,base:512]
+    python bench/train.py [--configs tiny:32:128,tiny:128:32,mini:128,base:512]
         [--backends tensorflow,jax] [--steps 5] [--batch 8]
         [--bench_python .venv-bench/bin/python]
 
-For each BERT size and sequence length it times full training steps
-(forward, backward, AdamW update, global-norm clipping) on random token ids
-of a fixed shape, each framework in its own subprocess (so peak memory is
-per configuration):
+`--configs` items are size:tokens[:batch] (batch defaults to `--batch` at
+128 tokens or fewer, a quarter of it above). For each it times full
+training steps (forward, backward, AdamW update, global-norm clipping) on
+random token ids of a fixed shape, each framework in its own subprocess
+(so peak memory is per configuration), in float32 and `mixed_bfloat16`:
 
 * `keras_bert`: `BertPretrainer` (MLM at P = 0.15·T positions + NSP),
-  compiled as `keras_bert.training` does it, float32 and `mixed_bfloat16`,
-  on each Keras backend in `--backends`;
+  compiled as `keras_bert.training` does it, on each Keras backend in
+  `--backends`, with BERT's attention dropout 0.1 and with 0 ("fused": the
+  backend's `dot_product_attention`);
 * keras-hub `BertMaskedLM` (MLM at the same P positions, no NSP head),
-  float32, `jit_compile` as for keras_bert, on the same backends;
+  `jit_compile` as for keras_bert, on the same backends;
 * Hugging Face `BertForPreTraining` (MLM logits at every position, as HF
-  computes them, + NSP), torch float32 eager, in the benchmark-only
-  virtualenv `--bench_python`.
+  computes them, + NSP), torch eager (bfloat16 by `torch.autocast`), in
+  the benchmark-only virtualenv `--bench_python`.
 
 Reported: sequences/s, tokens/s, model-FLOPs utilisation (the same useful
 FLOPs for every framework: 6 x dense parameters x tokens + attention +
@@ -113,6 +115,7 @@ def worker_keras_bert(args, precision):
 
     layers, hidden, heads = SIZES[args.size]
     backbone = BertBackbone(VOCAB, layers, heads, hidden, 4 * hidden,
+                            attention_dropout=args.attention_dropout,
                             dtype=precision)
     model = BertPretrainer(backbone)
     compile_pretrainer(
@@ -178,9 +181,14 @@ def worker_hugging_face(args, precision):
         labels=labels,
         next_sentence_label=torch.from_numpy(b["nsp_labels"]).long())
 
+    # bfloat16: torch's autocast, the usual way to train HF models in it.
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16,
+                              enabled=precision == "mixed_bfloat16")
+
     def step():
         optimizer.zero_grad(set_to_none=True)
-        loss = model(**inputs).loss
+        with autocast:
+            loss = model(**inputs).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -228,9 +236,10 @@ def run_worker(args):
 
 def spawn(python, worker, precision, size="mini", seq_len=128, batch=8,
           steps=5, warmup=2, jit_compile="auto", backend="tensorflow",
-          min_seconds=20, timeout=1800):
+          min_seconds=20, timeout=1800, attention_dropout=0.1):
     command = [python, os.path.abspath(__file__), "--worker", worker,
                "--precision", precision, "--size", size,
+               "--attention_dropout", str(attention_dropout),
                "--seq_len", str(seq_len), "--batch", str(batch),
                "--predictions", str(max(1, round(0.15 * seq_len))),
                "--steps", str(steps), "--warmup", str(warmup),
@@ -269,6 +278,7 @@ def main():
     parser.add_argument("--size", default="mini")
     parser.add_argument("--seq_len", type=int, default=128)
     parser.add_argument("--predictions", type=int, default=20)
+    parser.add_argument("--attention_dropout", type=float, default=0.1)
     args = parser.parse_args()
     if args.worker:
         return run_worker(args)
@@ -279,37 +289,45 @@ def main():
     print(f"matmul peak: float32 {peaks['float32'] / 1e9:.1f} GFLOP/s, "
           f"bfloat16 {peaks['mixed_bfloat16'] / 1e9:.1f} GFLOP/s", flush=True)
     rows = []
+    precisions = ("float32", "mixed_bfloat16")
     for item in args.configs.split(","):
-        size, seq_len = item.split(":")
+        size, seq_len, *batch = item.split(":")
         seq_len = int(seq_len)
-        batch = args.batch if seq_len <= 128 else max(1, args.batch // 4)
+        batch = int(batch[0]) if batch else (
+            args.batch if seq_len <= 128 else max(1, args.batch // 4))
         predictions = max(1, round(0.15 * seq_len))
         flops = model_flops_per_sequence(size, seq_len, predictions)
-        runs = [(framework, backend, precision, python)
+        # keras_bert with BERT's attention dropout 0.1 (explicit softmax)
+        # and with 0 ("fused": the backend's dot_product_attention).
+        runs = [(framework, backend, precision, attention, python)
                 for backend in args.backends.split(",")
-                for framework, precision in (("keras_bert", "float32"),
-                                             ("keras_bert", "mixed_bfloat16"),
-                                             ("keras_hub", "float32"))]
-        runs.append(("hugging_face", "torch", "float32", args.bench_python))
-        for framework, backend, precision, interpreter in runs:
+                for framework, attention in (("keras_bert", 0.1),
+                                             ("keras_bert", 0.0),
+                                             ("keras_hub", 0.1))
+                for precision in precisions]
+        runs += [("hugging_face", "torch", precision, 0.1, args.bench_python)
+                 for precision in precisions]
+        for framework, backend, precision, attention, interpreter in runs:
             if interpreter is None or not os.path.exists(interpreter):
                 continue
             result = spawn(interpreter, framework, precision, size, seq_len,
                            batch, args.steps, args.warmup, args.jit_compile,
-                           backend, args.min_seconds)
+                           backend, args.min_seconds,
+                           attention_dropout=attention)
             if result is None:
                 continue
             step = result["value"]
             sequences = batch / step
             row = dict(size=size, seq_len=seq_len, batch=batch,
                        framework=framework, backend=backend,
-                       precision=precision,
+                       precision=precision, attention_dropout=attention,
                        step_s=step, sequences_per_s=sequences,
                        tokens_per_s=sequences * seq_len,
                        mfu=sequences * flops / peaks[precision],
                        peak_rss_mib=result["peak_rss_mib"])
             rows.append(row)
-            print(f"{size}:{seq_len} b{batch} {framework:13s} {backend:11s}"
+            label = framework + (" fused" if attention == 0 else "")
+            print(f"{size}:{seq_len} b{batch} {label:18s} {backend:11s}"
                   f" {precision:15s}"
                   f" {sequences:7.2f} seq/s {row['tokens_per_s']:8.0f} tok/s"
                   f" MFU {100 * row['mfu']:5.1f}%"
