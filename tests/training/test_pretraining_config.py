@@ -5,7 +5,7 @@ from keras_bert.training import ConfigError, load_pretraining_config
 from keras_bert.training.pretraining_config import parse_override
 
 
-@pytest.mark.parametrize("name, steps", [("default", [1900, 700]),
+@pytest.mark.parametrize("name, steps", [("default", [1750, 650]),
                                          ("budget", [4800, 3200])])
 def test_short_sequences_first_recipes(name, steps):
     config = load_pretraining_config(name)
