@@ -130,7 +130,7 @@ class PretrainingConfig:
         precision: `"float32"`, `"mixed_bfloat16"` or `"mixed_float16"`
             (the last with dynamic loss scaling), or `"auto"`:
             `mixed_bfloat16` on a GPU or TPU, `float32` on a CPU, where
-            bfloat16 measured no faster (BENCHMARKS.md, issue 31).
+            bfloat16 measured slower (BENCHMARKS.md, issue 31).
         strategy: one of `STRATEGIES`.
         tpu: str or None. TPU name or `grpc://` address for `strategy=tpu`.
         jit_compile: `"auto"`, True or False, passed to `Model.compile`.
