@@ -194,7 +194,7 @@ def _accelerator():
 def resolve_precision(precision):
     """`"auto"`: bfloat16 matmuls with float32 weights on a GPU or TPU,
     float32 on a CPU: even with AVX512-BF16 the default run's bfloat16 steps
-    measured ~10% slower there (BENCHMARKS.md, issue 31)."""
+    measured ~12% slower there (BENCHMARKS.md, issue 31)."""
     if precision != "auto":
         return precision
     return "mixed_bfloat16" if _accelerator() else "float32"
