@@ -94,7 +94,9 @@ def read_cache(key):
 
 def write_cache(record):
     """Written to a temporary name and renamed: a killed run leaves the old
-    cache or none, never half a file."""
+    cache or none, never half a file. Not `file_io.write_json_atomically`:
+    that imports TensorFlow, which must wait for the console's quiet import,
+    and the cache is always local."""
     os.makedirs(os.path.dirname(CACHE_FILE), exist_ok=True)
     fd, partial = tempfile.mkstemp(dir=os.path.dirname(CACHE_FILE))
     with os.fdopen(fd, "w", encoding="utf-8") as f:

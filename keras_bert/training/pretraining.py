@@ -188,7 +188,10 @@ def _accelerator():
         return "gpu" if torch.cuda.is_available() else None
     if tf.config.list_physical_devices("GPU"):
         return "gpu"
-    return "tpu" if tf.config.list_logical_devices("TPU") else None
+    # Physical on a TPU VM; logical once a remote TPU is connected.
+    tpu = (tf.config.list_physical_devices("TPU")
+           or tf.config.list_logical_devices("TPU"))
+    return "tpu" if tpu else None
 
 
 def resolve_precision(precision):
@@ -206,9 +209,7 @@ def resolve_jit_compile(jit_compile):
     about 2x slower than TensorFlow's kernels (see BENCHMARKS.md)."""
     if jit_compile != "auto" or keras.backend.backend() != "tensorflow":
         return jit_compile
-    if tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"):
-        return "auto"
-    return False
+    return "auto" if _accelerator() else False
 
 
 def split_corpus(data):
