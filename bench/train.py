@@ -1,8 +1,9 @@
 """Pre-training step throughput, side by side: keras_bert vs keras-hub vs HF.
 
-    python bench/train.py [--configs tiny:32:128,tiny:128:32,mini:128,base:512]
-        [--backends tensorflow,jax] [--steps 5] [--batch 8]
-        [--bench_python .venv-bench/bin/python]
+    python bench/train.py [--configs tiny:32:128,tiny:128:32,mini:512,base:128]
+        [--backends tensorflow,jax,torch] [--batch 8] [--rounds 3]
+        [--processes 1] [--bench_python .venv-bench/bin/python]
+        [--out results.json] [--markdown table.md]
 
 `--configs` items are size:tokens[:batch] (batch defaults to `--batch` at
 128 tokens or fewer, a quarter of it above). For each it times full
@@ -12,19 +13,21 @@ random token ids of a fixed shape, each framework in its own subprocess
 
 * `keras_bert`: `BertPretrainer` (MLM at P = 0.15·T positions + NSP),
   compiled as `keras_bert.training` does it, on each Keras backend in
-  `--backends`, with BERT's attention dropout 0.1 and with 0 ("fused": the
-  backend's `dot_product_attention`);
+  `--backends`, with BERT's attention dropout 0.1, and in float32 with 0
+  (`keras_bert_fused`: the backend's `dot_product_attention`);
 * keras-hub `BertMaskedLM` (MLM at the same P positions, no NSP head),
   `jit_compile` as for keras_bert, on the same backends;
 * Hugging Face `BertForPreTraining` (MLM logits at every position, as HF
   computes them, + NSP), torch eager (bfloat16 by `torch.autocast`), in
   the benchmark-only virtualenv `--bench_python`.
 
-Reported: sequences/s, tokens/s, model-FLOPs utilisation (the same useful
-FLOPs for every framework: 6 x dense parameters x tokens + attention +
-the MLM decoder at P positions, divided by step time and by a float32 /
-bfloat16 matmul peak measured by TensorFlow in this run) and peak RSS.
-Never run by the test suite.
+Each subprocess times `--rounds` calls after compilation; a cell reports
+its best round (the machine's slow spells only slow rounds down) and the
+JSON keeps every round. Reported: sequences/s, tokens/s, model-FLOPs
+utilisation (the same useful FLOPs for every framework: 6 x dense
+parameters x tokens + attention + the MLM decoder at P positions, divided
+by step time and by a float32 / bfloat16 matmul peak measured by
+TensorFlow in this run) and peak RSS. Never run by the test suite.
 """
 
 import argparse
@@ -32,6 +35,7 @@ import json
 import math
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -82,26 +86,31 @@ def peak_rss_mib():
 
 # --------------------------------------------------------------- workers ---
 
-def timed_steps(run_steps, steps, warmup, min_seconds):
-    """Seconds per step: `warmup` untimed steps (compilation), a probe of
-    `steps` to size the measurement, then one timed call of at least
-    `min_seconds` (short measurements are noisy, and Keras' JAX trainer
-    syncs its state back into the variables at the end of every `fit`)."""
+def timed_steps(run_steps, steps, warmup, min_seconds, rounds):
+    """Seconds per step in each of `rounds` timed calls: `warmup` untimed
+    steps (compilation), a probe of `steps` to size the measurement, then
+    `rounds` calls of at least `min_seconds / rounds` each (short
+    measurements are noisy, and Keras' JAX trainer syncs its state back
+    into the variables at the end of every `fit`)."""
     run_steps(warmup)
     start = time.perf_counter()
     run_steps(steps)
     probe = (time.perf_counter() - start) / steps
-    timed = max(steps, math.ceil(min_seconds / probe))
-    start = time.perf_counter()
-    run_steps(timed)
-    return (time.perf_counter() - start) / timed
+    timed = max(steps, math.ceil(min_seconds / rounds / probe))
+    seconds = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        run_steps(timed)
+        seconds.append((time.perf_counter() - start) / timed)
+    return seconds
 
 
 def _keras_timing(model, dataset, args):
     def run_steps(n):
         model.fit(dataset, steps_per_epoch=n, epochs=1, verbose=0)
 
-    return timed_steps(run_steps, args.steps, args.warmup, args.min_seconds)
+    return timed_steps(run_steps, args.steps, args.warmup, args.min_seconds,
+                       args.rounds)
 
 
 def worker_keras_bert(args, precision):
@@ -197,7 +206,8 @@ def worker_hugging_face(args, precision):
         for _ in range(n):
             step()
 
-    return timed_steps(run_steps, args.steps, args.warmup, args.min_seconds)
+    return timed_steps(run_steps, args.steps, args.warmup, args.min_seconds,
+                       args.rounds)
 
 
 def worker_matmul_peak(args, precision):
@@ -234,16 +244,22 @@ def run_worker(args):
 
 # ---------------------------------------------------------------- driver ---
 
+FRAMEWORKS = ("keras_bert", "keras_bert_fused", "keras_hub", "hugging_face")
+LABELS = {"keras_bert": "keras_bert", "keras_bert_fused": "keras_bert fused",
+          "keras_hub": "keras-hub", "hugging_face": "HF"}
+PRECISIONS = ("float32", "mixed_bfloat16")
+
+
 def spawn(python, worker, precision, size="mini", seq_len=128, batch=8,
           steps=5, warmup=2, jit_compile="auto", backend="tensorflow",
-          min_seconds=20, timeout=1800, attention_dropout=0.1):
+          min_seconds=20, rounds=1, timeout=1800, attention_dropout=0.1):
     command = [python, os.path.abspath(__file__), "--worker", worker,
                "--precision", precision, "--size", size,
                "--attention_dropout", str(attention_dropout),
                "--seq_len", str(seq_len), "--batch", str(batch),
                "--predictions", str(max(1, round(0.15 * seq_len))),
                "--steps", str(steps), "--warmup", str(warmup),
-               "--min_seconds", str(min_seconds),
+               "--min_seconds", str(min_seconds), "--rounds", str(rounds),
                "--jit_compile", str(jit_compile)]
     env = {**os.environ, "KERAS_BACKEND": backend,
            "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ROOT}
@@ -257,21 +273,136 @@ def spawn(python, worker, precision, size="mini", seq_len=128, batch=8,
     return json.loads(lines[-1][len("RESULT "):])
 
 
+def planned_runs(args):
+    """(framework, backend, precision, attention dropout, interpreter) of
+    every cell of one configuration, in the order they are timed."""
+    frameworks = args.frameworks.split(",")
+    runs = [(framework, backend, precision,
+             0.0 if framework == "keras_bert_fused" else 0.1, sys.executable)
+            for backend in args.backends.split(",")
+            for framework in frameworks if framework != "hugging_face"
+            for precision in PRECISIONS
+            # Fused rows in float32 only: the fused path changes no matmul
+            # on a CPU, and the hour goes to the cells the table needs.
+            if framework != "keras_bert_fused" or precision == "float32"]
+    if "hugging_face" in frameworks and os.path.exists(args.bench_python):
+        runs += [("hugging_face", "torch", precision, 0.1, args.bench_python)
+                 for precision in PRECISIONS]
+    return runs
+
+
+def measure_config(item, args, peaks):
+    """Rows of one size:tokens[:batch] item: every planned cell timed in
+    `args.processes` subprocesses, the passes interleaved so that a slow
+    spell of the machine lands on different cells, not on all repeats of
+    one."""
+    size, seq_len, *batch = item.split(":")
+    seq_len = int(seq_len)
+    batch = int(batch[0]) if batch else (
+        args.batch if seq_len <= 128 else max(1, args.batch // 4))
+    predictions = max(1, round(0.15 * seq_len))
+    flops = model_flops_per_sequence(size, seq_len, predictions)
+    runs = planned_runs(args)
+    timings = {run: [] for run in runs}
+    rss = {run: 0.0 for run in runs}
+    for _ in range(args.processes):
+        for run in runs:
+            framework, backend, precision, attention, interpreter = run
+            worker = "keras_bert" if framework == "keras_bert_fused" else framework
+            result = spawn(interpreter, worker, precision, size, seq_len,
+                           batch, args.steps, args.warmup, args.jit_compile,
+                           backend, args.min_seconds, args.rounds,
+                           attention_dropout=attention)
+            if result is None:
+                continue
+            timings[run].append(result["value"])
+            rss[run] = max(rss[run], result["peak_rss_mib"])
+            per_process = batch / min(result["value"])
+            print(f"{size}:{seq_len} b{batch} {framework:17s} {backend:11s}"
+                  f" {precision:15s} {per_process:8.2f} seq/s"
+                  f" (rounds: {', '.join(f'{batch / t:.1f}' for t in result['value'])})",
+                  flush=True)
+    rows = []
+    for run, processes in timings.items():
+        if not processes:
+            continue
+        framework, backend, precision, attention, _ = run
+        # The best round: this VM's CPU comes in slow spells (rounds of one
+        # process differ by up to 1.5x, in steps), and a spell only ever
+        # slows a round down (as `timeit` reports its minimum).
+        step = min(t for rounds in processes for t in rounds)
+        median_step = statistics.median(t for rounds in processes for t in rounds)
+        process_rates = [batch / min(r) for r in processes]
+        sequences = batch / step
+        rows.append(dict(
+            size=size, seq_len=seq_len, batch=batch, framework=framework,
+            backend=backend, precision=precision, attention_dropout=attention,
+            jit_compile=args.jit_compile, step_s=step,
+            median_sequences_per_s=batch / median_step,
+            sequences_per_s=sequences, tokens_per_s=sequences * seq_len,
+            mfu=sequences * flops / peaks[precision],
+            process_sequences_per_s=process_rates,
+            spread=max(process_rates) / min(process_rates) - 1,
+            step_s_per_round=processes, peak_rss_mib=rss[run]))
+    return rows
+
+
+def markdown_table(rows):
+    """One line per configuration, one column per framework and backend;
+    cells `float32 / mixed_bfloat16` seq/s with MFU in brackets."""
+    def cell(row):
+        if row is None:
+            return "–"
+        return f"{row['sequences_per_s']:.3g} ({100 * row['mfu']:.0f}%)"
+
+    configs = list(dict.fromkeys(
+        (r["size"], r["seq_len"], r["batch"]) for r in rows))
+    columns = list(dict.fromkeys((r["framework"], r["backend"]) for r in rows))
+    index = {(r["size"], r["seq_len"], r["batch"], r["framework"],
+              r["backend"], r["precision"]): r for r in rows}
+    # Between subprocesses, when there were several.
+    spread = any(len(r["process_sequences_per_s"]) > 1 for r in rows)
+    header = ["model:T × batch"] + [
+        f"{LABELS[framework]} ({backend})"
+        for framework, backend in columns] + ["widest spread"] * spread
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "---|" * len(header)]
+    for config in configs:
+        cells = [" / ".join(cell(index.get((*config, *column, precision)))
+                            for precision in PRECISIONS)
+                 for column in columns]
+        if spread:
+            widest = max(r["spread"] for r in rows
+                         if (r["size"], r["seq_len"], r["batch"]) == config)
+            cells.append(f"{100 * widest:.0f}%")
+        lines.append(f"| {config[0]}:{config[1]} × {config[2]} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--configs", default="mini:128,small:128,base:128,base:512")
+    parser.add_argument("--configs", default="tiny:128,tiny:512,mini:128,"
+                                             "mini:512,base:128,base:512")
     parser.add_argument("--batch", type=int, default=8,
                         help="sequences per step at 128 tokens; a quarter at 512")
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--min_seconds", type=float, default=20,
-                        help="time rounds of --steps until this much is timed")
+    parser.add_argument("--min_seconds", type=float, default=6,
+                        help="seconds timed per subprocess, over --rounds calls")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="timed calls per subprocess")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="subprocesses per cell, in interleaved passes")
     parser.add_argument("--jit_compile", default="auto")
-    parser.add_argument("--backends", default="tensorflow,jax",
+    parser.add_argument("--backends", default="tensorflow,jax,torch",
                         help="Keras backends for the keras_bert and keras-hub rows")
+    parser.add_argument("--frameworks", default=",".join(FRAMEWORKS),
+                        help="'keras_bert_fused': attention dropout 0")
     parser.add_argument("--bench_python",
                         default=os.path.join(ROOT, ".venv-bench", "bin", "python"))
     parser.add_argument("--out", help="also write the results as JSON here")
+    parser.add_argument("--markdown", help="also write the table here")
     # Worker mode (internal).
     parser.add_argument("--worker", choices=sorted(WORKERS))
     parser.add_argument("--precision", default="float32")
@@ -283,58 +414,21 @@ def main():
     if args.worker:
         return run_worker(args)
 
-    python = sys.executable
-    peaks = {p: spawn(python, "matmul_peak", p)["value"]
-             for p in ("float32", "mixed_bfloat16")}
+    peaks = {p: spawn(sys.executable, "matmul_peak", p)["value"]
+             for p in PRECISIONS}
     print(f"matmul peak: float32 {peaks['float32'] / 1e9:.1f} GFLOP/s, "
           f"bfloat16 {peaks['mixed_bfloat16'] / 1e9:.1f} GFLOP/s", flush=True)
     rows = []
-    precisions = ("float32", "mixed_bfloat16")
     for item in args.configs.split(","):
-        size, seq_len, *batch = item.split(":")
-        seq_len = int(seq_len)
-        batch = int(batch[0]) if batch else (
-            args.batch if seq_len <= 128 else max(1, args.batch // 4))
-        predictions = max(1, round(0.15 * seq_len))
-        flops = model_flops_per_sequence(size, seq_len, predictions)
-        # keras_bert with BERT's attention dropout 0.1 (explicit softmax)
-        # and with 0 ("fused": the backend's dot_product_attention).
-        runs = [(framework, backend, precision, attention, python)
-                for backend in args.backends.split(",")
-                for framework, attention in (("keras_bert", 0.1),
-                                             ("keras_bert", 0.0),
-                                             ("keras_hub", 0.1))
-                for precision in precisions]
-        runs += [("hugging_face", "torch", precision, 0.1, args.bench_python)
-                 for precision in precisions]
-        for framework, backend, precision, attention, interpreter in runs:
-            if interpreter is None or not os.path.exists(interpreter):
-                continue
-            result = spawn(interpreter, framework, precision, size, seq_len,
-                           batch, args.steps, args.warmup, args.jit_compile,
-                           backend, args.min_seconds,
-                           attention_dropout=attention)
-            if result is None:
-                continue
-            step = result["value"]
-            sequences = batch / step
-            row = dict(size=size, seq_len=seq_len, batch=batch,
-                       framework=framework, backend=backend,
-                       precision=precision, attention_dropout=attention,
-                       step_s=step, sequences_per_s=sequences,
-                       tokens_per_s=sequences * seq_len,
-                       mfu=sequences * flops / peaks[precision],
-                       peak_rss_mib=result["peak_rss_mib"])
-            rows.append(row)
-            label = framework + (" fused" if attention == 0 else "")
-            print(f"{size}:{seq_len} b{batch} {label:18s} {backend:11s}"
-                  f" {precision:15s}"
-                  f" {sequences:7.2f} seq/s {row['tokens_per_s']:8.0f} tok/s"
-                  f" MFU {100 * row['mfu']:5.1f}%"
-                  f" RSS {row['peak_rss_mib']:6.0f} MiB", flush=True)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"peaks": peaks, "rows": rows}, f, indent=2)
+        rows += measure_config(item, args, peaks)
+        if args.out:  # After each configuration: a long run keeps its part.
+            with open(args.out, "w") as f:
+                json.dump({"peaks": peaks, "rows": rows}, f, indent=2)
+    table = markdown_table(rows)
+    print(table)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(table)
 
 
 if __name__ == "__main__":

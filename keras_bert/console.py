@@ -9,6 +9,12 @@ setting hides them: written by hand, `import_tensorflow_quietly` sends file
 descriptor 2 to a temporary file while TensorFlow loads and finds its
 devices, then writes back every line that is not one of those notices.
 
+One more comes later, in every training run: oneDNN's "supports DT_INT64
+only on platforms with AVX-512" (printed once per process, on any CPU, the
+first time an integer tensor is transposed; keras-hub's masked-LM head does,
+through Keras' `take_along_axis`). A one-element integer transpose during
+the quiet import spends that once.
+
 Nothing is hidden when a GPU or TPU is expected (a `/dev/nvidia*` or
 `/dev/accel*` device, `CUDA_VISIBLE_DEVICES` or `TPU_NAME` set), with
 `--verbose` on the command line, or with `KERAS_BERT_VERBOSE=1`.
@@ -27,6 +33,7 @@ STARTUP_NOTICES = re.compile(
     r"|cudart_stub\.cc:\d+\] Could not find cuda drivers"
     r"|cuda_platform\.cc:\d+\] failed call to cuInit"
     r"|cpu_feature_guard\.cc:\d+\] This TensorFlow binary is optimized"
+    r"|util\.cc:\d+\] oneDNN supports DT_\w+ only on platforms with AVX-512"
     r"|^To enable the following instructions: .* rebuild TensorFlow")
 
 
@@ -57,6 +64,7 @@ def import_tensorflow_quietly():
             import tensorflow as tf
 
             tf.config.list_physical_devices()
+            tf.transpose(tf.constant([[0]]))  # oneDNN's one-time notice.
         finally:
             os.dup2(saved_stderr, 2)
             os.close(saved_stderr)

@@ -17,6 +17,7 @@ import sys
 import time
 
 from keras_bert.console import add_verbose_argument, configure_logging
+from keras_bert.stderr_progbar import progress_callback
 
 
 def parse_args(argv=None):
@@ -56,7 +57,8 @@ def main(argv=None):
         info = pipelines.write_tfrecord_shards(
             args.input, args.output_dir, args.vocab,
             corpus_format=args.corpus_format, lower_case=not args.cased,
-            num_shards=args.num_shards, text_document=args.text_document)
+            num_shards=args.num_shards, text_document=args.text_document,
+            progress=progress_callback("file"))
     except pipelines.PipelineInputError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

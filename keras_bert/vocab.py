@@ -15,6 +15,7 @@ import sys
 import time
 
 from keras_bert.console import add_verbose_argument, configure_logging
+from keras_bert.stderr_progbar import progress_callback
 
 
 def parse_args(argv=None):
@@ -71,7 +72,8 @@ def main(argv=None):
     try:
         tokens = pipelines.learn_vocabulary(
             args.input, args.vocab_size, lower_case=not args.cased,
-            max_word_chars=args.max_word_chars, min_count=args.min_count)
+            max_word_chars=args.max_word_chars, min_count=args.min_count,
+            progress=progress_callback("MB", unit=1e6))
         pipelines.write_vocabulary(tokens, args.output)
         pipelines.load_vocabulary(args.output)
     except pipelines.PipelineInputError as error:

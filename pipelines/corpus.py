@@ -32,6 +32,7 @@ import logging
 import os
 import unicodedata
 
+import numpy as np
 import tensorflow as tf
 
 from pipelines.bert_tokenizer import drop_invalid_utf8
@@ -363,7 +364,7 @@ def _check_output_dir(output_dir, num_shards):
 
 def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
                           corpus_format="sentences", lower_case=True,
-                          num_shards=16, text_document="file"):
+                          num_shards=16, text_document="file", progress=None):
     """Tokenizes a corpus once into TFRecord shards of documents.
 
     Masking and pair construction stay dynamic: read the shards back with
@@ -372,6 +373,10 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
     new or empty `output_dir`, and `metadata.json` records the vocabulary's
     SHA-256 and the shards' names, so that every shard is checked against
     the vocabulary it is read with.
+
+    `progress`, if given, is called as `progress(files_done, files)` after
+    each input file (a file is tokenized as a whole, so files are the unit
+    of progress).
 
     Returns:
         A dict with the shard paths and document/sentence/token counts.
@@ -390,9 +395,11 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
     files = list_files(file_pattern, corpus_format)
     _check_output_dir(output_dir, num_shards)
-    documents = documents_dataset(
-        files, tokenizer, corpus_format=corpus_format,
-        text_document=text_document, shuffle=False, seed=None)
+    # Files tokenized in parallel and written in order, each as a whole.
+    file_documents = tf.data.Dataset.from_tensor_slices(files).map(
+        tf.autograph.experimental.do_not_convert(
+            lambda f: _read_documents(f, tokenizer, corpus_format, text_document)),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     paths = [os.path.join(output_dir,
                           f"part-{i:05d}-of-{num_shards:05d}.tfrecord")
              for i in range(num_shards)]
@@ -406,7 +413,7 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
     counts = {"documents": 0, "sentences": 0, "tokens": 0}
     metadata_path = os.path.join(output_dir, TFRECORD_METADATA)
     try:
-        _write_documents(documents, writers, counts)
+        _write_documents(file_documents, writers, counts, progress)
         if not counts["documents"]:
             raise CorpusError(
                 f"No document in {len(files)} corpus file(s) matching "
@@ -443,24 +450,32 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
     return {"shards": paths, **counts}
 
 
-def _write_documents(documents, writers, counts):
-    """Deals `documents` round-robin over `writers` as `tf.train.Example`s,
+def _write_documents(file_documents, writers, counts, progress):
+    """Deals the documents of each file of `file_documents` (ragged
+    `[D, S, T]` a file) round-robin over `writers` as `tf.train.Example`s,
     adding to `counts`; closes the writers."""
     num_shards = len(writers)
+    files = int(file_documents.cardinality())
     try:
-        for document in documents:
-            lengths = document.row_lengths().numpy()
-            example = tf.train.Example(features=tf.train.Features(feature={
-                "token_ids": tf.train.Feature(int64_list=tf.train.Int64List(
-                    value=document.flat_values.numpy())),
-                "sentence_lengths": tf.train.Feature(
-                    int64_list=tf.train.Int64List(value=lengths)),
-            }))
-            writers[counts["documents"] % num_shards].write(
-                example.SerializeToString())
-            counts["documents"] += 1
-            counts["sentences"] += len(lengths)
-            counts["tokens"] += int(lengths.sum())
+        for done, documents in enumerate(file_documents, 1):
+            sentence_splits, token_splits = (
+                s.numpy() for s in documents.nested_row_splits)
+            tokens = documents.flat_values.numpy()
+            for first, end in zip(sentence_splits[:-1], sentence_splits[1:]):
+                lengths = np.diff(token_splits[first:end + 1])
+                example = tf.train.Example(features=tf.train.Features(feature={
+                    "token_ids": tf.train.Feature(int64_list=tf.train.Int64List(
+                        value=tokens[token_splits[first]:token_splits[end]])),
+                    "sentence_lengths": tf.train.Feature(
+                        int64_list=tf.train.Int64List(value=lengths)),
+                }))
+                writers[counts["documents"] % num_shards].write(
+                    example.SerializeToString())
+                counts["documents"] += 1
+                counts["sentences"] += len(lengths)
+                counts["tokens"] += int(lengths.sum())
+            if progress:
+                progress(done, files)
     finally:
         for w in writers:
             w.close()
@@ -563,7 +578,7 @@ def _raise_no_document(row_splits_dtype):
 
 
 def _read_documents(filename, tokenizer, corpus_format, text_document):
-    """The documents of one text file, ragged `[S, T]`."""
+    """The documents of one text file, ragged `[D, S, T]`."""
     if corpus_format == "sentences":
         return sentence_file_documents(filename, tokenizer)
     if corpus_format == "lines":

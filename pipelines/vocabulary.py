@@ -77,7 +77,7 @@ def load_vocabulary(vocab_file):
 
 def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
                      corpus_format="text", max_word_chars=50,
-                     max_unique_chars=1000, min_count=10):
+                     max_unique_chars=1000, min_count=10, progress=None):
     """Learns a WordPiece vocabulary from text files.
 
     Words are produced by `BertTokenizer`'s own normalisation and splitting
@@ -104,6 +104,9 @@ def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
             search may go down to. A small corpus may yield fewer than
             `vocab_size` tokens (the bundled 7.6 MB corpus gives ~10.6k for
             30522); lower it to get closer.
+        progress: None or a callable `progress(bytes_done, bytes)`, called
+            as the words are counted (the learner's search after that
+            reports nothing).
 
     Returns:
         A list of at most `vocab_size` tokens.
@@ -130,11 +133,22 @@ def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
         no_autograph(lambda f: tf.strings.split(corpus.read_text_file(f), "\n"))
     ).unbatch()
     lines = lines.batch(4096).map(
-        no_autograph(lambda x: basic_split(x, lower_case=lower_case).flat_values),
+        no_autograph(lambda x: (basic_split(x, lower_case=lower_case).flat_values,
+                                # The lines' bytes with their newlines.
+                                tf.reduce_sum(tf.strings.length(x) + 1))),
         num_parallel_calls=tf.data.AUTOTUNE)
-    counts = collections.Counter()
-    for words in lines.as_numpy_iterator():
+    total_bytes = sum(tf.io.gfile.stat(f).length for f in files)
+    counts, bytes_done = collections.Counter(), 0
+    for words, size in lines.as_numpy_iterator():
         counts.update(words.tolist())
+        if progress:
+            # Counted from the decoded lines, so off by a byte per file (its
+            # last line has no newline) or per `\r\n`: clipped here,
+            # completed below.
+            bytes_done = min(bytes_done + int(size), total_bytes)
+            progress(bytes_done, total_bytes)
+    if progress:
+        progress(total_bytes, total_bytes)
     word_counts = [(w.decode("utf-8"), c) for w, c in counts.items()]
     logger.info("Learning a %d-token vocabulary from %d distinct words.",
                 vocab_size, len(word_counts))

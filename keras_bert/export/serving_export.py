@@ -16,17 +16,21 @@ exported by `python -m keras_bert.export` in a child process with
 """
 
 import importlib
+import logging
 import os
 import pkgutil
 import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import tensorflow as tf
 
 from keras_bert.export.keras_archive import archive_problem
 from keras_bert.file_io import atomic_directory, listdir, makedirs, remove
+
+logger = logging.getLogger(__name__)
 
 MODEL_FILES = ("model.keras", "pretrainer.keras", "backbone.keras")
 SMOKE_TEXTS = ["", " \t\n", "Hello, World!", "\x00\ufffd\u200f中文 😀", "a" * 300]
@@ -195,9 +199,14 @@ def export_for_serving(
         raise ValueError(f"{model_path}: {problem}")
     created = not tf.io.gfile.isdir(output_dir)
     makedirs(output_dir)
+    # Tracing the serving graph takes a while and prints nothing.
+    logger.info("Exporting a TF Serving SavedModel into %s ...", output_dir)
+    start = time.time()
     try:
-        return _export_version(model, model_path, output_dir, version,
+        path = _export_version(model, model_path, output_dir, version,
                                vocabulary, lower_case, options)
+        logger.info("Exported %s in %.0fs.", path, time.time() - start)
+        return path
     except BaseException:
         # A failed first export leaves no empty base path behind.
         if created and not listdir(output_dir):

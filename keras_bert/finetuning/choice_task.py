@@ -37,10 +37,11 @@ class ChoiceTask:
         """Examples to predict (a SWAG CSV; a label column is not needed)."""
         return tasks.read_swag(path)
 
-    def predict(self, model, examples):
+    def predict(self, model, examples, progress=True):
         """A row per example: the chosen ending (index and text) and every
         ending's probability."""
-        outputs = predict_batches(model, self._dataset(examples, training=False))
+        outputs = predict_batches(model, self._dataset(examples, training=False),
+                                  progress)
         logits = np.concatenate(outputs, axis=0) if outputs else np.zeros([0, tasks.NUM_CHOICES])
         rows = []
         for example, value in zip(examples, logits):

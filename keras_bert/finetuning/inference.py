@@ -7,10 +7,9 @@ behind a progress bar, to a temporary name renamed into place at the end.
 """
 
 import json
+import logging
 import os
 import time
-
-import keras
 
 from keras_bert.file_io import (
     FILE_ERRORS,
@@ -23,6 +22,9 @@ from keras_bert.finetuning.config import load_saved_config
 from keras_bert.finetuning.finetune_error import FinetuneError
 from keras_bert.finetuning.runner import infer_lower_case, load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
+from keras_bert.stderr_progbar import StderrProgbar
+
+logger = logging.getLogger(__name__)
 
 # Examples predicted (and written) at a time: memory stays bounded on a
 # large input, and the progress bar moves.
@@ -73,6 +75,7 @@ def run_evaluation(model_dir, eval_file, output_dir=None):
     output_dir = output_dir or os.path.join(
         model_dir, "eval_" + os.path.basename(eval_file).replace(".", "_"))
     _makedirs(output_dir, "--output_dir")
+    logger.info("Scoring %s (%s)", eval_file, task)
     start = time.time()
     results, predictions_path = handler.evaluate(model, output_dir)
     results.update(
@@ -134,11 +137,11 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False):
         default = os.path.join(model_dir, f"predictions_{stem}{extension}")
     output = output or default
     _makedirs(os.path.dirname(output) or os.curdir, "--output")
-    progress = keras.utils.Progbar(len(examples), unit_name="example")
+    progress = StderrProgbar(len(examples), unit_name="example")
     rows = []
     for start in range(0, len(examples), CHUNK):
         chunk = examples[start:start + CHUNK]
-        rows += handler.predict(model, chunk)
+        rows += handler.predict(model, chunk, progress=False)
         progress.add(len(chunk))
     written = write(rows, output)
     return {"task": task, "input_file": input_file, "examples": len(examples),

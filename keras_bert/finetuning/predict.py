@@ -4,18 +4,23 @@ import numpy as np
 from keras import tree
 
 from keras_bert.finetuning.finetune_error import FinetuneError
+from keras_bert.stderr_progbar import StderrProgbar
 
 
-def predict_batches(model, dataset):
+def predict_batches(model, dataset, progress=True):
     """Model outputs as a list of per-batch NumPy trees, in dataset order.
 
     `model.predict` concatenates batches and so needs one sequence length;
-    with dynamic padding every batch has its own.
+    with dynamic padding every batch has its own. With `progress`, a
+    progress bar counts the batches (as `model.predict`'s does).
 
     Raises:
         FinetuneError: an output holds NaN or inf.
     """
     outputs = []
+    batches = int(dataset.cardinality())
+    bar = StderrProgbar(batches if batches >= 0 else None,
+                        unit_name="batch") if progress else None
     # NumPy batches: the JAX and PyTorch backends do not take tf.Tensors.
     for batch in dataset.as_numpy_iterator():
         inputs = batch[0] if isinstance(batch, tuple) else batch
@@ -28,6 +33,8 @@ def predict_batches(model, dataset):
                 f"dev batch {len(outputs) + 1}; no metric computed."
             )
         outputs.append(result)
+        if bar:
+            bar.add(1)
     return outputs
 
 

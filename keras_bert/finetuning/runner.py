@@ -267,6 +267,7 @@ def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config):
     # Saved before evaluation, so a failing evaluation keeps the training.
     save_keras_atomically(model, os.path.join(model_dir, "model.keras"))
 
+    logger.info("%s: scoring the dev set", task)
     start = time.time()
     results, predictions_path = handler.evaluate(model, model_dir)
     results.update(

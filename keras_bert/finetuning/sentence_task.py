@@ -175,10 +175,11 @@ class SentenceTask:
             metrics=["sparse_categorical_accuracy"],
         )
 
-    def predict(self, model, examples):
+    def predict(self, model, examples, progress=True):
         """A row per example: guid, texts and the prediction, a label with
         every class's probability, or a score."""
-        outputs = predict_batches(model, self._dataset(examples, training=False))
+        outputs = predict_batches(model, self._dataset(examples, training=False),
+                                  progress)
         values = np.concatenate(outputs, axis=0) if outputs else np.zeros([0])
         rows = []
         for example, value in zip(examples, values):

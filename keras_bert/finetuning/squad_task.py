@@ -117,7 +117,7 @@ class SquadTask:
         """Questions to answer (SQuAD JSON; answers are not needed)."""
         return tasks.read_squad(path, self.version_2, training=False)
 
-    def _answers(self, model, examples, starts=None):
+    def _answers(self, model, examples, starts=None, progress=True):
         features = self._features(examples, training=False)
         dataset = tasks.make_dataset(
             {"token_ids": [f.token_ids for f in features], "segment_ids": [f.segment_ids for f in features]},
@@ -125,7 +125,7 @@ class SquadTask:
             pad_id=self.tokenizer.pad_id,
         )
         start_logits, end_logits = [], []
-        for batch in predict_batches(model, dataset):
+        for batch in predict_batches(model, dataset, progress):
             start_logits.extend(np.asarray(batch["start_logits"], np.float32))
             end_logits.extend(np.asarray(batch["end_logits"], np.float32))
         squad = self.config.squad
@@ -144,12 +144,12 @@ class SquadTask:
         )
         return predictions, null_odds, features
 
-    def predict(self, model, examples):
+    def predict(self, model, examples, progress=True):
         """A row per question: id, answer text ("" for no answer) and its
         character offsets in the context (`answer_end` exclusive; None when
         there is no answer or it cannot be located)."""
         first_words = {}
-        predictions, _, _ = self._answers(model, examples, first_words)
+        predictions, _, _ = self._answers(model, examples, first_words, progress)
         rows = []
         for example in examples:
             text = predictions[example.qid]

@@ -46,10 +46,10 @@ class TaggingTask:
         between sentences."""
         return tasks.read_conll(path, tagged=False)
 
-    def predict(self, model, sentences):
+    def predict(self, model, sentences, progress=True):
         """A row per sentence: its words and one predicted tag per word."""
-        return [{"words": s.words, "tags": tags}
-                for s, tags in zip(sentences, self.predict_tags(model, sentences))]
+        tags = self.predict_tags(model, sentences, progress)
+        return [{"words": s.words, "tags": t} for s, t in zip(sentences, tags)]
 
     def use_eval_file(self, path, model):
         """Evaluation only: `path` (CoNLL text) becomes the dev set, tagged
@@ -101,11 +101,11 @@ class TaggingTask:
             )
         )
 
-    def predict_tags(self, model, sentences):
+    def predict_tags(self, model, sentences, progress=True):
         """One predicted tag per word; words cut by max_seq_length get O."""
         dataset, starts = self._dataset(sentences, training=False)
         predicted, i = [], 0
-        for logits in predict_batches(model, dataset):
+        for logits in predict_batches(model, dataset, progress):
             for row in np.asarray(logits).argmax(axis=-1):
                 predicted.append(
                     [self.label_names[row[p]] if p >= 0 else "O" for p in starts[i]]

@@ -136,8 +136,8 @@ def build_backbone(config):
             "override (the model takes its size from the vocabulary).")
     kwargs["vocabulary_size"] = len(vocabulary)
     try:
-        backbone = BertBackbone(**kwargs,
-                                dtype=resolve_precision(config.precision))
+        backbone = BertBackbone(**kwargs, dtype=resolve_precision(
+            config.precision, kwargs.get("hidden_dim")))
     except (TypeError, ValueError) as error:
         raise ConfigError(f"model_overrides: {error}") from None
     backbone.vocabulary = vocabulary
@@ -194,13 +194,38 @@ def _accelerator():
     return "tpu" if tpu else None
 
 
-def resolve_precision(precision):
-    """`"auto"`: bfloat16 matmuls with float32 weights on a GPU or TPU,
-    float32 on a CPU: even with AVX512-BF16 the default run's bfloat16 steps
-    measured ~12% slower there (BENCHMARKS.md, issue 31)."""
+# On a CPU, bfloat16 pays only with bf16 arithmetic and wide matmuls: with
+# AVX512-BF16, TensorFlow, bfloat16 measured +21-28% seq/s at BERT-Base,
+# even at Mini and -10% at Tiny (the default run: -12%), and slower at every
+# size under JAX (BENCHMARKS.md, "Speed where users train").
+BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+BFLOAT16_CPU_MIN_HIDDEN_DIM = 768
+
+
+def cpu_has_bfloat16_arithmetic():
+    """Whether /proc/cpuinfo lists a bf16 arithmetic extension."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:  # Not Linux: no such file to read.
+        return False
+    return any(flag in flags for flag in BFLOAT16_CPU_FLAGS)
+
+
+def resolve_precision(precision, hidden_dim):
+    """`"auto"`: bfloat16 matmuls with float32 weights (`mixed_bfloat16`)
+    where they measured faster: on a GPU or TPU, and on a CPU with bf16
+    arithmetic for models of `hidden_dim` >= 768 under TensorFlow or
+    PyTorch; float32 elsewhere."""
     if precision != "auto":
         return precision
-    return "mixed_bfloat16" if _accelerator() else "float32"
+    if _accelerator():
+        return "mixed_bfloat16"
+    wide = isinstance(hidden_dim, int) and hidden_dim >= BFLOAT16_CPU_MIN_HIDDEN_DIM
+    if wide and keras.backend.backend() != "jax" and cpu_has_bfloat16_arithmetic():
+        return "mixed_bfloat16"
+    return "float32"
 
 
 def resolve_jit_compile(jit_compile):

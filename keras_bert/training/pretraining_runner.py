@@ -3,6 +3,7 @@
 import contextlib
 import os
 import signal
+import time
 
 import keras
 import tensorflow as tf
@@ -322,6 +323,8 @@ def export_models(pretraining, model_dir):
         + tf.io.gfile.glob(os.path.join(model_dir, "saved_model", ".tmp-*")))
     for path in leftovers:
         remove(path)
+    start = time.time()
+    print(f"Exporting backbone and pretrainer to {model_dir} ...", flush=True)
     save_keras_atomically(pretraining.backbone, os.path.join(model_dir, "backbone.keras"))
     save_keras_atomically(pretraining.model, os.path.join(model_dir, "pretrainer.keras"))
     if keras.backend.backend() == "torch":
@@ -345,4 +348,4 @@ def export_models(pretraining, model_dir):
             model.export(temp, format="tf_saved_model", verbose=False,
                          **kwargs)
     print(f"Exported backbone and pretrainer (.keras, SavedModel) to "
-          f"{model_dir}.", flush=True)
+          f"{model_dir} in {time.time() - start:.0f}s.", flush=True)

@@ -4,6 +4,7 @@ fine-tuning run reported, for every task family."""
 
 import json
 import os
+import re
 
 import pytest
 
@@ -32,7 +33,9 @@ def test_scores_the_dev_file_as_fine_tuning_did(
     capsys.readouterr()
     assert evaluate(["--model_dir", str(run), "--input",
                      str(fixtures / folder / dev_file)]) == 0
-    printed = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    printed = json.loads(out)  # Progress goes to stderr: stdout is the JSON.
+    assert re.search(r"(\d+)/\1", err), err
     out = run / ("eval_" + os.path.basename(dev_file).replace(".", "_"))
     written = json.loads((out / "eval_results.json").read_text())
     assert written == printed

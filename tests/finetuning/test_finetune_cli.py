@@ -350,6 +350,24 @@ def test_non_finite_predictions_are_not_scored():
         predict_batches(Model(), dataset)
 
 
+def test_prediction_progress_counts_batches_on_stderr(capsys):
+    import tensorflow as tf
+
+    from keras_bert.finetuning.predict import predict_batches
+
+    class Model:
+        def predict_on_batch(self, inputs):
+            return {"score": np.zeros_like(inputs)}
+
+    dataset = tf.data.Dataset.from_tensor_slices(np.arange(6.0)).batch(2)
+    capsys.readouterr()
+    assert len(predict_batches(Model(), dataset)) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and "3/3" in err
+    predict_batches(Model(), dataset, progress=False)
+    assert capsys.readouterr() == ("", "")
+
+
 def _write(path, data):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)

@@ -22,7 +22,8 @@ def test_learn_vocabulary_cli(tmp_path, capsys):
     for path in SMALL:
         argv += ["--input", path]
     assert vocab_cli.main(argv) == 0
-    assert "Wrote" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "Wrote" in out and "1/1" in err  # Megabytes read, on stderr.
     tokens = pipelines.load_vocabulary(str(output))
     assert tokens[:5] == list(pipelines.SPECIAL_TOKENS)
     assert 250 <= len(tokens) <= 500
@@ -48,7 +49,8 @@ def test_data_cli_writes_shards(tmp_path, capsys):
             str(tmp_path), "--vocab", VOCAB, "--corpus_format", "text",
             "--num_shards", "2"]
     assert data_cli.main(argv) == 0
-    assert "Wrote 2 documents" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "Wrote 2 documents" in out and "2/2" in err  # Files, on stderr.
     assert sorted(os.listdir(tmp_path)) == [
         "metadata.json", "part-00000-of-00002.tfrecord",
         "part-00001-of-00002.tfrecord"]
@@ -111,35 +113,33 @@ def test_text_that_tokenizes_to_nothing_is_refused(tmp_path, capsys, monkeypatch
     # tokenizer finds no document: refused too, and no shard is left.
     monkeypatch.setattr(corpus, "_BLANK_CHECK_BYTES", 0)
     assert data_cli.main(argv) == 2
-    assert capsys.readouterr().err.startswith("error: No document in 2 corpus file(s)")
+    # After the progress bar (both files were read): the error's own line.
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("error: No document in 2 corpus file(s)")
     assert os.listdir(tmp_path / "out") == []
 
 
-def _stopped_after(documents, error):
-    """`documents_dataset` whose third document raises `error`."""
-    def stopped(*args, **kwargs):
-        for i, document in enumerate(documents(*args, **kwargs)):
-            if i == 2:
-                raise error
-            yield document
-    return stopped
+def _stop_after_two_files(error):
+    """A `progress` callback that raises `error` once two files are written."""
+    def progress(done, total):
+        if done == 2:
+            raise error
+    return progress
 
 
 @pytest.mark.parametrize("error, raised", [
     (KeyboardInterrupt(), KeyboardInterrupt),
     (OSError(28, "No space left on device"), pipelines.CorpusError),
 ])
-def test_stopped_shard_writing_leaves_nothing(tmp_path, monkeypatch, error, raised):
-    monkeypatch.setattr(corpus, "documents_dataset",
-                        _stopped_after(corpus.documents_dataset, error))
+def test_stopped_shard_writing_leaves_nothing(tmp_path, error, raised):
     with pytest.raises(raised) as caught:
         corpus.write_tfrecord_shards(SMALL, str(tmp_path), VOCAB,
-                                     corpus_format="text", num_shards=2)
+                                     corpus_format="text", num_shards=2,
+                                     progress=_stop_after_two_files(error))
     if raised is pipelines.CorpusError:
         assert str(caught.value) == (f"Writing shards in {str(tmp_path)!r} failed, "
                                      "none kept: No space left on device")
     assert os.listdir(tmp_path) == []
-    monkeypatch.undo()
     # The same command then runs.
     info = corpus.write_tfrecord_shards(SMALL, str(tmp_path), VOCAB,
                                         corpus_format="text", num_shards=2)
@@ -215,8 +215,10 @@ def test_vocab_cli_full_disk_leaves_no_file(tmp_path, capsys, monkeypatch):
 
     assert vocab_cli.main(argv) == 2
 
-    assert capsys.readouterr().err == (
-        f"error: Cannot write {output}: No space left on device\n")
+    # One error line, after the progress bar of the words counted.
+    lines = capsys.readouterr().err.splitlines()
+    assert [l for l in lines if "error" in l] == lines[-1:] == [
+        f"error: Cannot write {output}: No space left on device"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["vocab.txt"]
     assert output.read_text() == "mine"
 
@@ -261,3 +263,22 @@ def test_data_cli_unwritable_output(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert err.startswith("error: `output_dir` cannot be written: ")
     assert "Permission denied" in err and err.count("\n") == 1
+
+
+def test_shard_writing_reports_each_file_in_order(tmp_path):
+    calls = []
+    info = corpus.write_tfrecord_shards(
+        SMALL, str(tmp_path), VOCAB, corpus_format="text", num_shards=2,
+        progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(i, len(SMALL)) for i in range(1, len(SMALL) + 1)]
+    assert info["documents"] == len(SMALL)  # A document a file.
+
+
+def test_word_counting_reports_bytes_read(tmp_path):
+    calls = []
+    pipelines.learn_vocabulary(SMALL, 500, progress=lambda *call: calls.append(call))
+    total = sum(os.path.getsize(path) for path in SMALL)
+    assert len(calls) >= 2 and calls[-1] == (total, total)
+    assert all(t == total for _, t in calls)
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and done[0] > 0

@@ -134,11 +134,39 @@ def test_own_text_recipe_packs_short_documents():
     assert config.data.pack_documents and config.data.next_sentence_rate == 0.0
 
 
-@pytest.mark.parametrize("accelerator, expected", [
-    (None, "float32"), ("gpu", "mixed_bfloat16"), ("tpu", "mixed_bfloat16")])
-def test_auto_precision_is_bfloat16_only_on_an_accelerator(monkeypatch, accelerator, expected):
+@pytest.mark.parametrize("accelerator, bf16_cpu, hidden_dim, backend, expected", [
+    (None, False, 768, "tensorflow", "float32"),
+    (None, True, 128, "tensorflow", "float32"),  # Tiny: bfloat16 measured slower.
+    (None, True, 256, "tensorflow", "float32"),  # Mini: no gain measured.
+    (None, True, 768, "tensorflow", "mixed_bfloat16"),  # Base: +21-28%.
+    (None, True, 768, "torch", "mixed_bfloat16"),
+    (None, True, 768, "jax", "float32"),  # XLA's CPU bfloat16: slower.
+    ("gpu", False, 128, "jax", "mixed_bfloat16"),
+    ("tpu", False, 128, "tensorflow", "mixed_bfloat16"),
+])
+def test_auto_precision_is_bfloat16_where_it_measured_faster(
+        monkeypatch, accelerator, bf16_cpu, hidden_dim, backend, expected):
     from keras_bert.training import pretraining
 
+    # The rule's inputs, not this machine's: any backend runs every case.
     monkeypatch.setattr(pretraining, "_accelerator", lambda: accelerator)
-    assert pretraining.resolve_precision("auto") == expected
-    assert pretraining.resolve_precision("float32") == "float32"
+    monkeypatch.setattr(pretraining, "cpu_has_bfloat16_arithmetic", lambda: bf16_cpu)
+    monkeypatch.setattr(pretraining.keras.backend, "backend", lambda: backend)
+    assert pretraining.resolve_precision("auto", hidden_dim) == expected
+    assert pretraining.resolve_precision("float32", hidden_dim) == "float32"
+
+
+def test_bfloat16_arithmetic_read_from_the_cpu_flags(monkeypatch, tmp_path):
+    from keras_bert.training import pretraining
+
+    cpuinfo = tmp_path / "cpuinfo"
+    real_open = open
+
+    def fake_open(path, *args, **kwargs):
+        return real_open(cpuinfo if path == "/proc/cpuinfo" else path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", fake_open)
+    cpuinfo.write_text("model name\t: X\nflags\t\t: fpu avx2 avx512f\n")
+    assert not pretraining.cpu_has_bfloat16_arithmetic()
+    cpuinfo.write_text("model name\t: X\nflags\t\t: fpu avx512f avx512_bf16\n")
+    assert pretraining.cpu_has_bfloat16_arithmetic()
