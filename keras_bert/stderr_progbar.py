@@ -1,5 +1,5 @@
 """Progress bars on stderr: a command's stdout holds only its result (the
-JSON that `finetune`, `evaluate` and `predict` print for scripts to parse),
+JSON that `evaluate` and `predict` print for scripts to parse),
 as `tqdm` does by default. Keras' `Progbar` writes to stdout and has no
 stream argument, hence this subclass."""
 

@@ -195,7 +195,7 @@ def _accelerator():
 
 
 # On a CPU, bfloat16 pays only with bf16 arithmetic and wide matmuls: with
-# AVX512-BF16, TensorFlow, bfloat16 measured +21-28% seq/s at BERT-Base,
+# AVX512-BF16, TensorFlow, bfloat16 measured +20-28% seq/s at BERT-Base,
 # even at Mini and -10% at Tiny (the default run: -12%), and slower at every
 # size under JAX (BENCHMARKS.md, "Speed where users train").
 BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
