@@ -9,8 +9,8 @@ training steps (`PROBE`) under each of `CANDIDATES` in a subprocess, once
 per machine, and keeps the answer in `~/.cache/keras_bert/` under a key of
 the processor, core count, accelerators and package versions. PyTorch is
 not a candidate: Keras runs it eagerly, 2-2.7x slower than TensorFlow on
-that CPU (BENCHMARKS.md), and its GPU step is not compiled either. Delete the cache
-file to measure again.
+that CPU (BENCHMARKS.md), and its GPU step is not compiled either. Delete
+the cache file to measure again.
 """
 
 import glob

@@ -137,7 +137,7 @@ def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
                                 # The lines' bytes with their newlines.
                                 tf.reduce_sum(tf.strings.length(x) + 1))),
         num_parallel_calls=tf.data.AUTOTUNE)
-    total_bytes = sum(tf.io.gfile.stat(f).length for f in files)
+    total_bytes = sum(tf.io.gfile.stat(f).length for f in files) if progress else None
     counts, bytes_done = collections.Counter(), 0
     for words, size in lines.as_numpy_iterator():
         counts.update(words.tolist())
