@@ -52,7 +52,7 @@ def token_counts(texts, tokenizer, vocabulary_size):
 def corpus_counts(config, tokenizer, vocabulary_size):
     """Token counts over the config's training files, read as training reads them."""
     import pipelines
-    from keras_bert.training.pretraining import split_corpus
+    from keras_bert.pretraining.pretraining import split_corpus
 
     train_files, _ = split_corpus(config.data)
     documents = pipelines.corpus.documents_dataset(
@@ -97,7 +97,7 @@ def main():
 
     import pipelines
     from keras_bert.models import BertBackbone
-    from keras_bert.training import load_pretraining_config
+    from keras_bert.pretraining import load_pretraining_config
 
     config = load_pretraining_config(args.config, args.set)
     tokenizer = pipelines.BertTokenizer(config.data.vocab_file,

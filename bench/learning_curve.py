@@ -60,7 +60,7 @@ def compact_batches(dataset, count):
 def dump_batches(config, steps, path):
     """`steps` training batches and `config.eval_steps` held-out batches of
     phase 0, as compact arrays."""
-    from keras_bert.training import build_pretraining
+    from keras_bert.pretraining import build_pretraining
 
     pretraining = build_pretraining(config)
     phase = pretraining.phases[0].config
@@ -93,7 +93,7 @@ def train_ours(config, batches, steps, eval_every):
     """Curve of keras_bert: [(step, held-out mlm accuracy, mlm loss, s)]."""
     import keras
 
-    from keras_bert.training import build_pretraining
+    from keras_bert.pretraining import build_pretraining
 
     keras.utils.set_random_seed(config.data.seed)
     model = build_pretraining(config).model
@@ -222,7 +222,7 @@ def main():
 
     sys.path.insert(0, ROOT)
     from keras_bert.model_configs import load_model_config
-    from keras_bert.training import load_pretraining_config
+    from keras_bert.pretraining import load_pretraining_config
 
     # One phase (the config's first) whose schedule spans the curve's steps.
     config = load_pretraining_config(args.config, args.set)

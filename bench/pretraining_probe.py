@@ -58,7 +58,7 @@ def main():
     import keras_bert
     from pipelines.bert_tokenizer import BertTokenizer
     from pipelines.pretraining import pretraining_dataset
-    from keras_bert.training.fill_mask import fill_mask
+    from keras_bert.pretraining.fill_mask import fill_mask
     from pipelines.tasks.features import pack_pair, tokenize_texts
 
     model = keras.saving.load_model(args.pretrainer, compile=False)

@@ -25,7 +25,7 @@ import yaml  # noqa: E402
 
 import pipelines  # noqa: E402
 from keras_bert import BertBackbone  # noqa: E402
-from keras_bert.export import CoreOpsBertTokenizer, export_for_serving  # noqa: E402
+from keras_bert.serving import CoreOpsBertTokenizer, export_for_serving  # noqa: E402
 
 VOCAB = "data/vocab/bert_uncased_vocab.txt"
 SEQ_LEN = 128

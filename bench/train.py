@@ -12,7 +12,7 @@ random token ids of a fixed shape, each framework in its own subprocess
 (so peak memory is per configuration), in float32 and `mixed_bfloat16`:
 
 * `keras_bert`: `BertPretrainer` (MLM at P = 0.15·T positions + NSP),
-  compiled as `keras_bert.training` does it, on each Keras backend in
+  compiled as `keras_bert.pretraining` does it, on each Keras backend in
   `--backends`, with BERT's attention dropout 0.1, and in float32 with 0
   (`keras_bert_fused`: the backend's `dot_product_attention`);
 * keras-hub `BertMaskedLM` (MLM at the same P positions, no NSP head),
@@ -118,9 +118,9 @@ def worker_keras_bert(args, precision):
     import tensorflow as tf
 
     from keras_bert import BertBackbone, BertPretrainer
-    from keras_bert.training import OptimizerConfig, compile_pretrainer
-    from keras_bert.training import create_optimizer
-    from keras_bert.training.pretraining import resolve_jit_compile
+    from keras_bert.pretraining import OptimizerConfig, compile_pretrainer
+    from keras_bert.optimization import create_optimizer
+    from keras_bert.pretraining.pretraining import resolve_jit_compile
 
     layers, hidden, heads = SIZES[args.size]
     backbone = BertBackbone(VOCAB, layers, heads, hidden, 4 * hidden,
@@ -145,7 +145,7 @@ def worker_keras_hub(args, precision):
     import keras_hub
     import tensorflow as tf
 
-    from keras_bert.training.pretraining import resolve_jit_compile
+    from keras_bert.pretraining.pretraining import resolve_jit_compile
 
     layers, hidden, heads = SIZES[args.size]
     backbone = keras_hub.models.BertBackbone(

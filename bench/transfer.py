@@ -46,7 +46,7 @@ def dump(args):
 
     from keras_bert.finetuning.predict import take_limit
     from keras_bert.model_configs import load_model_config
-    from keras_bert.training import build_pretraining, load_pretraining_config
+    from keras_bert.pretraining import build_pretraining, load_pretraining_config
     import pipelines
     import pipelines.tasks as tasks
 
@@ -92,15 +92,15 @@ def dump(args):
 
 
 def training_modules():
-    """`keras_bert.training`'s optimizer, objective and config modules, without the
+    """`keras_bert.pretraining`'s optimizer, objective and config modules, without the
     package `__init__`, which imports the TensorFlow pipeline: they need
     only Keras, and the GPU image has no TensorFlow. Call before the first
     `import keras_bert` (whose `__init__` imports from the package)."""
-    if "keras_bert.training" not in sys.modules:
-        package = types.ModuleType("keras_bert.training")
+    if "keras_bert.pretraining" not in sys.modules:
+        package = types.ModuleType("keras_bert.pretraining")
         package.__path__ = [os.path.join(ROOT, "keras_bert", "training")]
-        sys.modules["keras_bert.training"] = package
-    return tuple(importlib.import_module(f"keras_bert.training.{name}") for name in
+        sys.modules["keras_bert.pretraining"] = package
+    return tuple(importlib.import_module(f"keras_bert.pretraining.{name}") for name in
                  ("optimizers", "pretraining_objective", "pretraining_config"))
 
 

@@ -12,12 +12,17 @@ Next-sentence pairs and masks stay dynamic: read the shards with
 `pipelines.pretraining_dataset(..., corpus_format="tfrecord")`.
 """
 
+# Before TensorFlow's start-up notices reach the console.
+from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
+
+import_tensorflow_quietly()
+
 import argparse
 import sys
 import time
 
-from keras_bert.console import add_verbose_argument, configure_logging
-from keras_bert.stderr_progbar import progress_callback
+from keras_bert.runtime.console import add_verbose_argument, configure_logging
+from keras_bert.runtime.progress import progress_callback
 
 
 def parse_args(argv=None):

@@ -10,10 +10,15 @@ squad_v2 (JSON), conll2003, swag, and classification / pair_classification
 `configs/finetune/`. Input errors print one line and exit with status 2.
 """
 
+# Before TensorFlow's start-up notices reach the console.
+from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
+
+import_tensorflow_quietly()
+
 import argparse
 import sys
 
-from keras_bert.console import add_verbose_argument
+from keras_bert.runtime.console import add_verbose_argument
 
 
 def parse_args(argv):
@@ -42,7 +47,7 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from keras_bert.finetuning.command import report
+    from keras_bert.runtime.command import report
     from keras_bert.finetuning.runner import run_finetune
 
     return report(lambda: run_finetune(

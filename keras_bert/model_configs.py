@@ -13,9 +13,10 @@ from pathlib import Path
 import tensorflow as tf
 import yaml
 
+from keras_bert.paths import CONFIGS
 from keras_bert.file_io import is_file
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs" / "model"
+CONFIG_DIR = CONFIGS / "model"
 ALIASES = {
     "bert_L2_H128": "bert_tiny",
     "bert_L4_H256": "bert_mini",

@@ -12,10 +12,15 @@ layout), CSV/TSV/JSONL with the run's text columns, SQuAD JSON, CoNLL text
 `MNLI-m.tsv`, ...). Input errors print one line, exit 2.
 """
 
+# Before TensorFlow's start-up notices reach the console.
+from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
+
+import_tensorflow_quietly()
+
 import argparse
 import sys
 
-from keras_bert.console import add_verbose_argument
+from keras_bert.runtime.console import add_verbose_argument
 
 
 def parse_args(argv):
@@ -36,7 +41,7 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from keras_bert.finetuning.command import report
+    from keras_bert.runtime.command import report
     from keras_bert.finetuning.inference import run_prediction
 
     return report(lambda: run_prediction(

@@ -11,14 +11,22 @@ or preemption resumes from the newest checkpoint in `--model_dir`.
         --set data.corpus_format=tfrecord --model_dir gs://bucket/run1
 """
 
+# Before Keras, which reads KERAS_BACKEND once, and before TensorFlow's
+# start-up notices reach the console.
+from keras_bert.runtime.backend import use_fastest_backend_for_main_command  # noqa: E402
+from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
+
+use_fastest_backend_for_main_command()
+import_tensorflow_quietly()
+
 import argparse
 import os
 import sys
 
-from keras_bert.console import add_verbose_argument
-from keras_bert.training.config_error import ConfigError
-from keras_bert.training.disk_full import is_disk_full
-from keras_bert.training.pretraining_config import (
+from keras_bert.runtime.console import add_verbose_argument
+from keras_bert.errors import ConfigError
+from keras_bert.file_io import is_disk_full
+from keras_bert.pretraining.config import (
     STRATEGIES,
     load_pretraining_config,
 )
@@ -63,7 +71,7 @@ def main(argv=None):
         import pipelines
 
         config = load_pretraining_config(args.config, overrides)
-        from keras_bert.training.pretraining_runner import run_pretraining
+        from keras_bert.pretraining.runner import run_pretraining
 
         results = run_pretraining(
             config, allow_longer_train_steps=args.allow_longer_train_steps)

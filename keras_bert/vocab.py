@@ -9,13 +9,18 @@ and handed to tensorflow-text's WordPiece learner. The reserved tokens
 by loading it back.
 """
 
+# Before TensorFlow's start-up notices reach the console.
+from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
+
+import_tensorflow_quietly()
+
 import argparse
 import os
 import sys
 import time
 
-from keras_bert.console import add_verbose_argument, configure_logging
-from keras_bert.stderr_progbar import progress_callback
+from keras_bert.runtime.console import add_verbose_argument, configure_logging
+from keras_bert.runtime.progress import progress_callback
 
 
 def parse_args(argv=None):

@@ -6,7 +6,14 @@ vocabulary never surfaces as a crash deep inside TensorFlow.
 """
 
 
-class PipelineInputError(ValueError):
+class UserError(ValueError):
+    """An input the user can fix. The message is one line that names it;
+    keras_bert's commands print it without a traceback and exit with
+    status 2. Defined here, at the bottom of the import graph, so that the
+    pipelines' errors and keras_bert's share one base."""
+
+
+class PipelineInputError(UserError):
     """A corpus file, shard or vocabulary cannot be used."""
 
 

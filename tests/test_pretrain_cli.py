@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from keras_bert import pretrain
-from tests.training.conftest import write_corpus
+from tests.pretraining.conftest import write_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 

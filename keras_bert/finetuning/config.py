@@ -15,16 +15,14 @@ from pathlib import Path
 import tensorflow as tf
 import yaml
 
+from keras_bert.paths import CONFIGS
+from keras_bert.errors import FinetuneConfigError
 from keras_bert.file_io import is_file
-from keras_bert.training.pretraining_config import OPTIMIZERS
-from keras_bert.training.warmup_linear_decay import DECAY_STARTS
+from keras_bert.optimization.optimizer_config import OPTIMIZERS
+from keras_bert.optimization.warmup_linear_decay import DECAY_STARTS
 from pipelines.tasks.features import MIN_SEQ_LEN
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "finetune"
-
-
-class FinetuneConfigError(ValueError):
-    """A bad config file, override key or value."""
+CONFIG_DIR = CONFIGS / "finetune"
 
 
 @dataclasses.dataclass

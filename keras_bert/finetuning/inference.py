@@ -19,10 +19,10 @@ from keras_bert.file_io import (
     write_json_atomically,
 )
 from keras_bert.finetuning.config import load_saved_config
-from keras_bert.finetuning.finetune_error import FinetuneError
+from keras_bert.errors import FinetuneError
 from keras_bert.finetuning.runner import infer_lower_case, load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
-from keras_bert.stderr_progbar import StderrProgbar
+from keras_bert.runtime.progress import StderrProgbar
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The fine-tuning optimizer: the pre-training one, with a 10% warmup.
 
-Reuses `keras_bert.training.create_optimizer` (decoupled weight decay 0.01
+Reuses `keras_bert.pretraining.create_optimizer` (decoupled weight decay 0.01
 excluding LayerNorm and biases, β = (0.9, 0.999), ε = 1e-6, global-norm
 clipping at 1, `WarmupLinearDecay`): BERT fine-tunes with the pre-training
 optimizer (paper appendix A.3), only the warmup is given as a fraction of
@@ -8,8 +8,8 @@ the run (10%) instead of a step count. `optimizer.name` and
 `optimizer.decay_start` pick the update and the schedule's shape.
 """
 
-from keras_bert.training.optimizers import create_optimizer
-from keras_bert.training.pretraining_config import (
+from keras_bert.optimization.optimizers import create_optimizer
+from keras_bert.pretraining.config import (
     OptimizerConfig as TrainingOptimizerConfig,
 )
 

@@ -3,8 +3,8 @@
 import numpy as np
 from keras import tree
 
-from keras_bert.finetuning.finetune_error import FinetuneError
-from keras_bert.stderr_progbar import StderrProgbar
+from keras_bert.errors import FinetuneError
+from keras_bert.runtime.progress import StderrProgbar
 
 
 def predict_batches(model, dataset, progress=True):

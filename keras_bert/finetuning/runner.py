@@ -16,7 +16,7 @@ import keras
 import tensorflow as tf
 import yaml
 
-from keras_bert.export.keras_archive import archive_problem, save_keras_atomically
+from keras_bert.file_io import archive_problem, save_keras_atomically
 from keras_bert.file_io import (
     FILE_ERRORS,
     is_file,
@@ -25,10 +25,10 @@ from keras_bert.file_io import (
     write_json_atomically,
 )
 from keras_bert.finetuning.config import load_finetune_config
-from keras_bert.finetuning.finetune_error import FinetuneError
+from keras_bert.errors import FinetuneError
 from keras_bert.finetuning.optimization import create_finetune_optimizer
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
-from keras_bert.training.run_lock import LOCK_FILE, RunLock
+from keras_bert.run_dir import LOCK_FILE, RunLock
 
 logger = logging.getLogger("keras_bert.finetune")
 
@@ -59,7 +59,7 @@ def load_backbone(init_checkpoint):
     if not (tf.io.gfile.exists(init_checkpoint)
             or tf.io.gfile.exists(init_checkpoint + ".index")):
         raise FinetuneError(f"{init_checkpoint}: no such checkpoint file or folder")
-    from keras_bert.convert import read_checkpoint
+    from keras_bert.conversion import read_checkpoint
 
     return read_checkpoint(init_checkpoint).to_model(heads=False)
 
@@ -133,9 +133,9 @@ def _tokenizer(backbone, vocab, model_dir, lower_case):
 
 def _export(model, model_dir, config):
     try:
-        from keras_bert.export import export_for_serving
+        from keras_bert.serving import export_for_serving
     except ImportError:
-        logger.warning("export skipped: keras_bert.export.export_for_serving is unavailable")
+        logger.warning("export skipped: keras_bert.serving.export_for_serving is unavailable")
         return None
     seq_len = min(
         config.export.seq_len or config.data.max_seq_length,

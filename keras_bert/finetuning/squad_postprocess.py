@@ -36,7 +36,7 @@ def span_candidates(
     the span has at most `max_answer_length` pieces and the window gives
     its start the most context. The sort is stable, so equal scores keep
     window, then start-rank, then end-rank order. The SavedModel's
-    in-graph `keras_bert.export.squad_windows.best_spans` must pick the
+    in-graph `keras_bert.serving.squad_windows.best_spans` must pick the
     first of this list.
 
     Returns:

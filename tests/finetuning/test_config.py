@@ -62,7 +62,7 @@ def test_optimizer_warms_up_over_ten_percent():
 
 
 def test_optimizer_and_schedule_are_chosen_by_name():
-    from keras_bert.training import AdamWeightDecay
+    from keras_bert.optimization import AdamWeightDecay
 
     config = load_finetune_config("sst2", overrides=[
         "optimizer.name=adam_weight_decay", "optimizer.decay_start=step_0",

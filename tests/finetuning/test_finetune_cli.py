@@ -338,7 +338,7 @@ def test_nan_loss_stops_the_run(checkpoint, fixtures, tmp_path, capsys, monkeypa
 def test_non_finite_predictions_are_not_scored():
     import tensorflow as tf
 
-    from keras_bert.finetuning.finetune_error import FinetuneError
+    from keras_bert.errors import FinetuneError
     from keras_bert.finetuning.predict import predict_batches
 
     class Model:

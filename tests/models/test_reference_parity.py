@@ -9,7 +9,7 @@ import numpy as np
 import keras
 
 from keras_bert import BertBackbone, BertPretrainer
-from keras_bert.convert.bert_name_map import pretrainer_weight_map
+from keras_bert.conversion.bert_name_map import pretrainer_weight_map
 from tests.models.test_bert_backbone import TINY, tiny_inputs
 from tests.reference_bert import bert_forward, pretraining_heads
 

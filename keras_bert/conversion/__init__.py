@@ -1,0 +1,27 @@
+"""Checkpoint import and export: Google BERT, Hugging Face, keras-hub.
+
+`convert(src, dst)` (also `python -m keras_bert.convert SRC DST`) reads any
+supported checkpoint into a `BertCheckpoint` (original variable names, see
+`bert_name_map`) and writes a keras_bert `.keras` or a Hugging Face folder.
+"""
+
+from keras_bert.conversion.bert_checkpoint import BertCheckpoint
+from keras_bert.errors import CheckpointError
+from keras_bert.conversion.converter import convert, read_checkpoint
+from keras_bert.conversion.google_checkpoint import read_google_checkpoint
+from keras_bert.conversion.hugging_face import (
+    read_hugging_face,
+    write_hugging_face,
+)
+from keras_bert.conversion.keras_hub_checkpoint import read_keras_hub
+
+__all__ = [
+    "BertCheckpoint",
+    "CheckpointError",
+    "convert",
+    "read_checkpoint",
+    "read_google_checkpoint",
+    "read_hugging_face",
+    "read_keras_hub",
+    "write_hugging_face",
+]

@@ -1,0 +1,268 @@
+"""`convert(src, dst)`: a BERT checkpoint to `.keras` or Hugging Face.
+
+Sources: an original Google checkpoint, a Hugging Face folder, a keras-hub
+`BertBackbone` (`.keras`, `.weights.h5`, preset folder) or a keras_bert
+`.keras`. Destinations: a keras_bert `.keras` archive, or a Hugging Face
+folder. Everything passes through one `BertCheckpoint` and one keras_bert
+model, so every conversion gets the same name and shape checks. Writes are
+atomic: the output appears under its name only once it is complete.
+"""
+
+import os
+import shutil
+import tempfile
+
+from keras_bert.conversion.bert_checkpoint import BertCheckpoint
+from keras_bert.errors import CheckpointError
+from keras_bert.conversion.google_checkpoint import (
+    google_checkpoint_prefix,
+    read_google_checkpoint,
+)
+from keras_bert.conversion.hugging_face import (
+    HUGGING_FACE_FILES,
+    is_hugging_face_folder,
+    read_hugging_face,
+    write_hugging_face,
+)
+from keras_bert.conversion.keras_hub_checkpoint import (
+    keras_archive_class,
+    read_keras_hub,
+)
+from keras_bert.conversion.vocabulary import read_vocabulary
+from keras_bert.file_io import (
+    chmod_as_created,
+    save_keras_atomically,
+)
+from keras_bert.layers.bert_encoder_block import ACTIVATIONS
+
+_ACTIVATION_FORMS = {
+    "gelu": "exact GELU, x * Phi(x) with erf",
+    "gelu_approximate": "tanh approximation of GELU",
+}
+
+_OURS = ("keras_bert>BertBackbone", "keras_bert>BertPretrainer")
+
+
+def _read_keras_bert(path):
+    import keras
+
+    try:
+        model = keras.saving.load_model(path)
+    except Exception as error:  # keras raises many types for bad archives.
+        message = str(error).strip().splitlines()[0]
+        raise CheckpointError(f"{path}: cannot load: {message}") from None
+    checkpoint = BertCheckpoint.from_model(
+        model, source=f"keras_bert archive {path}"
+    )
+    count = len(checkpoint.vocabulary or ())
+    checkpoint.notes.append(
+        f"vocab: {count} tokens from the archive" if count else "vocab: none"
+    )
+    return checkpoint
+
+
+def read_checkpoint(src):
+    """`BertCheckpoint` from any supported source, found by its files."""
+    src = os.fspath(src)
+    if src.endswith(".bin"):
+        raise CheckpointError(
+            f"{src}: pickle-based .bin files run code while loading and are "
+            "not opened. Re-save as safetensors (transformers: "
+            "`save_pretrained(out)`) and convert that folder."
+        )
+    if src.endswith(".safetensors"):
+        src = os.path.dirname(src) or "."
+    if os.path.isdir(src):
+        if is_hugging_face_folder(src):
+            return read_hugging_face(src)
+        if os.path.isfile(os.path.join(src, "model.weights.h5")):
+            return read_keras_hub(src)
+        if google_checkpoint_prefix(src):
+            return read_google_checkpoint(src)
+        raise CheckpointError(
+            f"{src}: no BERT checkpoint here (looked for config.json + "
+            "model.safetensors, bert_model.ckpt.index, model.weights.h5)."
+        )
+    if src.endswith(".keras") and os.path.isfile(src):
+        name, _ = keras_archive_class(src)
+        if name in _OURS:
+            return _read_keras_bert(src)
+        return read_keras_hub(src)
+    if src.endswith(".weights.h5") and os.path.isfile(src):
+        return read_keras_hub(src)
+    if google_checkpoint_prefix(src):
+        return read_google_checkpoint(src)
+    raise CheckpointError(f"{src}: no such checkpoint file or folder.")
+
+
+def _check_replaceable(dst):
+    """Refuses an existing `dst` that overwrite must not replace: overwrite
+    swaps out only what this converter writes, never the user's files."""
+    if dst.endswith(".keras"):
+        if os.path.isdir(dst):
+            raise CheckpointError(
+                f"{dst}: is a folder, not a .keras file; not replaced."
+            )
+        return
+    if not os.path.isdir(dst):
+        raise CheckpointError(
+            f"{dst}: is a file, not a Hugging Face folder; not replaced."
+        )
+    foreign = sorted(set(os.listdir(dst)) - set(HUGGING_FACE_FILES))
+    if foreign:
+        raise CheckpointError(
+            f"{dst}: not replaced: --overwrite replaces only a folder holding "
+            f"{', '.join(HUGGING_FACE_FILES)}; it also holds "
+            f"{', '.join(foreign)}."
+        )
+
+
+def _write_hugging_face(checkpoint, dst):
+    dst = os.path.abspath(dst)
+    parent = os.path.dirname(dst)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.", dir=parent)
+    old = None
+    try:
+        architecture = write_hugging_face(checkpoint, tmp)
+        # safetensors writes 0600 files, mkdtemp a 0700 folder.
+        for name in os.listdir(tmp):
+            chmod_as_created(os.path.join(tmp, name))
+        chmod_as_created(tmp)
+        if os.path.exists(dst):  # Only with overwrite=True.
+            old = tempfile.mkdtemp(
+                prefix=f".{os.path.basename(dst)}.old.", dir=parent
+            )
+            os.rmdir(old)
+            os.rename(dst, old)
+        try:
+            os.rename(tmp, dst)
+        except OSError:
+            if old:  # Put the previous output back rather than lose it.
+                os.rename(old, dst)
+            raise
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
+        if old and os.path.exists(old):
+            shutil.rmtree(old)
+    return architecture
+
+
+def _activation_line(checkpoint, hidden_activation):
+    """Sets the backbone's GELU and says which one it is and why.
+
+    Every Google `bert_config.json` says `"gelu"`, yet google-research/bert
+    computed it with erf until February 2019 (BERT-Base/Large, multilingual,
+    Chinese) and with the tanh approximation afterwards (the 24 compact
+    models of 2020): the word alone cannot tell, so the caller may.
+    """
+    if hidden_activation is None:
+        name = checkpoint.config["hidden_activation"]
+        why = "from the source's config"
+    else:
+        checkpoint.config["hidden_activation"] = name = hidden_activation
+        why = "as requested"
+    return f"activation: {name} ({_ACTIVATION_FORMS[name]}), {why}"
+
+
+def convert(
+    src, dst, heads=None, vocab=None, overwrite=False, hidden_activation=None
+):
+    """Converts the checkpoint at `src` and writes it to `dst`.
+
+    Args:
+        src: path of a Google checkpoint (prefix, `.index` or folder), a
+            Hugging Face folder, a keras-hub `.keras` / `.weights.h5` /
+            preset folder, or a keras_bert `.keras`.
+        dst: a path ending in `.keras` (a keras_bert `BertBackbone`, or
+            `BertPretrainer` when there are heads) or any other path (a
+            Hugging Face folder: `config.json`, `model.safetensors`,
+            `vocab.txt`).
+        heads: None keeps the source's heads (initialising a missing one),
+            True always writes both heads, False writes the encoder only.
+        vocab: optional `vocab.txt` replacing (or supplying) the source's.
+        overwrite: replace an existing `dst`: a `.keras` file, or a
+            folder holding nothing but the files written here (anything
+            else there is the user's, and the conversion is refused).
+        hidden_activation: None (the source config's: `"gelu"` is read as
+            the exact erf form), `"gelu"` (erf) or `"gelu_approximate"`
+            (tanh). Google checkpoints say `"gelu"` for both; those
+            trained with google-research/bert from February 2019 on (the
+            compact models of 2020) used tanh, BERT-Base/Large erf.
+
+    Returns:
+        The report: a list of lines (source, config, weights, heads, vocab).
+
+    Raises:
+        CheckpointError: for a bad source, config, weights or destination.
+    """
+    src, dst = os.fspath(src), os.fspath(dst)
+    if hidden_activation is not None and hidden_activation not in ACTIVATIONS:
+        raise CheckpointError(
+            f"`hidden_activation` must be one of {sorted(ACTIVATIONS)}. "
+            f"Received: hidden_activation={hidden_activation!r}"
+        )
+    if dst.endswith((".h5", ".safetensors", ".bin", ".ckpt", ".json")):
+        raise CheckpointError(
+            f"{dst}: the destination is a `.keras` file or a folder (for "
+            "Hugging Face), not a single weights file."
+        )
+    if os.path.islink(dst):  # Replace what it points to; the link stays.
+        dst = os.path.realpath(dst)
+    if os.path.exists(dst):
+        if not overwrite:
+            raise CheckpointError(
+                f"{dst}: already exists (pass overwrite to replace it)."
+            )
+        _check_replaceable(dst)
+    parent = os.path.dirname(os.path.abspath(dst))
+    if not os.path.isdir(parent):
+        raise CheckpointError(f"{dst}: parent folder does not exist.")
+    # Checked before the (slow) read; the write itself needs the parent.
+    if not os.access(parent, os.W_OK):
+        raise CheckpointError(f"{dst}: parent folder {parent} is not writable.")
+    checkpoint = read_checkpoint(src)
+    if vocab is not None:
+        tokens, note = read_vocabulary(vocab)
+        if tokens is None:
+            raise CheckpointError(f"{vocab}: no such vocabulary file.")
+        rows = checkpoint.config["vocabulary_size"]
+        if len(tokens) != rows:
+            raise CheckpointError(
+                f"{vocab}: {len(tokens)} tokens, but {src} has {rows} token "
+                "embeddings; export and fine-tuning need one per token "
+                "(wrong vocab.txt?).")
+        checkpoint.vocabulary = tokens
+        checkpoint.notes = [
+            n for n in checkpoint.notes if not n.startswith("vocab:")
+        ]
+        checkpoint.notes.append(note)
+
+    activation = _activation_line(checkpoint, hidden_activation)
+    model = checkpoint.to_model(heads)
+    report = [
+        f"source:  {checkpoint.source}",
+        f"config:  {checkpoint.describe()}",
+        activation,
+        f"weights: {len(checkpoint.weights)} tensors checked and loaded",
+    ]
+    report += [
+        f"         {note}"
+        for note in checkpoint.notes
+        if not note.startswith("vocab:")
+    ]
+    status = checkpoint.part_status(heads)
+    report.append(
+        "parts:   "
+        + "; ".join(f"{part} {state}" for part, state in status.items())
+    )
+    report += [note for note in checkpoint.notes if note.startswith("vocab:")]
+    if dst.endswith(".keras"):
+        save_keras_atomically(model, dst)
+        report.append(f"wrote:   {dst} (keras_bert {type(model).__name__})")
+    else:
+        architecture = _write_hugging_face(
+            BertCheckpoint.from_model(model), dst
+        )
+        report.append(f"wrote:   {dst} (Hugging Face {architecture})")
+    return report

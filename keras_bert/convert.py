@@ -1,0 +1,83 @@
+"""`python -m keras_bert.convert SRC DST`: convert a BERT checkpoint.
+
+SRC: an original Google checkpoint (`bert_model.ckpt` prefix or its folder,
+with `bert_config.json` and `vocab.txt` beside it), a Hugging Face folder
+(`config.json` + `model.safetensors`), a keras-hub `BertBackbone`
+(`.keras`, `.weights.h5` or preset folder) or a keras_bert `.keras`.
+DST: `*.keras` for keras_bert, any other path for a Hugging Face folder.
+"""
+
+# Before TensorFlow's start-up notices reach the console.
+from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
+
+import_tensorflow_quietly()
+
+import argparse
+import os
+import sys
+
+from keras_bert.runtime.console import add_verbose_argument
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_bert.convert",
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("src", help="checkpoint to read")
+    parser.add_argument("dst", help="model.keras, or a Hugging Face folder")
+    heads = parser.add_mutually_exclusive_group()
+    heads.add_argument(
+        "--with-heads",
+        dest="heads",
+        action="store_const",
+        const=True,
+        help="always write both pre-training heads (initialise missing ones)",
+    )
+    heads.add_argument(
+        "--without-heads",
+        dest="heads",
+        action="store_const",
+        const=False,
+        help="write the encoder only, dropping any heads",
+    )
+    parser.add_argument(
+        "--vocab", help="vocab.txt to carry instead of the source's"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an existing DST"
+    )
+    parser.add_argument(
+        "--hidden_activation",
+        metavar="{gelu,gelu_approximate}",
+        help="the GELU the checkpoint was trained with: gelu (erf; "
+        "BERT-Base/Large) or gelu_approximate (tanh; google-research/bert "
+        "from Feb 2019 on, e.g. the compact 2020 models). Default: the "
+        "source config's, where 'gelu' reads as erf",
+    )
+    add_verbose_argument(parser)
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from keras_bert.errors import CheckpointError
+    from keras_bert.conversion.converter import convert
+
+    try:
+        report = convert(
+            args.src,
+            args.dst,
+            heads=args.heads,
+            vocab=args.vocab,
+            overwrite=args.overwrite,
+            hidden_activation=args.hidden_activation,
+        )
+    except (CheckpointError, OSError) as error:  # Bad input: one line.
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""The errors a user can fix, one family for every command.
+
+Every class here is a `UserError` (a `ValueError`): the message is one
+line that names the file, key or value and says what is wrong, and
+every command prints it without a traceback and exits with status 2
+(`keras_bert.runtime.command`). From Python they are ordinary
+`ValueError`s.
+"""
+
+from pipelines.errors import UserError
+
+__all__ = [
+    "CheckpointError",
+    "ConfigError",
+    "FinetuneConfigError",
+    "FinetuneError",
+    "UserError",
+]
+
+
+class ConfigError(UserError):
+    """A config key, value, file or device the user asked for is unusable.
+
+    `python -m keras_bert.pretrain` prints its message on one line and exits
+    with status 2; from Python it is an ordinary `ValueError`.
+    """
+
+
+class FinetuneConfigError(ConfigError):
+    """A bad fine-tuning config file, override key or value."""
+
+
+class FinetuneError(UserError):
+    """Bad command-line input (checkpoint, vocabulary, task), or a run that
+    cannot give trustworthy results (a NaN loss, non-finite predictions).
+
+    The message is one line, printed without a traceback (exit status 2).
+    """
+
+
+class CheckpointError(UserError):
+    """A checkpoint that cannot be converted: a user error, not a bug.
+
+    The message is one line that names the file and says what is wrong
+    (missing, unexpected or mis-shaped variables are listed by name), so
+    the command line can print it without a traceback.
+    """

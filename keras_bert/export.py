@@ -1,0 +1,84 @@
+"""Exports a trained keras_bert model for TF Serving.
+
+    python -m keras_bert.export --model_dir runs/sst2 --output /models/sst2
+
+writes `/models/sst2/<next version>/`, a SavedModel whose `serving_default`
+signature takes raw text and runs on stock TensorFlow (no tensorflow-text).
+`--model_dir` holds `model.keras` (fine-tuned), `pretrainer.keras` or
+`backbone.keras`, tried in that order; `--model FILE` picks one. The
+vocabulary comes from the backbone inside the archive unless `--vocab`.
+"""
+
+# Before TensorFlow's start-up notices reach the console.
+from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
+
+import_tensorflow_quietly()
+
+import argparse
+import os
+
+from keras_bert.runtime.console import add_verbose_argument
+
+# The exported graph must be TensorFlow; weights from any backend load here.
+# (`python -m` has already imported keras_bert, and so keras, by now: if it
+# came up under another backend, export_for_serving re-runs this command in
+# a child process; the setting below is what that child, and any process
+# importing this module first, gets.)
+os.environ["KERAS_BACKEND"] = "tensorflow"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_bert.export", description=__doc__.split("\n")[0]
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model_dir", help="training output directory")
+    source.add_argument("--model", help="a .keras archive")
+    parser.add_argument("--output", required=True, help="TF Serving base path")
+    parser.add_argument("--vocab", help="vocab.txt (default: the model's own)")
+    case = parser.add_mutually_exclusive_group()
+    case.add_argument("--lower_case", dest="lower_case", action="store_true",
+                      default=None, help="uncased tokenization")
+    case.add_argument("--cased", dest="lower_case", action="store_false",
+                      help="cased tokenization (default: infer from vocab)")
+    parser.add_argument("--seq_len", type=int, default=128)
+    parser.add_argument("--version", type=int, help="default: next free")
+    parser.add_argument("--top_k", type=int, default=5)
+    parser.add_argument("--max_masks", type=int, default=20)
+    parser.add_argument("--max_answer_length", type=int, default=30)
+    parser.add_argument("--max_query_length", type=int, default=64)
+    parser.add_argument("--doc_stride", type=int, default=128)
+    parser.add_argument("--n_best_size", type=int, default=20)
+    add_verbose_argument(parser)
+    args = parser.parse_args(argv)
+
+    from keras_bert.serving.serving_export import (
+        export_for_serving,
+        find_model_file,
+    )
+    from keras_bert.file_io import FILE_ERRORS
+
+    try:
+        model = args.model or find_model_file(args.model_dir)
+        path = export_for_serving(
+            model,
+            args.output,
+            vocabulary=args.vocab,
+            lower_case=args.lower_case,
+            seq_len=args.seq_len,
+            version=args.version,
+            top_k=args.top_k,
+            max_masks=args.max_masks,
+            max_answer_length=args.max_answer_length,
+            max_query_length=args.max_query_length,
+            doc_stride=args.doc_stride,
+            n_best_size=args.n_best_size,
+        )
+    except (ValueError, *FILE_ERRORS) as e:  # Bad arguments or files: one line.
+        parser.exit(2, f"{parser.prog}: error: {e}\n")
+    print(f"Exported {model} to {path}")
+    return path
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""The optimizer's settings, as YAML `optimizer:` keys."""
+
+import dataclasses
+import typing
+
+OPTIMIZERS = ("adamw", "adam_weight_decay", "lamb")
+
+
+@dataclasses.dataclass
+class OptimizerConfig:
+    """The optimizer, its warmup + linear decay, clipping, accumulation (§A.2).
+
+    `name`: `adamw` (Keras' AdamW, bias-corrected), `adam_weight_decay`
+    (the original BERT update, no bias correction) or `lamb`.
+    `decay_start`: `warmup_end` (decay from the peak when warmup ends) or
+    `step_0` (the original schedule: decay from step 0, overridden by
+    warmup). See `AdamWeightDecay` and `WarmupLinearDecay`.
+    """
+
+    name: str = "adamw"
+    learning_rate: float = 1e-4
+    warmup_steps: int = 10_000
+    decay_start: str = "warmup_end"
+    weight_decay: float = 0.01
+    # Leaf variable names: LayerNorm's `gamma`/`beta` and every `bias`
+    # (`output_bias` of the masked-LM head included) are not decayed.
+    exclude_from_weight_decay: list = dataclasses.field(
+        default_factory=lambda: ["gamma", "beta", "bias"]
+    )
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-6
+    global_clipnorm: typing.Optional[float] = 1.0
+    gradient_accumulation_steps: int = 1

@@ -1,0 +1,350 @@
+"""The pre-training task as plain Keras objects: compiled model + datasets.
+
+`build_pretraining(config)` is the Python (and Colab) entry point: it
+returns a compiled `BertPretrainer` and, per phase, a function that builds
+that phase's dataset, so `model.fit` can drive training directly.
+`run_pretraining` (in `pretraining_runner.py`) adds checkpoints, resume,
+logging and export on top of the same objects.
+"""
+
+import dataclasses
+import functools
+import inspect
+import math
+import os
+import zipfile
+
+import keras
+import tensorflow as tf
+
+from keras_bert.file_io import FILE_ERRORS, error_reason
+from keras_bert.model_configs import load_model_config
+from keras_bert.models import BertBackbone, BertPretrainer
+from keras_bert.errors import ConfigError
+from keras_bert.optimization.optimizers import create_optimizer, create_schedule
+from keras_bert.pretraining.objective import (
+    compile_pretrainer,
+    to_keras_batch,
+)
+from keras_bert.pretraining.training_distribution import create_distribution
+
+
+@dataclasses.dataclass
+class PretrainingPhase:
+    """One phase, resolved: its config, length and first optimizer step.
+
+    Attributes:
+        index: int. Position in `config.phases`.
+        config: `PhaseConfig` (seq_len, max_predictions, global batch_size).
+        steps: int. Optimizer updates in this phase.
+        micro_steps: int. Batches in this phase (`steps` × accumulation).
+        first_step: int. Optimizer step at which the phase starts.
+        dataset: callable `(skip_batches=0) -> dataset` for `fit`, already
+            adapted to Keras and distributed.
+    """
+
+    index: int
+    config: object
+    steps: int
+    micro_steps: int
+    first_step: int
+    dataset: object = None
+
+    def fit_kwargs(self, steps_per_loop, done_micro_steps=0):
+        """`steps_per_epoch`/`epochs` covering the rest of the phase in
+        logging windows; stop exactly at its end with a callback
+        (`PretrainingCheckpoint`) when the last window is partial."""
+        remaining = self.micro_steps - done_micro_steps
+        return {
+            "steps_per_epoch": steps_per_loop,
+            "epochs": max(1, math.ceil(remaining / steps_per_loop)),
+        }
+
+
+@dataclasses.dataclass
+class Pretraining:
+    """What `build_pretraining` returns.
+
+    Attributes:
+        config: the `PretrainingConfig`.
+        distribution: `TrainingDistribution`.
+        backbone: `BertBackbone`, with `.vocabulary` set from the vocab file.
+        model: compiled `BertPretrainer` (loss = mlm + nsp).
+        schedule: the `WarmupLinearDecay` driving the optimizer.
+        phases: list of `PretrainingPhase`.
+        train_files, eval_files: lists of corpus files.
+    """
+
+    config: object
+    distribution: object
+    backbone: object
+    model: object
+    schedule: object
+    phases: list
+    train_files: list
+    eval_files: list
+
+    def eval_dataset(self, phase_index=-1):
+        """Held-out batches shaped like phase `phase_index`'s, same masks
+        every call (fixed seed, no shuffling)."""
+        phase = self.phases[phase_index]
+        return _distributed_dataset(
+            self.config, phase.config, self.eval_files, self.distribution,
+            shuffle=False, seed=self.config.data.seed + 1)
+
+
+def _read_vocabulary(path):
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            return f.read().splitlines()
+    except FILE_ERRORS as error:
+        raise ConfigError(f"Cannot read data.vocab_file {path!r}: "
+                          f"{error_reason(error)}") from None
+
+
+def build_backbone(config):
+    """The `BertBackbone` of `config.model` + `config.model_overrides`, in
+    `config.precision`, with one embedding row per token of
+    `data.vocab_file`; position embeddings are sized for the longest phase
+    from the start (BERT's 512)."""
+    try:
+        kwargs = load_model_config(config.model)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    # `BertBackbone` would pass an unknown keyword on to `keras.Model`,
+    # which ignores it: a typo must not go unnoticed.
+    known = set(inspect.signature(BertBackbone).parameters) - {"dtype", "kwargs"}
+    unknown = sorted(set(config.model_overrides) - known)
+    if unknown:
+        raise ConfigError(
+            f"model_overrides: unknown key {unknown[0]!r} (known: "
+            f"{', '.join(sorted(known))}).")
+    kwargs.update(config.model_overrides)
+    longest = max(phase.seq_len for phase in config.phases)
+    if kwargs.get("max_sequence_length", 512) < longest:
+        raise ConfigError(
+            f"The model's max_sequence_length={kwargs['max_sequence_length']}"
+            f" is shorter than the longest phase, seq_len={longest}.")
+    vocabulary = _read_vocabulary(config.data.vocab_file)
+    # Export and fine-tuning need exactly one row per token, so a custom
+    # vocabulary sizes the model unless an override says otherwise.
+    requested = config.model_overrides.get("vocabulary_size", len(vocabulary))
+    if requested != len(vocabulary):
+        raise ConfigError(
+            f"data.vocab_file has {len(vocabulary)} tokens but "
+            f"model_overrides.vocabulary_size is {requested}; drop the "
+            "override (the model takes its size from the vocabulary).")
+    kwargs["vocabulary_size"] = len(vocabulary)
+    try:
+        backbone = BertBackbone(**kwargs, dtype=resolve_precision(
+            config.precision, kwargs.get("hidden_dim")))
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"model_overrides: {error}") from None
+    backbone.vocabulary = vocabulary
+    return backbone
+
+
+def _dataset(config, phase, files, batch_size, input_context, *, shuffle=None,
+             seed=None, skip_batches=0):
+    import pipelines
+
+    data = config.data
+    dataset = pipelines.pretraining_dataset(
+        files, data.vocab_file, seq_len=phase.seq_len,
+        max_predictions=phase.max_predictions, batch_size=batch_size,
+        corpus_format=data.corpus_format, lower_case=data.lower_case,
+        mask_rate=data.mask_rate, short_seq_prob=data.short_seq_prob,
+        whole_word_masking=data.whole_word_masking,
+        next_sentence_rate=data.next_sentence_rate,
+        pack_documents=data.pack_documents,
+        seed=data.seed if seed is None else seed,
+        shuffle=data.shuffle if shuffle is None else shuffle,
+        repeat=True, input_context=input_context)
+    if skip_batches:
+        # The data position on resume: the seeded stream, minus what the
+        # interrupted run consumed.
+        dataset = dataset.skip(skip_batches)
+    return dataset.map(to_keras_batch)
+
+
+def _distributed_dataset(config, phase, files, distribution, **kwargs):
+    return distribution.distribute_datasets(
+        lambda batch_size, context: _dataset(
+            config, phase, files, batch_size, context, **kwargs),
+        phase.batch_size)
+
+
+def _accelerator():
+    """"gpu", "tpu" or None: what the backend computes on."""
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        platform = jax.devices()[0].platform
+        return platform if platform in ("gpu", "tpu") else None
+    if backend == "torch":
+        import torch
+
+        return "gpu" if torch.cuda.is_available() else None
+    if tf.config.list_physical_devices("GPU"):
+        return "gpu"
+    # Physical on a TPU VM; logical once a remote TPU is connected.
+    tpu = (tf.config.list_physical_devices("TPU")
+           or tf.config.list_logical_devices("TPU"))
+    return "tpu" if tpu else None
+
+
+# On a CPU, bfloat16 pays only with bf16 arithmetic and wide matmuls: with
+# AVX512-BF16, TensorFlow, bfloat16 measured +20-28% seq/s at BERT-Base,
+# even at Mini and -10% at Tiny (the default run: -12%), and slower at every
+# size under JAX (BENCHMARKS.md, "Speed where users train").
+BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+BFLOAT16_CPU_MIN_HIDDEN_DIM = 768
+
+
+def cpu_has_bfloat16_arithmetic():
+    """Whether /proc/cpuinfo lists a bf16 arithmetic extension."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:  # Not Linux: no such file to read.
+        return False
+    return any(flag in flags for flag in BFLOAT16_CPU_FLAGS)
+
+
+def resolve_precision(precision, hidden_dim):
+    """`"auto"`: bfloat16 matmuls with float32 weights (`mixed_bfloat16`)
+    where they measured faster: on a GPU or TPU, and on a CPU with bf16
+    arithmetic for models of `hidden_dim` >= 768 under TensorFlow or
+    PyTorch; float32 elsewhere."""
+    if precision != "auto":
+        return precision
+    if _accelerator():
+        return "mixed_bfloat16"
+    wide = isinstance(hidden_dim, int) and hidden_dim >= BFLOAT16_CPU_MIN_HIDDEN_DIM
+    if wide and keras.backend.backend() != "jax" and cpu_has_bfloat16_arithmetic():
+        return "mixed_bfloat16"
+    return "float32"
+
+
+def resolve_jit_compile(jit_compile):
+    """`"auto"` is Keras' choice (XLA where the model supports it) except on
+    TensorFlow with no accelerator: XLA's CPU code for this model measured
+    about 2x slower than TensorFlow's kernels (see BENCHMARKS.md)."""
+    if jit_compile != "auto" or keras.backend.backend() != "tensorflow":
+        return jit_compile
+    return "auto" if _accelerator() else False
+
+
+def split_corpus(data):
+    """`(train_files, eval_files)` from a `DataConfig`."""
+    import pipelines
+
+    if data.eval_files is not None:
+        return (pipelines.list_files(data.train_files, data.corpus_format),
+                pipelines.list_files(data.eval_files, data.corpus_format))
+    return pipelines.split_files(
+        data.train_files, data.holdout_fraction, seed=data.seed,
+        corpus_format=data.corpus_format)
+
+
+def plan_phases(config):
+    """`PretrainingPhase`s (without datasets) for `config.phases`."""
+    accumulation = config.optimizer.gradient_accumulation_steps
+    phases, first = [], 0
+    for index, (phase, steps) in enumerate(
+            zip(config.phases, config.phase_steps())):
+        phases.append(PretrainingPhase(
+            index, phase, steps, steps * accumulation, first))
+        first += steps
+    return phases
+
+
+def build_pretraining(config, distribution=None):
+    """Builds the compiled model and per-phase datasets of a config.
+
+    Args:
+        config: `PretrainingConfig` (see `load_pretraining_config`).
+        distribution: `TrainingDistribution` or None to create one from
+            `config.strategy` / `config.tpu`.
+
+    Returns:
+        `Pretraining`. `phases[i].dataset(skip_batches=0)` builds phase i's
+        input (global batch `phases[i].config.batch_size`, split over
+        replicas; sharded by worker).
+
+    Example (the whole recipe with `fit`, as in Colab):
+    >>> pretraining = build_pretraining(load_pretraining_config("default"))
+    >>> for phase in pretraining.phases:
+    ...     pretraining.model.fit(phase.dataset(),
+    ...                           steps_per_epoch=phase.micro_steps, epochs=1)
+    """
+    config.validate()
+    # One seed for the initial weights, the dropout masks and the data
+    # order (`pipelines` folds TensorFlow's global seed into its own): a
+    # rerun of a config repeats it.
+    keras.utils.set_random_seed(config.data.seed)
+    if distribution is None:
+        distribution = create_distribution(config.strategy, config.tpu)
+    if config.precision == "mixed_float16" and _accelerator() != "gpu":
+        raise ConfigError(
+            "precision=mixed_float16 needs a GPU (CPUs and TPUs have no fast "
+            "float16 matmul, and XLA's CPU code has none at all); use "
+            "mixed_bfloat16 or float32.")
+    train_files, eval_files = split_corpus(config.data)
+    phases = plan_phases(config)
+    total_steps = sum(phase.steps for phase in phases)
+    with distribution.scope():
+        backbone = build_backbone(config)
+        model = BertPretrainer(backbone, name="bert_pretrainer")
+        schedule = create_schedule(config.optimizer, total_steps)
+        optimizer = create_optimizer(config.optimizer, total_steps, schedule)
+        compile_pretrainer(
+            model, optimizer,
+            jit_compile=resolve_jit_compile(config.jit_compile),
+            next_sentence_prediction=config.data.next_sentence_rate > 0)
+    for phase in phases:
+        phase.dataset = functools.partial(
+            lambda phase_config, skip_batches=0: _distributed_dataset(
+                config, phase_config, train_files, distribution,
+                skip_batches=skip_batches),
+            phase.config)
+    return Pretraining(config, distribution, backbone, model,
+                       schedule, phases,
+                       train_files, eval_files)
+
+
+def load_initial_weights(pretraining, path):
+    """`--init_checkpoint`: copy weights (only) from a `.keras` backbone or
+    pretrainer, a `.weights.h5` file or a checkpoint directory."""
+    from keras_bert.pretraining.checkpoint_manager import (
+        WEIGHTS_FILE,
+        CheckpointManager,
+    )
+
+    if tf.io.gfile.isdir(path):
+        latest = CheckpointManager(os.path.join(path, "checkpoints"),
+                                   is_chief=False).latest()
+        path = os.path.join(latest or path, WEIGHTS_FILE)
+    if not tf.io.gfile.exists(path):
+        raise ConfigError(f"init_checkpoint {path!r} does not exist.")
+    try:
+        if path.endswith(".keras"):
+            source = keras.saving.load_model(path, compile=False)
+            target = (pretraining.backbone if isinstance(source, BertBackbone)
+                      else pretraining.model)
+            target.set_weights(source.get_weights())
+            return
+        # A training checkpoint also holds optimizer variables: load it into
+        # an uncompiled twin, which has no optimizer to restore, then copy.
+        twin = BertPretrainer(build_backbone(pretraining.config))
+        twin.load_weights(path)
+        pretraining.model.set_weights(twin.get_weights())
+    except (zipfile.BadZipFile, *FILE_ERRORS, EOFError, KeyError,
+            ValueError) as error:
+        # A copy cut short or corrupted on the way (bad CRC), or weights of
+        # another architecture.
+        raise ConfigError(
+            f"init_checkpoint {path!r} cannot be loaded: "
+            f"{type(error).__name__}: {error}") from None

@@ -1,0 +1,351 @@
+"""The resumable pre-training loop behind `python -m keras_bert.pretrain`."""
+
+import contextlib
+import os
+import signal
+import time
+
+import keras
+import tensorflow as tf
+import yaml
+
+from keras_bert.file_io import save_keras_atomically
+from keras_bert.file_io import (
+    FILE_ERRORS,
+    atomic_directory,
+    error_reason,
+    makedirs,
+    remove,
+)
+from keras_bert.pretraining.checkpoint_manager import CheckpointManager
+from keras_bert.errors import ConfigError
+from keras_bert.models import BertPretrainer
+from keras_bert.pretraining.fill_mask import fill_mask
+from keras_bert.pretraining.pretraining import (
+    build_backbone,
+    build_pretraining,
+    load_initial_weights,
+)
+from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
+from keras_bert.pretraining.config import (
+    check_rerun_config,
+    write_config,
+)
+from keras_bert.run_dir import RunLock
+from keras_bert.pretraining.training_monitor import TrainingMonitor
+from keras_bert.pretraining.training_state import TrainingState
+from pipelines import CorpusError
+from pipelines.corpus import NO_DOCUMENT
+
+
+def run_pretraining(config, distribution=None, verbose="auto", callbacks=(),
+                    allow_longer_train_steps=False):
+    """Pre-trains BERT as `config` says, resuming from `model_dir` if it can.
+
+    Steps: build the model and optimizer (seeded by `data.seed`); lock
+    `model_dir` (`RunLock`: a second run on it is refused); write the
+    resolved config to `<model_dir>/config.yaml` or, on a rerun, refuse a
+    config that changes training (`record_config`); restore the newest
+    readable checkpoint in `<model_dir>/checkpoints` (weights, optimizer
+    and schedule position, dropout seeds, phase, data position) or else
+    warm-start from `init_checkpoint`; run each remaining phase with
+    `Model.fit` (one Keras epoch per `steps_per_loop` updates, the window
+    over which metrics are averaged and logged); evaluate on held-out
+    files after each phase; save the final checkpoint; export the backbone
+    and pretrainer as `.keras` and SavedModel. SIGTERM or Ctrl-C saves a
+    checkpoint and returns early.
+
+    Args:
+        config: `PretrainingConfig`.
+        distribution: `TrainingDistribution` or None (from the config).
+        verbose: bool or "auto". Print a line per logging window.
+        callbacks: extra Keras callbacks for every `fit`.
+        allow_longer_train_steps: bool. Accept a rerun whose `train_steps`
+            exceeds the recorded one (only the last phase may grow); a
+            finished run then trains on.
+
+    Returns:
+        dict: `"state"` (`TrainingState`), `"eval"` (per phase index, the
+        held-out metrics), `"preempted"` (bool), `"pretraining"` and, with
+        `fill_mask_probes`, `"fill_mask"` (see `fill_mask_report`).
+    """
+    pretraining = build_pretraining(config, distribution)
+    # Workers of one multi-worker run share `model_dir`; only the chief
+    # writes, so only the chief locks.
+    lock = contextlib.nullcontext()
+    if pretraining.distribution.is_chief:
+        try:
+            makedirs(config.model_dir)
+        except FILE_ERRORS as error:
+            raise ConfigError(f"Cannot create model_dir: {error_reason(error)}"
+                              f". Received: model_dir={config.model_dir!r}"
+                              ) from None
+        lock = RunLock(config.model_dir)
+    with lock:
+        if pretraining.distribution.is_chief:
+            record_config(config, allow_longer_train_steps)
+        return _resume_and_train(pretraining, verbose, callbacks)
+
+
+def _resume_and_train(pretraining, verbose, callbacks):
+    """`run_pretraining` once `model_dir` is ours."""
+    config = pretraining.config
+    distribution = pretraining.distribution
+    chief = distribution.is_chief
+    model_dir = config.model_dir
+    model = pretraining.model
+    manager = CheckpointManager(os.path.join(model_dir, "checkpoints"),
+                                keep=config.checkpoint.keep, is_chief=chief)
+    latest, state = restore_newest_readable(manager, model, distribution)
+    if latest:
+        print(f"Resuming from {latest}: step {state.step}, phase "
+              f"{state.phase}, {state.phase_micro_step} batches into it.",
+              flush=True)
+    elif config.init_checkpoint:
+        load_initial_weights(pretraining, config.init_checkpoint)
+        print(f"Initial weights from {config.init_checkpoint}.", flush=True)
+    results = {"state": state, "eval": {}, "preempted": False,
+               "pretraining": pretraining}
+    accumulation = config.optimizer.gradient_accumulation_steps
+    last = pretraining.phases[-1]
+    if state.finished and state.step < last.first_step + last.steps:
+        # `train_steps` was extended (`check_rerun_config`): back into the
+        # last phase, whose first step did not move.
+        state.finished = False
+        state.phase = last.index
+        state.phase_micro_step = (state.micro_step
+                                  - last.first_step * accumulation)
+    if state.finished:
+        print(f"Already finished at step {state.step}; outputs are in "
+              f"{model_dir}.", flush=True)
+        return results
+
+    schedule = pretraining.schedule
+    checkpointer = PretrainingCheckpoint(
+        manager, state, config.checkpoint.every_steps, accumulation)
+    # A run killed after its last phase resumes straight into evaluation
+    # and export, with no `fit` to hand the callback its model.
+    checkpointer.set_model(model)
+    profile = None
+    if config.profile_steps:
+        profile = tuple(int(s) for s in config.profile_steps.split(","))
+    monitor = TrainingMonitor(
+        os.path.join(model_dir, "logs"), state,
+        learning_rate_fn=lambda step: float(keras.ops.convert_to_numpy(
+            schedule(step * accumulation))),
+        total_steps=config.train_steps, profile_steps=profile,
+        enabled=chief, verbose=bool(verbose))
+    previous_handlers = checkpointer.install_signal_handlers()
+    try:
+        for phase in pretraining.phases[state.phase:]:
+            seq = phase.config
+            print(f"Phase {phase.index}: seq_len={seq.seq_len}, "
+                  f"max_predictions={seq.max_predictions}, global batch "
+                  f"{seq.batch_size}, steps {phase.first_step}.."
+                  f"{phase.first_step + phase.steps}", flush=True)
+            done = state.phase_micro_step
+            if done < phase.micro_steps:
+                checkpointer.start_phase(phase.micro_steps)
+                monitor.start_phase(phase.index, seq.batch_size, seq.seq_len)
+                loop = config.steps_per_loop * accumulation
+                with _no_document_is_a_corpus_error(config):
+                    model.fit(
+                        phase.dataset(skip_batches=done),
+                        **phase.fit_kwargs(loop, done),
+                        **held_out_kwargs(pretraining, phase, state.step),
+                        callbacks=[checkpointer, monitor, *callbacks],
+                        verbose=0,  # TrainingMonitor prints a line a window.
+                        shuffle=False,  # The pipeline shuffles, seeded.
+                    )
+                if checkpointer.preempted:
+                    if checkpointer.last_saved_step != state.step:
+                        checkpointer.save()
+                    print(f"Stopped at step {state.step}; checkpoint saved. "
+                          "Run the same command to resume.", flush=True)
+                    results["preempted"] = True
+                    return results
+                if checkpointer.last_saved_step != state.step:
+                    checkpointer.save()
+            results["eval"][phase.index] = evaluate(pretraining, phase.index,
+                                                    monitor, state.step)
+            state.phase += 1
+            state.phase_micro_step = 0
+        state.finished = True
+        if chief:
+            export_models(pretraining, model_dir)
+        checkpointer.save()
+        if chief and config.fill_mask_probes:
+            results["fill_mask"] = fill_mask_report(pretraining)
+    finally:
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
+    return results
+
+
+@contextlib.contextmanager
+def _no_document_is_a_corpus_error(config):
+    """The pipeline's no-document error (a tf.data assertion) as a one-line
+    `CorpusError` naming the files."""
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as error:
+        if NO_DOCUMENT not in str(error):
+            raise
+        raise CorpusError(
+            f"{config.data.train_files!r}: {NO_DOCUMENT}.") from None
+
+
+def record_config(config, allow_longer_train_steps=False):
+    """Writes `<model_dir>/config.yaml` once, before the first checkpoint;
+    once checkpoints exist a rerun must match it (`check_rerun_config`),
+    so the file always describes what was trained."""
+    path = os.path.join(config.model_dir, "config.yaml")
+    _refuse_a_finetuning_folder(config.model_dir, path)
+    trained = CheckpointManager(os.path.join(config.model_dir, "checkpoints"),
+                                is_chief=False).checkpoints()
+    if not (trained and tf.io.gfile.exists(path)) or check_rerun_config(
+            config, path, allow_longer_train_steps):
+        write_config(config, path)
+
+
+def _refuse_a_finetuning_folder(model_dir, config_path):
+    """A fine-tuning run's folder (its config.yaml names a task) is not
+    written over."""
+    try:
+        with tf.io.gfile.GFile(config_path) as f:
+            previous = yaml.safe_load(f.read())
+    except (*FILE_ERRORS, UnicodeDecodeError, yaml.YAMLError):
+        return  # Absent, or reported by `check_rerun_config`.
+    if isinstance(previous, dict) and "task" in previous and "phases" not in previous:
+        raise ConfigError(
+            f"model_dir {model_dir!r} holds a fine-tuning run (task "
+            f"{previous['task']!r}); pre-train into another folder.")
+
+
+def restore_newest_readable(manager, model, distribution):
+    """`(path, TrainingState)` of the newest checkpoint that loads, or
+    `(None, TrainingState())` if there is none.
+
+    A checkpoint cut short or damaged on disk (a full disk, a bad copy)
+    is skipped with a warning for the one before it: losing
+    `checkpoint.every_steps` updates beats a run that cannot resume."""
+    checkpoints = [path for _, path in manager.checkpoints()]
+    for path in reversed(checkpoints):
+        try:
+            with distribution.scope():
+                return path, TrainingState(
+                    **CheckpointManager.restore(model, path))
+        except (*FILE_ERRORS, ValueError, KeyError, TypeError) as error:
+            print(f"warning: checkpoint {path} is unreadable "
+                  f"({type(error).__name__}: {error}); trying the one "
+                  "before it.", flush=True)
+    if checkpoints:
+        raise ConfigError(
+            f"No readable checkpoint in {manager.directory} (tried "
+            f"{len(checkpoints)}). Move them away to start afresh.")
+    return None, TrainingState()
+
+
+def held_out_kwargs(pretraining, phase, step):
+    """`fit` arguments that evaluate held-out data at every multiple of
+    `eval_every_steps` inside the phase (its end is evaluated anyway).
+
+    Windows (Keras epochs) are `steps_per_loop` updates from `step`, so
+    the evaluated windows are listed by number (`validation_freq`)."""
+    config = pretraining.config
+    every = config.eval_every_steps
+    if not every or not config.eval_steps:
+        return {}
+    loop = config.steps_per_loop
+    end = phase.first_step + phase.steps
+    epochs = [e for e in range(1, (end - step) // loop + 1)
+              if (step + e * loop) % every == 0 and step + e * loop < end]
+    if not epochs:
+        return {}
+    return {"validation_data": pretraining.eval_dataset(phase.index),
+            "validation_steps": config.eval_steps,
+            "validation_freq": epochs}
+
+
+def evaluate(pretraining, phase_index, monitor, step):
+    """Held-out loss and accuracies at phase `phase_index`'s shape."""
+    config = pretraining.config
+    if config.eval_steps == 0:
+        return {}
+    seq = pretraining.phases[phase_index].config
+    metrics = pretraining.model.evaluate(
+        pretraining.eval_dataset(phase_index), steps=config.eval_steps,
+        return_dict=True, verbose=0)
+    metrics = {k: float(v) for k, v in metrics.items()}
+    print(f"Held-out at seq_len={seq.seq_len} (step {step}): "
+          f"MLM accuracy {metrics.get('mlm_accuracy', float('nan')):.4f}, "
+          + (f"NSP accuracy {metrics['nsp_accuracy']:.4f}, "
+             if "nsp_accuracy" in metrics else "")
+          + f"loss {metrics.get('loss', float('nan')):.4f}", flush=True)
+    monitor.write_scalars(
+        "eval", {f"{k}_seq{seq.seq_len}": v for k, v in metrics.items()},
+        step)
+    return metrics
+
+
+def fill_mask_report(pretraining):
+    """Prints the top-5 fillers of `config.fill_mask_probes` by the trained
+    model and by a freshly initialised one; returns both."""
+    import pipelines
+
+    config = pretraining.config
+    tokenizer = pipelines.BertTokenizer(config.data.vocab_file,
+                                        lower_case=config.data.lower_case)
+    untrained = BertPretrainer(build_backbone(config))
+    report = {name: fill_mask(model, tokenizer, config.fill_mask_probes)
+              for name, model in (("trained", pretraining.model),
+                                  ("untrained", untrained))}
+    print("Fill-mask, top 5 (trained model | freshly initialised model):",
+          flush=True)
+    for i, sentence in enumerate(config.fill_mask_probes):
+        print(f"  {sentence}")
+        for name in ("trained", "untrained"):
+            for fillers in report[name][i]:
+                words = ", ".join(f"{t} {p:.3f}" for t, p in fillers)
+                print(f"    {name:>9}: {words}")
+    return report
+
+
+def export_models(pretraining, model_dir):
+    """`backbone.keras`, `pretrainer.keras` and, where the backend can,
+    SavedModels under `saved_model/{backbone,pretrainer}`.
+
+    Each is written to a hidden temporary sibling and moved into place; a
+    run killed mid-export leaves those siblings, removed here when the
+    rerun exports again."""
+    leftovers = (
+        tf.io.gfile.glob(os.path.join(model_dir, ".*.tmp.keras"))
+        + tf.io.gfile.glob(os.path.join(model_dir, "saved_model", ".tmp-*")))
+    for path in leftovers:
+        remove(path)
+    start = time.time()
+    print(f"Exporting backbone and pretrainer to {model_dir} ...", flush=True)
+    save_keras_atomically(pretraining.backbone, os.path.join(model_dir, "backbone.keras"))
+    save_keras_atomically(pretraining.model, os.path.join(model_dir, "pretrainer.keras"))
+    if keras.backend.backend() == "torch":
+        print("SavedModel export needs the tensorflow or jax backend; "
+              "wrote the .keras files only.", flush=True)
+        return
+    kwargs = {}
+    for name, model in (("backbone", pretraining.backbone),
+                        ("pretrainer", pretraining.model)):
+        if keras.backend.backend() == "jax":
+            # jax2tf cannot trace keras-hub's PositionEmbedding with a
+            # symbolic sequence length: export at the longest phase's.
+            seq_len = max(p.seq_len for p in pretraining.config.phases)
+            kwargs["input_signature"] = [{
+                key: tf.TensorSpec(
+                    (None, None if key == "mask_positions" else seq_len),
+                    tf.int32, name=key)
+                for key in model.input}]
+        with atomic_directory(os.path.join(model_dir, "saved_model", name),
+                              last="saved_model.pb") as temp:
+            model.export(temp, format="tf_saved_model", verbose=False,
+                         **kwargs)
+    print(f"Exported backbone and pretrainer (.keras, SavedModel) to "
+          f"{model_dir} in {time.time() - start:.0f}s.", flush=True)

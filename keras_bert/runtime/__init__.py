@@ -1,0 +1,5 @@
+"""What every command shares at run time: a quiet console, the Keras
+backend choice, progress on stderr and the one-line error harness.
+
+Standard library only at import: the commands use it before Keras loads.
+"""

@@ -1,0 +1,460 @@
+"""BERT's WordPiece tokenizer written with core TensorFlow ops only.
+
+Stock TF Serving does not register tensorflow-text's kernels
+(`FastWordpieceTokenizeWithOffsets`, `NormalizeUTF8`, ...), so a SavedModel
+that tokenizes with them fails to load there. This module rebuilds
+google-research/bert `tokenization.py` (`BasicTokenizer` + greedy
+longest-match `WordpieceTokenizer`) from `tf.strings`, hash tables, ragged
+ops and one `tf.while_loop`; Unicode properties come from tables computed by
+`unicode_tables.py` at export time. It must not import tensorflow_text.
+
+Shape legend: B batch rows, N decoded characters in the batch, M characters
+after normalisation, W words in the batch, A words still being split, K the
+longest vocabulary piece in characters, P pieces in the batch.
+
+Invalid UTF-8 is decoded with each bad sequence replaced by U+FFFD, which
+the cleaning step then deletes, exactly as `bytes.decode("utf-8",
+"replace")` followed by the original tokenizer would.
+"""
+
+import tensorflow as tf
+
+from keras_bert.serving import unicode_tables as ut
+
+MAX_CHARS_PER_WORD = 200
+
+
+def _shift_right(x, fill):
+    """x[i - 1] at position i; `fill` at position 0."""
+    return tf.concat([tf.fill([1], tf.cast(fill, x.dtype)), x[:-1]], axis=0)
+
+
+def _num_ids(ids):
+    """1 + the largest id in (N,) int64 `ids`; 0 when empty."""
+    return tf.reduce_max(tf.concat([ids, [-1]], axis=0)) + 1
+
+
+def _int64_table(keys, values, default):
+    return tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(
+            tf.constant(keys, tf.int64), tf.constant(values, tf.int64)
+        ),
+        default_value=tf.constant(default, tf.int64),
+    )
+
+
+class CoreOpsBertTokenizer(tf.Module):
+    """Raw strings to BERT WordPiece ids, built from core TensorFlow ops.
+
+    Produces the ids of google-research/bert `FullTokenizer` (and therefore
+    of `pipelines.BertTokenizer`): clean (delete U+0000, U+FFFD and Cc/Cf
+    controls; whitespace to spaces), isolate CJK ideographs, split on
+    whitespace, lower-case + NFD + drop Mn marks when `lower_case`, split
+    around punctuation, then greedy longest-match-first WordPiece with `##`
+    continuation pieces; a word longer than 200 characters or without a
+    full split becomes `[UNK]`. Byte offsets into the input come along so a
+    span answer can be cut out of the original text.
+
+    Args:
+        vocabulary: str path to a `vocab.txt` (one token per line, id =
+            line number) or a list of str tokens in id order.
+        lower_case: bool. Uncased model. Defaults to True.
+        unk_token: str. Defaults to `"[UNK]"`.
+
+    Call `tokenize(text)` with a string tensor of shape (B,); returns a dict
+    of ragged (B, None) tensors: `token_ids` int32, `start_offsets` and
+    `end_offsets` int64 byte offsets of each piece in its input, and
+    `word_index` int32, the whitespace-separated word (counted from 0 in its
+    row) each piece came from, plus (B, None) `word_start_offsets` and
+    `word_end_offsets` of those words.
+
+    Example:
+    >>> tokenizer = CoreOpsBertTokenizer(
+    ...     ["[PAD]", "[UNK]", "hello", "world", "##s", "!"])
+    >>> tokenizer.tokenize(tf.constant(["Hello worlds!"]))["token_ids"]
+    <tf.RaggedTensor [[2, 3, 4, 5]]>
+    """
+
+    def __init__(self, vocabulary, lower_case=True, unk_token="[UNK]"):
+        super().__init__(name="core_ops_bert_tokenizer")
+        if isinstance(vocabulary, str):
+            with tf.io.gfile.GFile(vocabulary) as f:
+                vocabulary = f.read().splitlines()
+        vocabulary = list(vocabulary)
+        # load_vocab() strips each line; a later duplicate overwrites.
+        index = {token.strip(): i for i, token in enumerate(vocabulary)}
+        if unk_token not in index:
+            raise ValueError(
+                f"`vocabulary` must contain `unk_token`. Received: "
+                f"unk_token={unk_token!r}, vocabulary of {len(vocabulary)} "
+                f"tokens starting {vocabulary[:5]}"
+            )
+        self.vocabulary = vocabulary
+        self.lower_case = lower_case
+        self.unk_token = unk_token
+        self.unk_id = index[unk_token]
+        # Longest piece in characters, "##" excluded: no candidate is longer.
+        self.max_piece_chars = min(
+            MAX_CHARS_PER_WORD,
+            max(len(t[2:] if t.startswith("##") else t) for t in index),
+        )
+        self.vocab_table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(
+                tf.constant(list(index)),
+                tf.constant(list(index.values()), tf.int64),
+            ),
+            default_value=tf.constant(-1, tf.int64),
+        )
+        tables = ut.unicode_tables()
+        self.class_table = _int64_table(
+            tables["class_keys"], tables["class_values"], 0
+        )
+        self.ccc_table = _int64_table(tables["ccc_keys"], tables["ccc_values"], 0)
+        self.map_table = _int64_table(
+            tables["map_keys"], range(len(tables["map_keys"])), -1
+        )
+        self.map_splits = tf.constant(tables["map_splits"], tf.int64)
+        self.map_values = tf.constant(tables["map_values"], tf.int64)
+        self.unidata_version = tables["unidata_version"]
+
+    # --- Character level --------------------------------------------------
+
+    def _flags(self, codepoints):
+        return self.class_table.lookup(codepoints)
+
+    def _is_cjk(self, codepoints):
+        hit = tf.zeros_like(codepoints, tf.bool)
+        for lo, hi in ut.CJK_RANGES:
+            hit |= (codepoints >= lo) & (codepoints <= hi)
+        return hit
+
+    def _final_sigmas(self, cp, word, flags):
+        """True where U+03A3 lowers to final sigma (CPython's str.lower)."""
+        n = tf.shape(cp, out_type=tf.int64)[0]
+        solid = (flags & ut.CASE_IGNORABLE) == 0
+        solid_positions = tf.where(solid)[:, 0]  # Non-ignorable chars, sorted.
+        num_solid = tf.shape(solid_positions, out_type=tf.int64)[0]
+        solid_positions = tf.concat([solid_positions, [0]], axis=0)
+        solid_upto = tf.cumsum(tf.cast(solid, tf.int64))  # Inclusive count.
+        solid_before = solid_upto - tf.cast(solid, tf.int64)
+        cased = (flags & ut.CASED) != 0
+
+        def neighbour(k):  # The k-th solid char, if inside the same word.
+            ok = (k >= 0) & (k < num_solid)
+            pos = tf.gather(solid_positions, tf.clip_by_value(k, 0, num_solid))
+            pos = tf.where(ok, pos, 0)
+            ok &= tf.gather(word, pos) == word
+            return ok & tf.gather(cased, pos)
+
+        prev_cased = neighbour(solid_before - 1)
+        next_cased = neighbour(solid_upto)
+        return (cp == ut.CAPITAL_SIGMA) & prev_cased & ~next_cased
+
+    def _normalize(self, cp, src, word):
+        """Lower-case, NFD, drop Mn: per char via the table, then reorder.
+
+        Returns the normalised code points (M,) with, for each, the index of
+        the source char and its word.
+        """
+        row = self.map_table.lookup(cp)  # (N,) -1 = maps to itself.
+        mapped = row >= 0
+        safe_row = tf.maximum(row, 0)
+        begin = tf.where(mapped, tf.gather(self.map_splits, safe_row), 0)
+        limit = tf.where(
+            mapped, tf.gather(self.map_splits, safe_row + 1), begin + 1
+        )
+        take = tf.ragged.range(begin, limit)
+        owner = take.value_rowids()  # (M,) index into the N chars.
+        out_cp = tf.where(
+            tf.gather(mapped, owner),
+            tf.gather(self.map_values, take.flat_values),
+            tf.gather(cp, owner),
+        )
+        out_src = tf.gather(src, owner)
+        out_word = tf.gather(word, owner)
+        # NFD's canonical ordering: within each run of marks (ccc > 0) of a
+        # word, sort stably by combining class. Only matters for the few
+        # marks that are not Mn (stripped next), e.g. U+302E, U+1D165.
+        ccc = self.ccc_table.lookup(out_cp)
+        keep = (self._flags(out_cp) & ut.NONSPACING_MARK) == 0
+
+        def reorder():
+            run_start = (ccc == 0) | (out_word != _shift_right(out_word, -1))
+            run = tf.cumsum(tf.cast(run_start, tf.int64))
+            order = tf.argsort(run * 256 + ccc, stable=True)
+            return [tf.gather(x, order) for x in (out_cp, out_src, out_word, keep)]
+
+        # The sort can only matter when a surviving mark exists.
+        out_cp, out_src, out_word, keep = tf.cond(
+            tf.reduce_any((ccc > 0) & keep),
+            reorder,
+            lambda: [out_cp, out_src, out_word, keep],
+        )
+        return (
+            tf.boolean_mask(out_cp, keep),
+            tf.boolean_mask(out_src, keep),
+            tf.boolean_mask(out_word, keep),
+        )
+
+    def _words(self, text):
+        """Runs BasicTokenizer on a batch; words come back as char runs."""
+        text = tf.convert_to_tensor(text, tf.string)
+        decoded, starts = tf.strings.unicode_decode_with_offsets(
+            text, "UTF-8", errors="replace", replacement_char=0xFFFD
+        )
+        cp = tf.cast(decoded.flat_values, tf.int64)  # (N,)
+        rows = decoded.value_rowids()
+        starts = starts.flat_values
+        # A char's end byte is where the next one in its row starts.
+        next_rows = tf.concat([rows[1:], [-1]], axis=0)
+        next_starts = tf.concat([starts[1:], [0]], axis=0)
+        byte_lengths = tf.cast(tf.strings.length(text), tf.int64)
+        ends = tf.where(
+            next_rows == rows, next_starts, tf.gather(byte_lengths, rows)
+        )
+
+        flags = self._flags(cp)
+        keep = (flags & ut.DELETE) == 0
+        cp, rows, starts, ends, flags = [
+            tf.boolean_mask(x, keep) for x in (cp, rows, starts, ends, flags)
+        ]
+        space = (flags & ut.SPACE) != 0
+        cjk = self._is_cjk(cp)
+        # A word starts at a non-space char after a space, a row start, or a
+        # CJK ideograph, and at every CJK ideograph (they stand alone).
+        new_row = rows != _shift_right(rows, -1)
+        word_start = ~space & (
+            new_row | _shift_right(space, True) | _shift_right(cjk, True) | cjk
+        )
+        word = tf.cumsum(tf.cast(word_start, tf.int64)) - 1  # (N,) word id.
+        solid = ~space
+        cp, rows, starts, ends, flags, word = [
+            tf.boolean_mask(x, solid)
+            for x in (cp, rows, starts, ends, flags, word)
+        ]
+        src = tf.range(tf.shape(cp, out_type=tf.int64)[0])
+        char_word = word
+        if self.lower_case:
+            cp = tf.cond(
+                tf.reduce_any(cp == ut.CAPITAL_SIGMA),
+                lambda: tf.where(
+                    self._final_sigmas(cp, word, flags),
+                    tf.constant(ut.FINAL_SIGMA, tf.int64),
+                    cp,
+                ),
+                lambda: cp,
+            )
+            cp, src, word = self._normalize(cp, src, word)
+        # Split around punctuation: each punctuation char is its own piece
+        # of text. Words left empty by accent stripping vanish here.
+        punct = (self._flags(cp) & ut.PUNCT) != 0
+        split = (
+            (word != _shift_right(word, -1))
+            | punct
+            | _shift_right(punct, False)
+        )
+        piece_word = tf.cumsum(tf.cast(split, tf.int64)) - 1  # (M,)
+        return {
+            "text": text,
+            "codepoints": cp,
+            "piece_word": piece_word,
+            "word": word,  # Whitespace word of each char (global id).
+            "src": src,  # Source char of each char.
+            # Per source char (N after cleaning and whitespace removal):
+            "char_word": char_word,
+            "rows": rows,
+            "starts": starts,
+            "ends": ends,
+        }
+
+    # --- WordPiece ----------------------------------------------------------
+
+    def _wordpiece(self, words, num_chars):
+        """Greedy longest-match-first split of each of W words.
+
+        Returns flat (P,) tensors sorted by word then position: word index,
+        vocabulary id, first char, end char (exclusive) within the word.
+        """
+        num_words = tf.shape(words, out_type=tf.int64)[0]
+        too_long = num_chars > MAX_CHARS_PER_WORD
+        spec = tf.TensorSpec([None], tf.int64)
+
+        def body(step, active, start, failed, acc):
+            idx = tf.where(active)[:, 0]  # (A,)
+            word = tf.gather(words, idx)
+            begin = tf.gather(start, idx)
+            remaining = tf.gather(num_chars, idx) - begin
+            # Candidates 1..K, K no longer than any active word's remainder.
+            longest = tf.minimum(
+                tf.constant(self.max_piece_chars, tf.int64),
+                tf.reduce_max(remaining),
+            )
+            lengths = tf.range(1, longest + 1, dtype=tf.int64)  # (K,)
+            shape = tf.stack([tf.size(idx, out_type=tf.int64), longest])
+            candidates = tf.strings.substr(
+                tf.broadcast_to(word[:, None], shape),
+                tf.broadcast_to(begin[:, None], shape),
+                tf.broadcast_to(lengths[None, :], shape),
+                unit="UTF8_CHAR",
+            )  # (A, K)
+            candidates = tf.where(
+                begin[:, None] > 0,
+                tf.strings.join(["##", candidates]),
+                candidates,
+            )
+            ids = self.vocab_table.lookup(candidates)  # (A, K)
+            hit = (ids >= 0) & (lengths[None, :] <= remaining[:, None])
+            best = tf.reduce_max(tf.where(hit, lengths[None, :], 0), axis=1)
+            best_id = tf.gather(ids, tf.maximum(best - 1, 0), batch_dims=1)
+            found = best > 0
+            end = begin + best
+            acc = [
+                a.write(step, x)
+                for a, x in zip(
+                    acc,
+                    [
+                        tf.boolean_mask(idx, found),
+                        tf.boolean_mask(best_id, found),
+                        tf.boolean_mask(begin, found),
+                        tf.boolean_mask(end, found),
+                    ],
+                )
+            ]
+            failed = tf.tensor_scatter_nd_update(
+                failed, idx[:, None], ~found
+            )
+            start = tf.tensor_scatter_nd_update(start, idx[:, None], end)
+            active = ~failed & (start < num_chars) & ~too_long
+            return step + 1, active, start, failed, acc
+
+        # Fast path: most words are a vocabulary entry as a whole, which is
+        # then the longest match; only the rest enter the loop.
+        whole_id = self.vocab_table.lookup(words)
+        whole = (whole_id >= 0) & ~too_long
+        whole_idx = tf.where(whole)[:, 0]
+        acc = [
+            tf.TensorArray(
+                tf.int64,
+                size=0,
+                dynamic_size=True,
+                infer_shape=False,
+                element_shape=[None],
+            ).write(0, x)
+            for x in (
+                whole_idx,
+                tf.gather(whole_id, whole_idx),
+                tf.zeros_like(whole_idx),
+                tf.gather(num_chars, whole_idx),
+            )
+        ]
+        _, _, _, failed, acc = tf.while_loop(
+            lambda step, active, *_: tf.reduce_any(active),
+            body,
+            (
+                tf.constant(1),
+                ~too_long & ~whole & (num_chars > 0),
+                tf.where(whole, num_chars, 0),  # Whole words are done.
+                tf.zeros([num_words], tf.bool),
+                acc,
+            ),
+        )
+        word_idx, ids, begin, end = [a.concat() for a in acc]
+        # A word with any unmatched piece, or too long, is a single [UNK].
+        unk = failed | too_long
+        keep = ~tf.gather(unk, word_idx)
+        unk_words = tf.where(unk)[:, 0]
+        word_idx = tf.concat([tf.boolean_mask(word_idx, keep), unk_words], 0)
+        ids = tf.concat(
+            [tf.boolean_mask(ids, keep), tf.fill(tf.shape(unk_words), tf.cast(self.unk_id, tf.int64))],
+            0,
+        )
+        begin = tf.concat(
+            [tf.boolean_mask(begin, keep), tf.zeros_like(unk_words)], 0
+        )
+        end = tf.concat(
+            [tf.boolean_mask(end, keep), tf.gather(num_chars, unk_words)], 0
+        )
+        order = tf.argsort(word_idx * (MAX_CHARS_PER_WORD + 1) + begin, stable=True)
+        return [tf.gather(x, order) for x in (word_idx, ids, begin, end)]
+
+    # --- Public -------------------------------------------------------------
+
+    def tokenize(self, text, max_words_per_row=None):
+        """Tokenizes a (B,) string tensor; see the class docstring.
+
+        Args:
+            text: string tensor (B,).
+            max_words_per_row: optional int. Keep only each row's first
+                words (after punctuation splitting); every word yields at
+                least one piece, so `max_words_per_row = seq_len` bounds the
+                WordPiece work of a 1 MB request without changing the
+                first `seq_len` pieces.
+        """
+        w = self._words(text)
+        batch = tf.shape(w["text"], out_type=tf.int64)[0]
+        cp, piece_word = w["codepoints"], w["piece_word"]
+        num_words = _num_ids(piece_word)
+        chars = tf.RaggedTensor.from_value_rowids(
+            cp, piece_word, nrows=num_words, validate=False
+        )  # (W, None)
+        first_char = chars.row_starts()  # (W,)
+        word_src = tf.gather(w["src"], first_char)
+        word_row = tf.gather(w["rows"], word_src)  # (W,)
+        ws_word = tf.gather(w["word"], first_char)  # Whitespace word id.
+        # Position of each word within its row, to cap the work per row.
+        row_first_word = tf.math.unsorted_segment_min(
+            tf.range(num_words), word_row, tf.cast(batch, tf.int32)
+        )
+        rank = tf.range(num_words) - tf.gather(row_first_word, word_row)
+        if max_words_per_row is not None:
+            kept = rank < max_words_per_row
+        else:
+            kept = tf.ones_like(rank, tf.bool)
+        kept_idx = tf.where(kept)[:, 0]
+        kept_chars = tf.gather(chars, kept_idx)
+        strings = tf.strings.unicode_encode(
+            tf.cast(kept_chars, tf.int32), "UTF-8"
+        )
+        p_word, p_id, p_begin, p_end = self._wordpiece(
+            strings, kept_chars.row_lengths()
+        )
+        p_word = tf.gather(kept_idx, p_word)  # Back to ids over all W words.
+        # Bytes each piece covers: the span of the source chars of its chars.
+        base = tf.gather(first_char, p_word)
+        p_chars = tf.ragged.range(base + p_begin, base + p_end)
+        p_src = tf.gather(w["src"], p_chars)
+        p_start = tf.reduce_min(tf.gather(w["starts"], p_src), axis=1)
+        p_stop = tf.reduce_max(tf.gather(w["ends"], p_src), axis=1)
+        p_row = tf.gather(word_row, p_word)
+
+        # Whitespace words of each row, and each piece's index among them.
+        ws_ids = w["char_word"]
+        ws_count = _num_ids(ws_ids)
+        ws_start = tf.math.unsorted_segment_min(
+            w["starts"], ws_ids, tf.cast(ws_count, tf.int32)
+        )
+        ws_end = tf.math.unsorted_segment_max(
+            w["ends"], ws_ids, tf.cast(ws_count, tf.int32)
+        )
+        ws_row = tf.math.unsorted_segment_min(
+            w["rows"], ws_ids, tf.cast(ws_count, tf.int32)
+        )
+        row_first_ws = tf.math.unsorted_segment_min(
+            tf.range(ws_count), ws_row, tf.cast(batch, tf.int32)
+        )
+        p_ws = tf.gather(ws_word, p_word)
+        p_ws_rank = p_ws - tf.gather(row_first_ws, p_row)
+
+        def ragged(values, value_rowids):
+            return tf.RaggedTensor.from_value_rowids(
+                values, value_rowids, nrows=batch, validate=False
+            )
+
+        return {
+            "token_ids": ragged(tf.cast(p_id, tf.int32), p_row),
+            "start_offsets": ragged(p_start, p_row),
+            "end_offsets": ragged(p_stop, p_row),
+            "word_index": ragged(tf.cast(p_ws_rank, tf.int32), p_row),
+            "word_start_offsets": ragged(ws_start, ws_row),
+            "word_end_offsets": ragged(ws_end, ws_row),
+        }

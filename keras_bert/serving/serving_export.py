@@ -1,0 +1,368 @@
+"""Writes a versioned TF Serving SavedModel, atomically.
+
+TF Serving watches `EXPORT_DIR/<integer version>/`; it ignores other names.
+The model is written to a hidden sibling `EXPORT_DIR/.tmp-<version>-*`,
+checked, and renamed into place in one rename, so a failed or killed
+export never leaves a half-written version for the server to load. On an
+object store (`gs://`), which cannot rename a directory, the files move
+one by one and `saved_model.pb`, the file a server reads first, moves last
+(`keras_bert.file_io.atomic_directory`).
+
+The graph is always built under the TensorFlow backend, where a Keras model
+traces to plain TensorFlow ops. A model living under JAX or PyTorch is
+saved to a temporary `.keras` archive (weights are backend-neutral) and
+exported by `python -m keras_bert.export` in a child process with
+`KERAS_BACKEND=tensorflow`.
+"""
+
+import importlib
+import logging
+import os
+import pkgutil
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import tensorflow as tf
+
+from keras_bert.file_io import archive_problem
+from keras_bert.file_io import atomic_directory, listdir, makedirs, remove
+
+logger = logging.getLogger(__name__)
+
+MODEL_FILES = ("model.keras", "pretrainer.keras", "backbone.keras")
+SMOKE_TEXTS = ["", " \t\n", "Hello, World!", "\x00\ufffd\u200f中文 😀", "a" * 300]
+
+
+def find_model_file(model_dir):
+    """The model to export in a training output dir.
+
+    `model.keras` (a fine-tuned task model) first, then `pretrainer.keras`,
+    then `backbone.keras`.
+    """
+    for name in MODEL_FILES:
+        path = os.path.join(model_dir, name)
+        if tf.io.gfile.exists(path):
+            return path
+    raise FileNotFoundError(
+        f"`model_dir` must contain one of {', '.join(MODEL_FILES)}. "
+        f"Received: model_dir={model_dir!r} with "
+        f"{sorted(listdir(model_dir)) if tf.io.gfile.isdir(model_dir) else 'no such directory'}"
+    )
+
+
+def next_version(output_dir):
+    """1 + the highest integer version under `output_dir` (1 when none)."""
+    versions = [
+        int(name)
+        for name in (listdir(output_dir) if tf.io.gfile.isdir(output_dir) else [])
+        if re.fullmatch(r"[0-9]+", name)
+    ]
+    return max(versions, default=0) + 1
+
+
+def _import_models():
+    """Registers every keras_bert model class for `.keras` deserialisation."""
+    import keras_bert.models as models
+
+    for info in pkgutil.iter_modules(models.__path__):
+        importlib.import_module(f"keras_bert.models.{info.name}")
+
+
+def load_model(path):
+    """Loads a `.keras` archive with keras_bert's classes registered.
+
+    Raises:
+        ValueError: the file is missing, not a zip, damaged, or holds
+            something Keras cannot rebuild; one line naming the file.
+    """
+    import keras
+
+    _import_models()
+    try:
+        return keras.saving.load_model(path, compile=False)
+    except Exception as error:  # Keras raises many types for bad archives.
+        first = (str(error).strip() or type(error).__name__).splitlines()[0]
+        problem = archive_problem(path) or f"cannot load: {first}"
+        raise ValueError(f"{path}: {problem}") from None
+
+
+def _backbone_of(model):
+    return getattr(model, "backbone", model)
+
+
+def infer_lower_case(vocabulary):
+    """Uncased unless a token outside [SPECIAL] ones has an upper-case
+    letter (the fine-tuning runner's rule, so both sides agree)."""
+    return not any(
+        token != token.lower() for token in vocabulary if not token.startswith("[")
+    )
+
+
+def _read_vocabulary(path):
+    with tf.io.gfile.GFile(path) as f:
+        return [line.strip() for line in f.read().splitlines()]
+
+
+def export_for_serving(
+    model,
+    output_dir,
+    *,
+    vocabulary=None,
+    lower_case=None,
+    seq_len=128,
+    version=None,
+    top_k=5,
+    max_masks=20,
+    max_answer_length=30,
+    max_query_length=64,
+    doc_stride=128,
+    n_best_size=20,
+):
+    """Exports `model` for TF Serving as `output_dir/<version>/`.
+
+    The SavedModel answers raw UTF-8 text with tokenization built from core
+    TensorFlow ops (no tensorflow-text kernels needed; see
+    `CoreOpsBertTokenizer`) and carries the vocabulary as the asset
+    `vocab.txt`. Signatures are described in `bert_serving_module.py`;
+    outputs per model class in `task_adapters.py`.
+
+    Args:
+        model: a Keras `BertBackbone`, `BertPretrainer` or task model (any
+            backend), or a str path to a `.keras` archive of one.
+        output_dir: str. The TF Serving model base path.
+        vocabulary: list of str or a str path to `vocab.txt`. Defaults to
+            the backbone's `vocabulary` attribute.
+        lower_case: bool or None. Uncased tokenization; None infers it from
+            the vocabulary (cased vocabularies have upper-case tokens).
+        seq_len: int. Requests are truncated to this many pieces. Defaults
+            to 128; at most the backbone's `max_sequence_length`.
+        version: int >= 0 or None. Defaults to 1 + the highest existing
+            version.
+        top_k: int. Fill-mask candidates per `[MASK]` (pretrainers).
+        max_masks: int. `[MASK]` tokens answered per request (pretrainers).
+        max_answer_length, max_query_length, doc_stride, n_best_size: ints.
+            Span labelers answer as SQuAD fine-tuning evaluates
+            (`run_squad.py`): the question cut to `max_query_length`
+            pieces, the context split into windows of the `seq_len` pieces
+            left, `doc_stride` apart; the best of every window's
+            `n_best_size` starts and ends, at most `max_answer_length`
+            pieces long, with its start in its max-context window. Pass the
+            values fine-tuning used (`data.max_seq_length` as `seq_len`,
+            `data.doc_stride`, `data.max_query_length`, `squad.*`);
+            `max_query_length` must leave room for a context piece
+            (at most `seq_len - 4`).
+
+    Returns:
+        str, the path of the version directory written.
+
+    Example:
+    >>> export_for_serving(classifier, "/models/sst2")  # doctest: +SKIP
+    '/models/sst2/1'
+    """
+    options = dict(
+        seq_len=seq_len,
+        top_k=top_k,
+        max_masks=max_masks,
+        max_answer_length=max_answer_length,
+        max_query_length=max_query_length,
+        doc_stride=doc_stride,
+        n_best_size=n_best_size,
+    )
+    for name, value in options.items():
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(
+                f"`{name}` must be a positive int. Received: {name}={value!r}"
+            )
+    # Imported here: serving needs no tensorflow-text (CoreOpsBertTokenizer),
+    # and `pipelines` imports it.
+    from pipelines.tasks.features import MIN_SEQ_LEN
+
+    if seq_len < MIN_SEQ_LEN:
+        raise ValueError(
+            f"`seq_len` must be at least {MIN_SEQ_LEN} ([CLS] A [SEP] B "
+            f"[SEP]). Received: seq_len={seq_len}"
+        )
+    # TF Serving only loads versions named by non-negative integers.
+    if version is not None and (
+        isinstance(version, bool) or not isinstance(version, int) or version < 0
+    ):
+        raise ValueError(
+            f"`version` must be a non-negative int. Received: version={version!r}"
+        )
+    model_path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
+    # Checked here too, before a JAX/PyTorch process hands it to a child.
+    problem = model_path and archive_problem(model_path)
+    if problem:
+        raise ValueError(f"{model_path}: {problem}")
+    created = not tf.io.gfile.isdir(output_dir)
+    makedirs(output_dir)
+    # Tracing the serving graph takes a while and prints nothing.
+    logger.info("Exporting a TF Serving SavedModel into %s ...", output_dir)
+    start = time.time()
+    try:
+        path = _export_version(model, model_path, output_dir, version,
+                               vocabulary, lower_case, options)
+        logger.info("Exported %s in %.0fs.", path, time.time() - start)
+        return path
+    except BaseException:
+        # A failed first export leaves no empty base path behind.
+        if created and not listdir(output_dir):
+            remove(output_dir)
+        raise
+
+
+def _export_version(model, model_path, output_dir, version, vocabulary,
+                    lower_case, options):
+    """`export_for_serving` once the arguments are checked and
+    `output_dir` exists."""
+    import keras
+
+    seq_len = options["seq_len"]
+    version = next_version(output_dir) if version is None else version
+    final_dir = os.path.join(output_dir, str(version))
+    if tf.io.gfile.exists(final_dir):
+        raise FileExistsError(
+            f"`version` must be new; {final_dir!r} already exists. "
+            f"Received: version={version}"
+        )
+    if isinstance(vocabulary, (str, os.PathLike)):
+        vocabulary = _read_vocabulary(vocabulary)
+
+    if keras.backend.backend() != "tensorflow":
+        if model_path is None:  # Else the child checks it, after loading.
+            _check_span_options(model, options)
+        return _export_in_subprocess(
+            model_path or model, output_dir, version, vocabulary, lower_case, options
+        )
+    if model_path:
+        model = load_model(model_path)
+
+    vocabulary = vocabulary or _backbone_of(model).vocabulary
+    if not vocabulary:
+        raise ValueError(
+            "`vocabulary` must be given when the model carries none. "
+            f"Received: vocabulary=None and {type(model).__name__} whose "
+            "backbone.vocabulary is None"
+        )
+    vocabulary = [token.strip() for token in vocabulary]
+    if lower_case is None:
+        lower_case = infer_lower_case(vocabulary)
+    _check_span_options(model, options)
+    backbone = _backbone_of(model)
+    if seq_len > backbone.max_sequence_length:
+        raise ValueError(
+            "`seq_len` must be at most the backbone's max_sequence_length "
+            f"({backbone.max_sequence_length}). Received: seq_len={seq_len}"
+        )
+    vocab_size = getattr(backbone, "vocabulary_size", len(vocabulary))
+    if len(vocabulary) != vocab_size:
+        raise ValueError(
+            "`vocabulary` must have one token per embedding row. Received: "
+            f"{len(vocabulary)} tokens for vocabulary_size={vocab_size}"
+        )
+    is_pretrainer = any(c.__name__ == "BertPretrainer" for c in type(model).__mro__)
+    if is_pretrainer and options["top_k"] > vocab_size:
+        raise ValueError(
+            f"`top_k` must be at most the vocabulary size ({vocab_size}). "
+            f"Received: top_k={options['top_k']}"
+        )
+    missing = [
+        t
+        for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+        if t not in vocabulary
+    ]
+    if missing:
+        raise ValueError(
+            f"`vocabulary` must contain {missing}. Received: "
+            f"{len(vocabulary)} tokens starting {vocabulary[:5]}"
+        )
+
+    with atomic_directory(final_dir, last="saved_model.pb") as staging:
+        _write_saved_model(model, staging, vocabulary, lower_case, options)
+    return final_dir
+
+
+def _check_span_options(model, options):
+    """Span labelers: the question must leave a window of context."""
+    if not any(c.__name__ == "BertSpanLabeler" for c in type(model).__mro__):
+        return
+    seq_len, max_query_length = options["seq_len"], options["max_query_length"]
+    if max_query_length > seq_len - 4:
+        raise ValueError(
+            "`max_query_length` must leave room for a context piece in "
+            "`[CLS] question [SEP] context [SEP]` (at most seq_len - 4). "
+            f"Received: max_query_length={max_query_length}, seq_len={seq_len}"
+        )
+
+
+def _write_saved_model(model, path, vocabulary, lower_case, options):
+    from keras_bert.serving.bert_serving_module import BertServingModule
+
+    # The asset's source file lives outside the version directory.
+    with tempfile.TemporaryDirectory() as scratch:
+        vocab_file = os.path.join(scratch, "vocab.txt")
+        with open(vocab_file, "w", encoding="utf-8") as f:
+            f.write("".join(token + "\n" for token in vocabulary))
+        module = BertServingModule(
+            model, vocabulary, vocab_file, lower_case, **options
+        )
+        signatures = module.signatures()
+        # Smoke-test the raw-text signature before anything is written.
+        smoke = tf.constant(SMOKE_TEXTS)
+        default = signatures["serving_default"]
+        args = {"text_a": smoke}
+        kind = module.adapter.text_inputs
+        if kind == "choices":
+            args["text_b"] = tf.reshape(
+                tf.repeat(smoke, model.num_choices), [-1, model.num_choices]
+            )
+        elif kind != "single":
+            args["text_b"] = smoke
+        default(**args)
+        tf.saved_model.save(module, path, signatures=signatures)
+
+
+def _export_in_subprocess(model, output_dir, version, vocabulary, lower_case, options):
+    """Re-runs the export under the TensorFlow backend in a child process."""
+    with tempfile.TemporaryDirectory() as scratch:
+        if isinstance(model, str):
+            model_path = model
+        else:
+            model_path = os.path.join(scratch, "model.keras")
+            model.save(model_path)
+        command = [
+            sys.executable,
+            "-m",
+            "keras_bert.export",
+            "--model",
+            model_path,
+            "--output",
+            output_dir,
+            "--version",
+            str(version),
+        ]
+        if vocabulary is not None:
+            vocab_file = os.path.join(scratch, "vocab.txt")
+            with open(vocab_file, "w", encoding="utf-8") as f:
+                f.write("".join(token + "\n" for token in vocabulary))
+            command += ["--vocab", vocab_file]
+        if lower_case is not None:
+            command += ["--lower_case" if lower_case else "--cased"]
+        for name, value in options.items():
+            command += [f"--{name}", str(value)]
+        env = dict(os.environ, KERAS_BACKEND="tensorflow")
+        result = subprocess.run(command, env=env, capture_output=True, text=True)
+    prefix = "python -m keras_bert.export: error: "
+    user_errors = [line[len(prefix):] for line in result.stderr.splitlines()
+                   if line.startswith(prefix)]
+    if result.returncode == 2 and user_errors:  # Bad arguments: the child's line.
+        raise ValueError(user_errors[-1])
+    if result.returncode:
+        raise RuntimeError(
+            f"Export under the TensorFlow backend failed (exit "
+            f"{result.returncode}):\n{result.stderr[-4000:]}"
+        )
+    return os.path.join(output_dir, str(version))

@@ -1,0 +1,305 @@
+"""`python -m keras_bert.convert`: report, one-line errors, atomic writes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+import keras_bert  # noqa: F401  (registers the models for load_model)
+from keras_bert.convert import main
+from tests.conversion.tiny_bert import (
+    TINY,
+    original_shapes,
+    random_weights,
+    run_model,
+    write_google_checkpoint,
+)
+from tests.reference_bert import bert_forward
+
+ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
+
+
+def test_report(tmp_path, capsys):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
+
+    report = capsys.readouterr().out
+    assert "source:  Google BERT checkpoint" in report
+    assert "config:  L=2 H=8 A=2 I=16 V=40" in report
+    assert "pooler carried" in report
+    assert "vocab: 40 tokens" in report
+    assert "(Hugging Face BertModel)" in report
+    assert sorted(os.listdir(tmp_path / "hf")) == [
+        "config.json",
+        "model.safetensors",
+        "vocab.txt",
+    ]
+
+
+def test_hidden_activation_picks_the_gelu(tmp_path, capsys, inputs):
+    # bert_config.json says "gelu" for erf and tanh alike; the flag decides.
+    weights = random_weights(original_shapes(heads=False))
+    write_google_checkpoint(tmp_path / "google", weights)
+    google = str(tmp_path / "google")
+
+    def reference(approximate):
+        return bert_forward(weights, num_heads=TINY["num_heads"],
+                            approximate_gelu=approximate, **inputs)[0]
+
+    erf, tanh = reference(False), reference(True)
+    # The two references are far enough apart for the check to tell them.
+    assert np.abs(erf - tanh).max() > 1e-4
+
+    outputs = {}
+    for flag, form in [(None, "exact GELU, x * Phi(x) with erf"),
+                       ("gelu", "exact GELU, x * Phi(x) with erf"),
+                       ("gelu_approximate", "tanh approximation of GELU")]:
+        dst = str(tmp_path / f"{flag}.keras")
+        argv = [google, dst] + (["--hidden_activation", flag] if flag else [])
+        assert main(argv) == 0
+        report = capsys.readouterr().out
+        name = flag or "gelu"
+        why = "as requested" if flag else "from the source's config"
+        assert f"activation: {name} ({form}), {why}\n" in report
+        backbone = keras.saving.load_model(dst)
+        assert backbone.hidden_activation == name
+        assert backbone.get_config()["hidden_activation"] == name
+        outputs[flag] = run_model(backbone, inputs)["sequence_output"]
+    np.testing.assert_allclose(outputs[None], erf, atol=1e-5)
+    np.testing.assert_allclose(outputs["gelu"], erf, atol=1e-5)
+    np.testing.assert_allclose(outputs["gelu_approximate"], tanh, atol=1e-5)
+
+    # Hugging Face output names the tanh form "gelu_new".
+    assert main([google, str(tmp_path / "hf"),
+                 "--hidden_activation", "gelu_approximate"]) == 0
+    with open(tmp_path / "hf" / "config.json") as f:
+        assert json.load(f)["hidden_act"] == "gelu_new"
+
+
+def test_bad_hidden_activation_is_one_line(tmp_path, capsys):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+
+    argv = [str(tmp_path / "google"), str(tmp_path / "m.keras"),
+            "--hidden_activation", "tanh"]
+    assert main(argv) == 2
+
+    assert capsys.readouterr().err == (
+        "error: `hidden_activation` must be one of ['gelu', "
+        "'gelu_approximate']. Received: hidden_activation='tanh'\n"
+    )
+    assert sorted(os.listdir(tmp_path)) == ["google"]
+
+
+def test_vocab_of_another_size_is_refused(tmp_path, capsys):
+    # One embedding row per token is what export and fine-tuning need.
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    vocab = tmp_path / "small_vocab.txt"
+    vocab.write_text("".join(f"tok{i}\n" for i in range(30)))
+
+    argv = [str(tmp_path / "google"), str(tmp_path / "hf"), "--vocab", str(vocab)]
+    assert main(argv) == 2
+
+    assert capsys.readouterr().err == (
+        f"error: {vocab}: 30 tokens, but {tmp_path / 'google'} has 40 token "
+        "embeddings; export and fine-tuning need one per token "
+        "(wrong vocab.txt?).\n"
+    )
+    assert not (tmp_path / "hf").exists()
+
+
+def test_overwrite_through_a_symlink_replaces_its_target(tmp_path, capsys):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
+    os.symlink(tmp_path / "hf", tmp_path / "link")
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "link"), "--overwrite"]) == 0
+
+    assert os.path.islink(tmp_path / "link")
+    assert sorted(os.listdir(tmp_path)) == ["google", "hf", "link"]
+    assert sorted(os.listdir(tmp_path / "link")) == [
+        "config.json", "model.safetensors", "vocab.txt"]
+
+
+def test_existing_destination_needs_overwrite(tmp_path, capsys):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    os.makedirs(tmp_path / "hf")
+    (tmp_path / "hf" / "keep.txt").write_text("mine")
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert os.listdir(tmp_path / "hf") == ["keep.txt"]
+
+
+def test_overwrite_replaces_a_previous_output(tmp_path, capsys):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    google, hf = str(tmp_path / "google"), str(tmp_path / "hf")
+    assert main([google, hf]) == 0
+    (tmp_path / "hf" / "config.json").write_text("stale")
+
+    assert main([google, hf, "--overwrite"]) == 0
+    assert (tmp_path / "hf" / "config.json").read_text() != "stale"
+    assert sorted(os.listdir(tmp_path)) == ["google", "hf"]  # No temporaries.
+    assert main([google, str(tmp_path / "m.keras")]) == 0
+    assert main([google, str(tmp_path / "m.keras"), "--overwrite"]) == 0
+
+
+@pytest.mark.parametrize(
+    "dst, make, message",
+    [
+        ("hf", "folder", "not replaced: --overwrite replaces only a folder "
+         "holding config.json, model.safetensors, vocab.txt; it also holds "
+         "keep.txt, sub."),
+        ("hf", "file", "is a file, not a Hugging Face folder; not replaced."),
+        ("m.keras", "folder", "is a folder, not a .keras file; not replaced."),
+    ],
+)
+def test_overwrite_never_deletes_user_files(tmp_path, capsys, dst, make, message):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    path = tmp_path / dst
+    if make == "folder":
+        (path / "sub").mkdir(parents=True)
+        (path / "sub" / "notes.txt").write_text("mine")
+        (path / "keep.txt").write_text("mine")
+        (path / "config.json").write_text("mine")
+    else:
+        path.write_text("mine")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+
+    assert main([str(tmp_path / "google"), str(path), "--overwrite"]) == 2
+
+    assert capsys.readouterr().err == f"error: {path}: {message}\n"
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    if make == "folder":
+        assert (path / "config.json").read_text() == "mine"
+    else:
+        assert path.read_text() == "mine"
+
+
+def test_unwritable_destination_is_one_line(tmp_path, capsys, monkeypatch):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    # Tests may run as root, which chmod cannot lock out.
+    monkeypatch.setattr(
+        "keras_bert.conversion.converter.os.access", lambda path, mode: False
+    )
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 2
+
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path / 'hf'}: parent folder {tmp_path} is not writable.\n"
+    )
+    assert sorted(os.listdir(tmp_path)) == ["google"]
+
+
+def test_unreadable_source_is_one_line(tmp_path, capsys, monkeypatch):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "google"))
+
+    monkeypatch.setattr(
+        "keras_bert.conversion.converter.read_google_checkpoint", refuse
+    )
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 2
+
+    err = capsys.readouterr().err
+    assert err.startswith("error: [Errno 13] Permission denied")
+    assert err.count("\n") == 1
+
+
+def test_error_is_one_line(tmp_path, capsys):
+    weights = random_weights(original_shapes())
+    del weights["cls/seq_relationship/output_bias"]
+    write_google_checkpoint(tmp_path / "google", weights)
+
+    assert main([str(tmp_path / "google"), str(tmp_path / "out.keras")]) == 2
+
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith("error: Google BERT checkpoint")
+    assert "1 missing: cls/seq_relationship/output_bias" in captured.err
+    assert sorted(os.listdir(tmp_path)) == ["google"]
+
+
+@pytest.mark.slow
+def test_entry_point_exits_non_zero_without_traceback(tmp_path):
+    weights = random_weights(original_shapes())
+    weights["bert/pooler/dense/kernel"] = np.zeros((8, 3), "float32")
+    write_google_checkpoint(tmp_path / "google", weights)
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "keras_bert.convert",
+            str(tmp_path / "google"),
+            str(tmp_path / "out.keras"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
+
+    assert result.returncode == 2
+    errors = [
+        line for line in result.stderr.splitlines() if line.startswith("error:")
+    ]
+    assert len(errors) == 1
+    assert "bert/pooler/dense/kernel (8, 3) vs (8, 8)" in errors[0]
+    assert "Traceback" not in result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["google"]
+
+
+def test_weights_file_destination_is_refused(tmp_path, capsys):
+    assert (
+        main([str(tmp_path / "missing"), str(tmp_path / "x.weights.h5")]) == 2
+    )
+    assert "a `.keras` file or a folder" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing"), str(tmp_path / "out.keras")]) == 2
+    assert "no such checkpoint" in capsys.readouterr().err
+
+
+def test_outputs_follow_the_umask(tmp_path):
+    write_google_checkpoint(
+        tmp_path / "google", random_weights(original_shapes(heads=False))
+    )
+    previous = os.umask(0o027)
+    try:
+        assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
+        assert main([str(tmp_path / "google"), str(tmp_path / "m.keras")]) == 0
+    finally:
+        os.umask(previous)
+
+    def mode(name):
+        return os.stat(tmp_path / name).st_mode & 0o777
+
+    assert mode("hf") == 0o750 and mode("m.keras") == 0o640
+    for name in ("config.json", "model.safetensors", "vocab.txt"):
+        assert mode(f"hf/{name}") == 0o640

@@ -1,0 +1,172 @@
+import pytest
+import yaml
+
+from keras_bert.pretraining import ConfigError, load_pretraining_config
+from keras_bert.pretraining.config import parse_override
+
+
+@pytest.mark.parametrize("name, steps", [("default", [1750, 650]),
+                                         ("budget", [4800, 3200])])
+def test_short_sequences_first_recipes(name, steps):
+    config = load_pretraining_config(name)
+    assert [p.seq_len for p in config.phases] == [32, 128]
+    assert [p.max_predictions for p in config.phases] == [5, 20]
+    # The same tokens per update in both phases.
+    assert [p.batch_size * p.seq_len for p in config.phases] == [4096, 4096]
+    assert config.phase_steps() == steps and sum(steps) == config.train_steps
+    assert config.model_overrides == {"dropout": 0.0}
+    assert config.data.next_sentence_rate == 0.0
+    assert config.fill_mask_probes
+
+
+@pytest.mark.parametrize("name", ["bert_base", "bert_large"])
+def test_paper_recipes(name):
+    config = load_pretraining_config(name)
+    assert config.train_steps == 1_000_000
+    assert config.optimizer.learning_rate == 1e-4
+    assert config.optimizer.warmup_steps == 10_000
+    assert config.optimizer.weight_decay == 0.01
+    assert (config.optimizer.beta_1, config.optimizer.beta_2) == (0.9, 0.999)
+    assert config.optimizer.epsilon == 1e-6
+    assert config.data.next_sentence_rate == 0.5 and not config.model_overrides
+    assert config.optimizer.global_clipnorm == 1.0
+    # The original optimizer and schedule (google-research/bert optimization.py).
+    assert config.optimizer.name == "adam_weight_decay"
+    assert config.optimizer.decay_start == "step_0"
+    assert all(p.batch_size == 256 for p in config.phases)
+    assert config.phase_steps() == [900_000, 100_000]
+
+
+def test_overrides_nested_and_list():
+    config = load_pretraining_config("default", [
+        "optimizer.learning_rate=3e-4", "phases.1.batch_size=4",
+        "optimizer.name=lamb", "model_overrides.dropout=0.0",
+        "data.eval_files=[a.txt, b.txt]"])
+    assert config.optimizer.learning_rate == 3e-4
+    assert config.phases[1].batch_size == 4
+    assert config.optimizer.name == "lamb"
+    assert config.model_overrides == {"dropout": 0.0}
+    assert config.data.eval_files == ["a.txt", "b.txt"]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("optimizer.learnig_rate=1", "Unknown config key 'optimizer.learnig_rate'"),
+    ("nope=1", "Unknown config key 'nope'"),
+    ("phases.5.batch_size=1", "phases has 2 entries"),
+    ("strategy=gpus", "`strategy` must be one of"),
+    ("precision=fp8", "`precision` must be one of"),
+    ("train_steps=ten", "`train_steps` must be of type int"),
+    ("phases.0.max_predictions=999", "max_predictions=999"),
+    ("optimizer.warmup_steps=-1", "warmup_steps=-1"),
+    ("optimizer.name=adam", "`optimizer.name` must be one of .*"
+     "Received: optimizer.name='adam'"),
+    ("optimizer.decay_start=original", "`optimizer.decay_start` must be one "
+     "of .*Received: optimizer.decay_start='original'"),
+    ("novalue", "key=value"),
+])
+def test_bad_overrides_name_the_key(override, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[")) as error:
+        load_pretraining_config("default", [override])
+    assert "\n" not in str(error.value)
+
+
+def test_unknown_key_in_yaml(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"optimizer": {"lr": 1.0}}))
+    with pytest.raises(ConfigError, match=r"optimizer\.lr"):
+        load_pretraining_config(str(path))
+
+
+def test_unknown_config_name():
+    with pytest.raises(ConfigError, match="Shipped: .*bert_base"):
+        load_pretraining_config("bert_huge")
+
+
+def test_exactly_one_of_steps_and_fraction():
+    with pytest.raises(ConfigError, match="exactly one of `steps` and `fraction`"):
+        load_pretraining_config("default", ["phases.1.steps=5"])
+
+
+def test_fixed_and_fraction_phases():
+    config = load_pretraining_config("default", [
+        "train_steps=100", "optimizer.warmup_steps=10", "phases.0.steps=30",
+        "phases.0.fraction=null", "phases.1.fraction=1.0"])
+    assert config.phase_steps() == [30, 70]
+
+
+@pytest.mark.parametrize("fractions", [(0.6, 1.5), (0.9, 0.2), (0.0, 1.0)])
+def test_phase_fractions_must_share_the_steps(fractions):
+    overrides = [f"phases.{i}.fraction={f}" for i, f in enumerate(fractions)]
+    with pytest.raises(ConfigError) as error:
+        load_pretraining_config("budget", overrides)
+    assert str(error.value) == (
+        "The phases' `fraction`s share what `steps` phases leave of "
+        "train_steps: each in (0, 1], summing to 1. Received: "
+        f"fractions={list(fractions)}")
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.0])
+def test_holdout_fraction_must_leave_both_sides(fraction):
+    with pytest.raises(ConfigError) as error:
+        load_pretraining_config("default", [f"data.holdout_fraction={fraction}"])
+    assert str(error.value) == (
+        "`data.holdout_fraction` (the share of train_files held out for "
+        "evaluation when data.eval_files is not given) must be in (0, 1). "
+        f"Received: data.holdout_fraction={fraction}")
+
+
+def test_parse_override_reads_yaml_values():
+    assert parse_override("a.b=1e-4") == ("a.b", "1e-4")  # YAML 1.1 quirk
+    assert parse_override("a=true") == ("a", True)
+    assert parse_override("a=null") == ("a", None)
+
+
+def test_packing_documents_needs_the_next_sentence_task_off():
+    assert load_pretraining_config("default", ["data.pack_documents=true"]).data.pack_documents
+    with pytest.raises(ConfigError, match=r"next_sentence_rate=0\.5"):
+        load_pretraining_config("default", ["data.pack_documents=true",
+                                            "data.next_sentence_rate=0.5"])
+
+
+def test_own_text_recipe_packs_short_documents():
+    config = load_pretraining_config("own_text")
+    assert config.data.corpus_format == "lines"
+    assert config.data.pack_documents and config.data.next_sentence_rate == 0.0
+
+
+@pytest.mark.parametrize("accelerator, bf16_cpu, hidden_dim, backend, expected", [
+    (None, False, 768, "tensorflow", "float32"),
+    (None, True, 128, "tensorflow", "float32"),  # Tiny: bfloat16 measured slower.
+    (None, True, 256, "tensorflow", "float32"),  # Mini: no gain measured.
+    (None, True, 768, "tensorflow", "mixed_bfloat16"),  # Base: +21-28%.
+    (None, True, 768, "torch", "mixed_bfloat16"),
+    (None, True, 768, "jax", "float32"),  # XLA's CPU bfloat16: slower.
+    ("gpu", False, 128, "jax", "mixed_bfloat16"),
+    ("tpu", False, 128, "tensorflow", "mixed_bfloat16"),
+])
+def test_auto_precision_is_bfloat16_where_it_measured_faster(
+        monkeypatch, accelerator, bf16_cpu, hidden_dim, backend, expected):
+    from keras_bert.pretraining import pretraining
+
+    # The rule's inputs, not this machine's: any backend runs every case.
+    monkeypatch.setattr(pretraining, "_accelerator", lambda: accelerator)
+    monkeypatch.setattr(pretraining, "cpu_has_bfloat16_arithmetic", lambda: bf16_cpu)
+    monkeypatch.setattr(pretraining.keras.backend, "backend", lambda: backend)
+    assert pretraining.resolve_precision("auto", hidden_dim) == expected
+    assert pretraining.resolve_precision("float32", hidden_dim) == "float32"
+
+
+def test_bfloat16_arithmetic_read_from_the_cpu_flags(monkeypatch, tmp_path):
+    from keras_bert.pretraining import pretraining
+
+    cpuinfo = tmp_path / "cpuinfo"
+    real_open = open
+
+    def fake_open(path, *args, **kwargs):
+        return real_open(cpuinfo if path == "/proc/cpuinfo" else path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", fake_open)
+    cpuinfo.write_text("model name\t: X\nflags\t\t: fpu avx2 avx512f\n")
+    assert not pretraining.cpu_has_bfloat16_arithmetic()
+    cpuinfo.write_text("model name\t: X\nflags\t\t: fpu avx512f avx512_bf16\n")
+    assert pretraining.cpu_has_bfloat16_arithmetic()

@@ -1,0 +1,101 @@
+"""The main command's backend choice: measured once per machine, cached,
+overridden by KERAS_BACKEND. Speed itself is for bench/, not for tests."""
+
+import json
+
+import pytest
+
+from keras_bert.runtime import backend as fastest_backend
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    path = tmp_path / "cache" / "fastest_backend.json"
+    monkeypatch.setattr(fastest_backend, "CACHE_FILE", str(path))
+    return path
+
+
+class FakeProbe:
+    """Seconds per step by backend (None: the probe failed); counts calls."""
+
+    def __init__(self, **seconds):
+        self.seconds = seconds
+        self.calls = []
+
+    def __call__(self, backend):
+        self.calls.append(backend)
+        return self.seconds[backend]
+
+
+@pytest.mark.parametrize("seconds, expected", [
+    ({"tensorflow": 0.05, "jax": 0.09}, "tensorflow"),
+    ({"tensorflow": 0.09, "jax": 0.05}, "jax"),
+    ({"tensorflow": None, "jax": 0.5}, "jax"),
+    ({"tensorflow": None, "jax": None}, None),
+])
+def test_pick_fastest(seconds, expected):
+    assert fastest_backend.pick_fastest(seconds) == expected
+
+
+def test_measured_once_then_read_from_the_cache(cache):
+    probe = FakeProbe(tensorflow=0.09, jax=0.05)
+    assert fastest_backend.fastest_backend(probe)[0] == "jax"
+    assert probe.calls == ["tensorflow", "jax"]
+    assert json.loads(cache.read_text())["backend"] == "jax"
+    assert fastest_backend.fastest_backend(probe)[0] == "jax"
+    assert len(probe.calls) == 2
+
+
+def test_another_machine_or_a_corrupt_cache_measures_again(cache, monkeypatch):
+    fastest_backend.fastest_backend(FakeProbe(tensorflow=0.09, jax=0.05))
+    monkeypatch.setattr(fastest_backend, "machine_key", lambda: "other machine")
+    assert fastest_backend.fastest_backend(FakeProbe(tensorflow=0.01, jax=0.05))[0] == "tensorflow"
+    cache.write_text('{"machine": "other mach')  # Cut off mid-write.
+    probe = FakeProbe(tensorflow=0.09, jax=0.05)
+    assert fastest_backend.fastest_backend(probe)[0] == "jax"
+    assert probe.calls == ["tensorflow", "jax"]
+
+
+def test_no_backend_runs_falls_back_to_tensorflow_uncached(cache):
+    backend, record = fastest_backend.fastest_backend(FakeProbe(tensorflow=None, jax=None))
+    assert backend == "tensorflow"
+    assert "tensorflow failed, jax failed" in fastest_backend.describe(record)
+    assert not cache.exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["python", "-m", "keras_bert.pretrain", "--config", "budget"], True),
+    (["python", "-m", "keras_bert.finetune"], False),
+    (["python", "-m", "pytest", "keras_bert.pretrain"], False),
+])
+def test_main_command_detection(argv, expected):
+    assert fastest_backend.is_main_command(argv) == expected
+
+
+def test_keras_backend_set_by_the_user_is_kept(cache, monkeypatch):
+    monkeypatch.setenv("KERAS_BACKEND", "torch")
+    monkeypatch.setattr(fastest_backend.sys, "orig_argv", ["python", "-m", "keras_bert.pretrain"])
+    monkeypatch.setattr(fastest_backend, "measure_step", lambda b: pytest.fail("measured"))
+    fastest_backend.use_fastest_backend_for_main_command()
+    assert fastest_backend.os.environ["KERAS_BACKEND"] == "torch"
+
+
+def test_unset_backend_is_chosen_for_the_main_command(cache, monkeypatch, capsys):
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    monkeypatch.setattr(fastest_backend.sys, "orig_argv", ["python", "-m", "keras_bert.pretrain"])
+    monkeypatch.setattr(fastest_backend, "measure_step", FakeProbe(tensorflow=0.2, jax=0.1))
+    fastest_backend.use_fastest_backend_for_main_command()
+    assert fastest_backend.os.environ["KERAS_BACKEND"] == "jax"
+    assert "Keras backend: jax (fastest here; BERT-Tiny step: tensorflow 200 ms, jax 100 ms" in capsys.readouterr().err
+
+
+def test_a_backend_that_cannot_start_is_reported_not_raised(capsys):
+    assert fastest_backend.measure_step("no_such_backend") is None
+    assert "no_such_backend: probe failed" in capsys.readouterr().err
+
+
+def test_probe_times_a_real_training_step():
+    seconds = fastest_backend.probe_seconds_per_step(
+        num_layers=1, hidden_dim=16, num_heads=2, seq_len=16, batch_size=2,
+        warmup_steps=1, timed_steps=2)
+    assert 0 < seconds < 60
