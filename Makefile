@@ -2,10 +2,11 @@
 # so a fresh machine needs only python3 and pip.
 #   make pretrain   pre-train a small BERT on the bundled corpus (the main job)
 #   make test       the test suite under the TensorFlow, JAX and PyTorch backends
+#   make lint       ruff's formatter and linter (pyproject.toml), as CI runs them
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Extra arguments: `make pretrain ARGS="--set train_steps=200"`,
+# Extra arguments: `make pretrain ARGS="--config budget"`,
 # `make test PYTEST_ARGS="-x -k tokenizer"`.
 ARGS ?=
 PYTEST_ARGS ?=
@@ -13,7 +14,7 @@ PYTEST_ARGS ?=
 # TensorFlow backend. Everything else runs under all three backends.
 BACKEND_NEUTRAL_ONLY := --ignore=tests/pipelines
 
-.PHONY: pretrain test
+.PHONY: pretrain test lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,3 +37,7 @@ test: $(VENV)/.dev-installed
 	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest $(PYTEST_ARGS)
 	KERAS_BACKEND=jax $(BIN)/python -m pytest $(BACKEND_NEUTRAL_ONLY) $(PYTEST_ARGS)
 	KERAS_BACKEND=torch $(BIN)/python -m pytest $(BACKEND_NEUTRAL_ONLY) $(PYTEST_ARGS)
+
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
