@@ -44,7 +44,7 @@ DATA = os.path.join(ROOT, "..", "shared", "data")
 def dump(args):
     from learning_curve import compact_batches   # bench/, beside this script
 
-    from keras_bert.finetuning.predict import take_limit
+    from keras_bert.finetuning.batch_prediction import take_limit
     from keras_bert.model_configs import load_model_config
     from keras_bert.pretraining import build_pretraining, load_pretraining_config
     import pipelines

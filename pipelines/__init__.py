@@ -12,20 +12,12 @@ Public API:
 """
 
 from pipelines.bert_tokenizer import BertTokenizer
-from pipelines.corpus import (
-    list_files,
-    split_files,
-    strip_gutenberg_boilerplate,
-    write_tfrecord_shards,
-)
+from pipelines.corpus import list_files, split_files, strip_gutenberg_boilerplate
 from pipelines.errors import CorpusError, PipelineInputError, VocabularyError
 from pipelines.pretraining import pretraining_dataset
-from pipelines.vocabulary import (
-    SPECIAL_TOKENS,
-    learn_vocabulary,
-    load_vocabulary,
-    write_vocabulary,
-)
+from pipelines.shards import write_tfrecord_shards
+from pipelines.vocabulary import SPECIAL_TOKENS, load_vocabulary, write_vocabulary
+from pipelines.vocabulary_learner import learn_vocabulary
 
 __all__ = [
     "BertTokenizer",

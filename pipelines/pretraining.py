@@ -29,7 +29,7 @@ import logging
 
 import tensorflow as tf
 
-from pipelines import corpus
+from pipelines import corpus, shards
 from pipelines.bert_tokenizer import BertTokenizer
 from pipelines.masking import mask_batch
 from pipelines.next_sentence import create_pairs
@@ -248,7 +248,7 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
     files = corpus.list_files(file_pattern, corpus_format)
     if corpus_format == "tfrecord":
-        corpus.check_tfrecord_vocabulary(files, tokenizer.vocab_file)
+        shards.check_tfrecord_vocabulary(files, tokenizer.vocab_file)
     logger.info("Pre-training data: %d %s file(s) from %r.", len(files),
                 corpus_format, file_pattern)
 

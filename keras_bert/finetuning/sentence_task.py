@@ -10,7 +10,7 @@ import numpy as np
 import pipelines.tasks as tasks
 from keras_bert.file_io import write_atomically
 from keras_bert.finetuning import metrics as official
-from keras_bert.finetuning.predict import model_label_names, predict_batches, take_limit
+from keras_bert.finetuning.batch_prediction import model_label_names, predict_batches, take_limit
 from keras_bert.models import BertClassifier, BertRegressor
 
 GLUE_METRICS = {

@@ -9,7 +9,7 @@ import numpy as np
 import pipelines.tasks as tasks
 from keras_bert.file_io import write_atomically
 from keras_bert.finetuning import metrics as official
-from keras_bert.finetuning.predict import predict_batches, take_limit
+from keras_bert.finetuning.batch_prediction import predict_batches, take_limit
 from keras_bert.finetuning.squad_postprocess import squad_predictions
 from keras_bert.models import BertSpanLabeler
 

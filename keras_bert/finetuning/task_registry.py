@@ -1,7 +1,8 @@
 """Task name → the class that handles it and its config file.
 
 Every task of `python -m keras_bert.finetune --task` is listed here with
-the module that implements it, so nothing hides where the code lives.
+the module that implements it, so nothing hides where the code lives. Each
+class provides `task.FinetuningTask` (`tests/finetuning/test_task.py`).
 """
 
 from keras_bert.finetuning.choice_task import ChoiceTask
@@ -9,9 +10,10 @@ from keras_bert.finetuning.config import CONFIG_DIR
 from keras_bert.finetuning.sentence_task import SentenceTask
 from keras_bert.finetuning.squad_task import SquadTask
 from keras_bert.finetuning.tagging_task import TaggingTask
+from keras_bert.finetuning.task import FinetuningTask
 
 # name: (handler class, default config in configs/finetune/)
-TASKS = {
+TASKS: dict[str, tuple[type[FinetuningTask], str]] = {
     "sst2": (SentenceTask, "glue.yaml"),
     "cola": (SentenceTask, "glue.yaml"),
     "mrpc": (SentenceTask, "glue.yaml"),

@@ -339,7 +339,7 @@ def test_non_finite_predictions_are_not_scored():
     import tensorflow as tf
 
     from keras_bert.errors import FinetuneError
-    from keras_bert.finetuning.predict import predict_batches
+    from keras_bert.finetuning.batch_prediction import predict_batches
 
     class Model:
         def predict_on_batch(self, inputs):
@@ -353,7 +353,7 @@ def test_non_finite_predictions_are_not_scored():
 def test_prediction_progress_counts_batches_on_stderr(capsys):
     import tensorflow as tf
 
-    from keras_bert.finetuning.predict import predict_batches
+    from keras_bert.finetuning.batch_prediction import predict_batches
 
     class Model:
         def predict_on_batch(self, inputs):

@@ -1,4 +1,10 @@
-"""Batch-by-batch prediction that keeps each batch's own (dynamic) length."""
+"""What the task handlers share: batch-by-batch prediction that keeps each
+batch's own (dynamic) length, a seeded cut of the examples (`data.train_limit`,
+`data.eval_limit`) and the class names a saved model carries.
+
+Writing prediction files is `inference.run_prediction`'s job
+(`python -m keras_bert.predict`).
+"""
 
 import numpy as np
 from keras import tree
