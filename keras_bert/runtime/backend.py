@@ -1,16 +1,17 @@
 """The Keras backend `python -m keras_bert.pretrain` trains on, measured.
 
 Which backend trains BERT fastest depends on the processor, and no rule on
-its name or flags predicts it: on the 2-core machine of BENCHMARKS.md's
-first training table JAX (XLA's CPU code) was 1.8x TensorFlow's kernels; on
-an AMD EPYC (Zen 5, AVX512-BF16) TensorFlow is 1.2-1.9x JAX. So, unless
-`KERAS_BACKEND` is set, the main command measures: it times a few BERT-Tiny
-training steps (`PROBE`) under each of `CANDIDATES` in a subprocess, once
-per machine, and keeps the answer in `~/.cache/keras_bert/` under a key of
-the processor, core count, accelerators and package versions. PyTorch is
-not a candidate: Keras runs it eagerly, 2-2.7x slower than TensorFlow on
-that CPU (BENCHMARKS.md), and its GPU step is not compiled either. Delete
-the cache file to measure again.
+its name or flags predicts it: JAX (XLA's CPU code) wins on some CPUs,
+TensorFlow's kernels on others (BENCHMARKS.md#findings-behind-the-defaults).
+So, unless `KERAS_BACKEND` is set, the main command measures: it times a
+few BERT-Tiny training steps (`PROBE`, run by
+`keras_bert.pretraining.step_probe`) under each of `CANDIDATES` in a
+subprocess, once per machine, and keeps the answer in
+`~/.cache/keras_bert/` under a key of the processor, core count,
+accelerators and package versions. PyTorch is not a candidate: Keras runs
+its step eagerly, slower than TensorFlow's on every CPU measured
+(BENCHMARKS.md#training-step-speed), and its GPU step is not compiled
+either. Delete the cache file to measure again.
 """
 
 import hashlib
