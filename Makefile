@@ -29,7 +29,7 @@ $(VENV)/.dev-installed: $(VENV)/.runtime-installed requirements-dev.txt
 	touch $@
 
 # The Keras backend is the one measured fastest on this machine
-# (keras_bert/fastest_backend.py); `KERAS_BACKEND=jax make pretrain` picks one.
+# (keras_bert/runtime/backend.py); `KERAS_BACKEND=jax make pretrain` picks one.
 pretrain: $(VENV)/.runtime-installed
 	$(BIN)/python -m keras_bert.pretrain $(ARGS)
 

@@ -45,8 +45,8 @@ PIECE_SEQUENCES = 16
 # Tokens held by the piece shuffle buffer (16 MB of int32 ids).
 PIECE_SHUFFLE_TOKENS = 1 << 22
 # Pairs are first permuted inside their group (cheap, in the graph), then
-# mixed across groups by this element buffer (larger buffers cost ~25 us a
-# pair in tf.data).
+# mixed across groups by this element buffer (a larger one costs tf.data
+# time on every pair; BENCHMARKS.md#input-pipeline measures the pipeline).
 PAIR_SHUFFLE_BUFFER = 1024
 MASK_BLOCK = 1024
 # `pack_documents`: documents shuffled in a buffer of this many, then packed
@@ -268,7 +268,8 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
     # Masking runs on blocks of >= MASK_BLOCK sequences (whole batches), then
     # the blocks are cut into batches: per-sequence masks are independent, so
     # this is the same distribution, and it spreads the per-op cost of the
-    # masking graph over more sequences (~1.5x more sequences per CPU-second).
+    # masking graph over more sequences, so more sequences per CPU-second
+    # (BENCHMARKS.md#input-pipeline).
     block = batch_size * max(1, MASK_BLOCK // batch_size)
     batches = pairs.batch(block)
 

@@ -69,8 +69,9 @@ def compile_pretrainer(model, optimizer, jit_compile="auto",
     "IsNext", it would only teach the pooler and its head a constant answer,
     and drive the pooler's tanh into saturation: a fine-tuned classifier,
     which reads the pooled `[CLS]` vector, then starts from a pooler that
-    passes no gradient (SST-2 measured 3 points below random init, see
-    BENCHMARKS.md). The pooler stays as initialised (up to weight decay).
+    passes no gradient and scores below a random init
+    (BENCHMARKS.md#history, session 5's transfer runs). The pooler stays as
+    initialised (up to weight decay).
 
     Under a `mixed_float16` policy Keras wraps `optimizer` in a
     `LossScaleOptimizer` (dynamic loss scaling); the heads' logits are

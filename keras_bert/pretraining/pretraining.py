@@ -27,6 +27,11 @@ from keras_bert.pretraining.objective import (
     to_keras_batch,
 )
 from keras_bert.pretraining.training_distribution import create_distribution
+from keras_bert.runtime.hardware import (
+    accelerator,
+    resolve_jit_compile,
+    resolve_precision,
+)
 
 
 @dataclasses.dataclass
@@ -174,69 +179,6 @@ def _distributed_dataset(config, phase, files, distribution, **kwargs):
         phase.batch_size)
 
 
-def _accelerator():
-    """"gpu", "tpu" or None: what the backend computes on."""
-    backend = keras.backend.backend()
-    if backend == "jax":
-        import jax
-
-        platform = jax.devices()[0].platform
-        return platform if platform in ("gpu", "tpu") else None
-    if backend == "torch":
-        import torch
-
-        return "gpu" if torch.cuda.is_available() else None
-    if tf.config.list_physical_devices("GPU"):
-        return "gpu"
-    # Physical on a TPU VM; logical once a remote TPU is connected.
-    tpu = (tf.config.list_physical_devices("TPU")
-           or tf.config.list_logical_devices("TPU"))
-    return "tpu" if tpu else None
-
-
-# On a CPU, bfloat16 pays only with bf16 arithmetic and wide matmuls: with
-# AVX512-BF16, TensorFlow, bfloat16 measured +20-28% seq/s at BERT-Base,
-# even at Mini and -10% at Tiny (the default run: -12%), and slower at every
-# size under JAX (BENCHMARKS.md, "Speed where users train").
-BFLOAT16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
-BFLOAT16_CPU_MIN_HIDDEN_DIM = 768
-
-
-def cpu_has_bfloat16_arithmetic():
-    """Whether /proc/cpuinfo lists a bf16 arithmetic extension."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f
-                          if line.startswith("flags")), [])
-    except OSError:  # Not Linux: no such file to read.
-        return False
-    return any(flag in flags for flag in BFLOAT16_CPU_FLAGS)
-
-
-def resolve_precision(precision, hidden_dim):
-    """`"auto"`: bfloat16 matmuls with float32 weights (`mixed_bfloat16`)
-    where they measured faster: on a GPU or TPU, and on a CPU with bf16
-    arithmetic for models of `hidden_dim` >= 768 under TensorFlow or
-    PyTorch; float32 elsewhere."""
-    if precision != "auto":
-        return precision
-    if _accelerator():
-        return "mixed_bfloat16"
-    wide = isinstance(hidden_dim, int) and hidden_dim >= BFLOAT16_CPU_MIN_HIDDEN_DIM
-    if wide and keras.backend.backend() != "jax" and cpu_has_bfloat16_arithmetic():
-        return "mixed_bfloat16"
-    return "float32"
-
-
-def resolve_jit_compile(jit_compile):
-    """`"auto"` is Keras' choice (XLA where the model supports it) except on
-    TensorFlow with no accelerator: XLA's CPU code for this model measured
-    about 2x slower than TensorFlow's kernels (see BENCHMARKS.md)."""
-    if jit_compile != "auto" or keras.backend.backend() != "tensorflow":
-        return jit_compile
-    return "auto" if _accelerator() else False
-
-
 def split_corpus(data):
     """`(train_files, eval_files)` from a `DataConfig`."""
     import pipelines
@@ -287,7 +229,7 @@ def build_pretraining(config, distribution=None):
     keras.utils.set_random_seed(config.data.seed)
     if distribution is None:
         distribution = create_distribution(config.strategy, config.tpu)
-    if config.precision == "mixed_float16" and _accelerator() != "gpu":
+    if config.precision == "mixed_float16" and accelerator() != "gpu":
         raise ConfigError(
             "precision=mixed_float16 needs a GPU (CPUs and TPUs have no fast "
             "float16 matmul, and XLA's CPU code has none at all); use "

@@ -1,19 +1,19 @@
 """The Keras backend `python -m keras_bert.pretrain` trains on, measured.
 
 Which backend trains BERT fastest depends on the processor, and no rule on
-its name or flags predicts it: on the 2-core machine of BENCHMARKS.md's
-first training table JAX (XLA's CPU code) was 1.8x TensorFlow's kernels; on
-an AMD EPYC (Zen 5, AVX512-BF16) TensorFlow is 1.2-1.9x JAX. So, unless
-`KERAS_BACKEND` is set, the main command measures: it times a few BERT-Tiny
-training steps (`PROBE`) under each of `CANDIDATES` in a subprocess, once
-per machine, and keeps the answer in `~/.cache/keras_bert/` under a key of
-the processor, core count, accelerators and package versions. PyTorch is
-not a candidate: Keras runs it eagerly, 2-2.7x slower than TensorFlow on
-that CPU (BENCHMARKS.md), and its GPU step is not compiled either. Delete
-the cache file to measure again.
+its name or flags predicts it: JAX (XLA's CPU code) wins on some CPUs,
+TensorFlow's kernels on others (BENCHMARKS.md#findings-behind-the-defaults).
+So, unless `KERAS_BACKEND` is set, the main command measures: it times a
+few BERT-Tiny training steps (`PROBE`, run by
+`keras_bert.pretraining.step_probe`) under each of `CANDIDATES` in a
+subprocess, once per machine, and keeps the answer in
+`~/.cache/keras_bert/` under a key of the processor, core count,
+accelerators and package versions. PyTorch is not a candidate: Keras runs
+its step eagerly, slower than TensorFlow's on every CPU measured
+(BENCHMARKS.md#training-step-speed), and its GPU step is not compiled
+either. Delete the cache file to measure again.
 """
 
-import glob
 import hashlib
 import importlib.metadata
 import json
@@ -21,13 +21,15 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
+
+from keras_bert.runtime.hardware import accelerator_devices
 
 CANDIDATES = ("tensorflow", "jax")
 # The default run's second phase: BERT-Tiny, 128 tokens, batch 32.
 PROBE = dict(num_layers=2, hidden_dim=128, num_heads=2, seq_len=128,
              batch_size=32, warmup_steps=2, timed_steps=6)
-PROBE_COMMAND = ("from keras_bert.runtime.backend import PROBE, "
+PROBE_COMMAND = ("from keras_bert.runtime.backend import PROBE; "
+                 "from keras_bert.pretraining.step_probe import "
                  "probe_seconds_per_step; print(probe_seconds_per_step(**PROBE))")
 MAIN_COMMAND = "keras_bert.pretrain"
 CACHE_FILE = os.path.join(
@@ -50,8 +52,7 @@ def machine_key():
             versions.append(f"{package}=={importlib.metadata.version(package)}")
         except importlib.metadata.PackageNotFoundError:
             versions.append(f"{package} absent")
-    parts = cpu + versions + [f"cores={os.cpu_count()}"] + sorted(
-        glob.glob("/dev/nvidia[0-9]*") + glob.glob("/dev/accel*"))
+    parts = cpu + versions + [f"cores={os.cpu_count()}"] + accelerator_devices()
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -151,46 +152,3 @@ def use_fastest_backend_for_main_command():
     backend, record = fastest_backend()
     os.environ["KERAS_BACKEND"] = backend
     print(describe(record), file=sys.stderr, flush=True)
-
-
-def probe_seconds_per_step(num_layers, hidden_dim, num_heads, seq_len,
-                           batch_size, warmup_steps, timed_steps,
-                           precision="float32", jit_compile="auto"):
-    """Seconds per pre-training step (forward, backward, AdamW) of a
-    `BertPretrainer` on random ids, compiled as `keras_bert.pretraining` does."""
-    import numpy as np
-    import tensorflow as tf
-
-    from keras_bert.models import BertBackbone, BertPretrainer
-    from keras_bert.optimization import OptimizerConfig, create_optimizer
-    from keras_bert.pretraining import compile_pretrainer
-    from keras_bert.pretraining.pretraining import resolve_jit_compile
-
-    vocabulary_size = 30522
-    predictions = max(1, round(0.15 * seq_len))
-    backbone = BertBackbone(vocabulary_size, num_layers, num_heads, hidden_dim,
-                            4 * hidden_dim, dtype=precision)
-    model = BertPretrainer(backbone)
-    compile_pretrainer(model, create_optimizer(OptimizerConfig(), 10_000),
-                       jit_compile=resolve_jit_compile(jit_compile))
-    rng = np.random.default_rng(0)
-    features = {
-        "token_ids": rng.integers(1000, vocabulary_size, (batch_size, seq_len)),
-        "segment_ids": np.zeros((batch_size, seq_len)),
-        "padding_mask": np.ones((batch_size, seq_len)),
-        "mask_positions": np.sort(rng.permuted(
-            np.tile(np.arange(1, seq_len), (batch_size, 1)), axis=1
-        )[:, :predictions], axis=1),
-    }
-    features = {k: v.astype("int32") for k, v in features.items()}
-    labels = {"mlm": rng.integers(1000, vocabulary_size,
-                                  (batch_size, predictions)).astype("int32"),
-              "nsp": np.zeros((batch_size,), "int32")}
-    weights = {"mlm": np.ones((batch_size, predictions), "float32"),
-               "nsp": np.ones((batch_size,), "float32")}
-    dataset = tf.data.Dataset.from_tensors(
-        (features, labels, weights)).repeat()
-    model.fit(dataset, steps_per_epoch=warmup_steps, epochs=1, verbose=0)
-    start = time.perf_counter()
-    model.fit(dataset, steps_per_epoch=timed_steps, epochs=1, verbose=0)
-    return (time.perf_counter() - start) / timed_steps

@@ -16,16 +16,18 @@ through Keras' `take_along_axis`). A one-element integer transpose during
 the quiet import spends that once.
 
 Nothing is hidden when a GPU or TPU is expected (a `/dev/nvidia*` or
-`/dev/accel*` device, `CUDA_VISIBLE_DEVICES` or `TPU_NAME` set), with
+`/dev/accel*` device, `CUDA_VISIBLE_DEVICES` or `TPU_NAME` set:
+`hardware.accelerator_expected`), with
 `--verbose` on the command line, or with `KERAS_BERT_VERBOSE=1`.
 """
 
-import glob
 import logging
 import os
 import re
 import sys
 import tempfile
+
+from keras_bert.runtime.hardware import accelerator_expected
 
 STARTUP_NOTICES = re.compile(
     r"All log messages before absl::InitializeLog\(\) is called"
@@ -35,13 +37,6 @@ STARTUP_NOTICES = re.compile(
     r"|cpu_feature_guard\.cc:\d+\] This TensorFlow binary is optimized"
     r"|util\.cc:\d+\] oneDNN supports DT_\w+ only on platforms with AVX-512"
     r"|^To enable the following instructions: .* rebuild TensorFlow")
-
-
-def accelerator_expected():
-    """Whether this machine shows a GPU or TPU, or the environment names one."""
-    return bool(glob.glob("/dev/nvidia[0-9]*") or glob.glob("/dev/accel*")
-                or os.environ.get("CUDA_VISIBLE_DEVICES")
-                or os.environ.get("TPU_NAME"))
 
 
 def verbose_requested(argv=None):

@@ -8,9 +8,9 @@ batch only to its own longest sequence rounded up to a multiple of 16
 (dynamic padding with a bounded number of shapes, so JAX and XLA compile a
 few step functions rather than one per length). Training batches are random
 draws, as in the original; with `group_by_length` they hold examples of one
-length bucket instead (`bucket_by_sequence_length`): about half the padded
-positions on SST-2, but batches whose labels follow length on tasks such as
-STS-B, which hurts there (BENCHMARKS.md, "Fine-tuning parity").
+length bucket instead (`bucket_by_sequence_length`): fewer padded
+positions, but batches whose labels follow length on tasks such as STS-B,
+which hurts there (BENCHMARKS.md#findings-behind-the-defaults).
 """
 
 import numpy as np

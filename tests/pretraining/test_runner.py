@@ -452,9 +452,9 @@ def test_model_override_typo_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
 
 
 def test_float16_without_a_gpu_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
-    from keras_bert.pretraining import pretraining
+    from keras_bert.runtime import hardware
 
-    if pretraining._accelerator() == "gpu":
+    if hardware.accelerator() == "gpu":
         pytest.skip("float16 is fine on a GPU")
     err = cli_error(tiny_cli_args(tmp_path, tiny_corpus,
                                   precision="mixed_float16"), capsys)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from keras_bert.runtime import console
+from keras_bert.runtime import console, hardware
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTICES = (
@@ -32,12 +32,19 @@ class config:
     list_physical_devices = staticmethod(lambda: [])
 constant = transpose = lambda x: x
 """
+# The console and what it imports, `hardware`, are loaded by path: they are
+# standard library only, while importing the package loads Keras.
 RUN_CONSOLE = f"""
 import importlib.util, sys
-spec = importlib.util.spec_from_file_location(
-    "console", {os.path.join(REPO, "keras_bert", "runtime", "console.py")!r})
-console = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(console)
+def load(name):
+    spec = importlib.util.spec_from_file_location(
+        "keras_bert.runtime." + name,
+        {os.path.join(REPO, "keras_bert", "runtime")!r} + "/" + name + ".py")
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+load("hardware")
+console = load("console")
 console.import_tensorflow_quietly()
 print("tensorflow" in sys.modules)
 import tensorflow  # As Keras does next.
@@ -55,7 +62,7 @@ def run_with_fake_tensorflow(tmp_path, *args, **env):
         env={**clean, "PYTHONPATH": str(tmp_path), **env})
 
 
-@pytest.mark.skipif(console.accelerator_expected(), reason="a GPU or TPU is here")
+@pytest.mark.skipif(hardware.accelerator_expected(), reason="a GPU or TPU is here")
 def test_notices_dropped_and_other_lines_kept(tmp_path):
     result = run_with_fake_tensorflow(tmp_path)
     assert result.stdout == "True\n"
@@ -73,7 +80,7 @@ def test_verbose_or_an_expected_gpu_keeps_every_line(tmp_path, how):
     assert result.stderr == NOTICES + "E0000 real.cc:1] a real problem\n"
 
 
-@pytest.mark.skipif(console.accelerator_expected(), reason="a GPU or TPU is here")
+@pytest.mark.skipif(hardware.accelerator_expected(), reason="a GPU or TPU is here")
 def test_real_tensorflow_starts_quietly():
     # A command that loads TensorFlow before it parses its arguments.
     result = subprocess.run(
@@ -83,7 +90,7 @@ def test_real_tensorflow_starts_quietly():
                 if console.STARTUP_NOTICES.search(line)], result.stderr
 
 
-@pytest.mark.skipif(console.accelerator_expected(), reason="a GPU or TPU is here")
+@pytest.mark.skipif(hardware.accelerator_expected(), reason="a GPU or TPU is here")
 def test_masked_lm_gather_prints_no_onednn_notice_after_the_import():
     # What the masked-LM head does in every training step.
     # As a command starts: the quiet import before Keras.
