@@ -124,7 +124,7 @@ def normalize(texts, lower_case=True, long_word_replacement="\ue000"):
     def ascii_path(t):
         # The same steps restricted to ASCII: only control characters to
         # delete and A-Z to lower-case (NFD, accents, CJK and other
-        # whitespace cannot occur). About 3x cheaper than the Unicode path.
+        # whitespace cannot occur). Cheaper than the Unicode path.
         t = tf.strings.regex_replace(t, r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "")
         return tf.strings.lower(t) if lower_case else t
 
