@@ -1,4 +1,4 @@
-"""The optimizer's settings, as YAML `optimizer:` keys."""
+"""The optimizer's settings, as YAML `optimizer:` keys of both recipes."""
 
 import dataclasses
 import typing
@@ -32,3 +32,5 @@ class OptimizerConfig:
     epsilon: float = 1e-6
     global_clipnorm: typing.Optional[float] = 1.0
     gradient_accumulation_steps: int = 1
+    # Set: the warmup is this share of the run's steps, not `warmup_steps`.
+    warmup_fraction: typing.Optional[float] = None
