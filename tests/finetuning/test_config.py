@@ -83,3 +83,19 @@ def test_unknown_optimizer_words_are_one_line_errors(override):
     message = str(error.value)
     assert f"Received: {key}='{value}'" in message and key + " must be one of" in message
     assert "\n" not in message
+
+
+def test_config_files_are_found_from_another_directory(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    config = load_finetune_config("squad_v1", default_config_file("squad_v1"))
+    assert config.data.max_seq_length == 384
+    # A relative config file is the user's: read from the working directory.
+    (tmp_path / "mine.yaml").write_text("training:\n  batch_size: 8\n")
+    assert load_finetune_config("sst2", "mine.yaml").training.batch_size == 8
+
+
+def test_written_config_keeps_fine_tunings_optimizer_keys():
+    config = load_finetune_config("sst2", default_config_file("sst2"))
+    assert list(config.to_dict()["optimizer"]) == [
+        "name", "decay_start", "learning_rate", "warmup_fraction",
+        "weight_decay", "epsilon", "global_clipnorm"]

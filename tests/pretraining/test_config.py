@@ -1,3 +1,6 @@
+import glob
+import os
+
 import pytest
 import yaml
 
@@ -170,3 +173,36 @@ def test_bfloat16_arithmetic_read_from_the_cpu_flags(monkeypatch, tmp_path):
     assert not pretraining.cpu_has_bfloat16_arithmetic()
     cpuinfo.write_text("model name\t: X\nflags\t\t: fpu avx512f avx512_bf16\n")
     assert pretraining.cpu_has_bfloat16_arithmetic()
+
+
+def test_bundled_data_is_found_from_another_directory(monkeypatch, tmp_path):
+    from keras_bert.paths import ROOT
+
+    monkeypatch.chdir(ROOT)  # Run from the checkout: recorded as written.
+    in_checkout = load_pretraining_config("default")
+    assert in_checkout.data.train_files == "data/corpus/*/*.txt"
+    monkeypatch.chdir(tmp_path)
+    config = load_pretraining_config("default")
+    assert glob.glob(config.data.train_files)
+    assert os.path.isfile(config.data.vocab_file)
+    # A user's own relative path stays relative to the working directory.
+    own = load_pretraining_config("default", ["data.train_files=data/mine/*.txt"])
+    assert own.data.train_files == "data/mine/*.txt"
+
+
+def test_rerun_from_another_directory_is_the_same_config(monkeypatch, tmp_path):
+    from keras_bert.paths import ROOT
+    from keras_bert.pretraining.config import check_rerun_config, write_config
+
+    monkeypatch.chdir(ROOT)
+    write_config(load_pretraining_config("default"), str(tmp_path / "config.yaml"))
+    monkeypatch.chdir(tmp_path)
+    config = load_pretraining_config("default")
+    assert check_rerun_config(config, str(tmp_path / "config.yaml")) is False
+    write_config(config, str(tmp_path / "elsewhere.yaml"))  # Absolute paths.
+    monkeypatch.chdir(ROOT)
+    config = load_pretraining_config("default")
+    assert check_rerun_config(config, str(tmp_path / "elsewhere.yaml")) is False
+    with pytest.raises(ConfigError, match="data.vocab_file"):
+        check_rerun_config(load_pretraining_config(
+            "default", ["data.vocab_file=other.txt"]), str(tmp_path / "config.yaml"))
