@@ -15,6 +15,12 @@ class OptimizerConfig:
     `decay_start`: `warmup_end` (decay from the peak when warmup ends) or
     `step_0` (the original schedule: decay from step 0, overridden by
     warmup). See `AdamWeightDecay` and `WarmupLinearDecay`.
+
+    Pre-training gives the warmup in steps (`warmup_steps`), fine-tuning as
+    a share of the run (`warmup_fraction`, turned into steps by
+    `create_schedule` once the run's length is known). Each recipe lists
+    the keys it takes (`OPTIMIZER_KEYS` in `pretraining/config.py` and
+    `finetuning/config.py`); an unknown one is an error there.
     """
 
     name: str = "adamw"
