@@ -503,7 +503,7 @@ def run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, seed, args
 
     import pipelines
     from keras_bert.finetuning.config import load_finetune_config
-    from keras_bert.finetuning.optimization import create_finetune_optimizer
+    from keras_bert.optimization import create_optimizer
     from keras_bert.finetuning.runner import load_backbone, with_dropout
     from keras_bert.finetuning.task_registry import TASKS, default_config_file
 
@@ -531,7 +531,7 @@ def run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, seed, args
     head.set_weights([data["head_kernel"], np.zeros(head.units, np.float32)])
     total = len(data["labels"])
     # Eagerly with shared masks: each update's masks are new numpy arrays.
-    model.compile(optimizer=create_finetune_optimizer(config.optimizer, total),
+    model.compile(optimizer=create_optimizer(config.optimizer, total),
                   run_eagerly=bool(masks), **handler.compile_args())
 
     def inputs(token_ids, segment_ids):

@@ -10,19 +10,22 @@ import dataclasses
 import math
 import os
 import typing
-from pathlib import Path
 
-import tensorflow as tf
 import yaml
 
-from keras_bert.paths import CONFIGS
+from keras_bert.config_tree import Schema, parse_override, read_yaml
 from keras_bert.errors import FinetuneConfigError
 from keras_bert.file_io import is_file
-from keras_bert.optimization.optimizer_config import OPTIMIZERS
+from keras_bert.optimization.optimizer_config import OPTIMIZERS, OptimizerConfig
 from keras_bert.optimization.warmup_linear_decay import DECAY_STARTS
+from keras_bert.paths import CONFIGS
 from pipelines.tasks.features import MIN_SEQ_LEN
 
 CONFIG_DIR = CONFIGS / "finetune"
+# The optimizer keys fine-tuning takes, in the order config.yaml lists
+# them: the warmup is a share of the run, the rest as in pre-training.
+OPTIMIZER_KEYS = ("name", "decay_start", "learning_rate", "warmup_fraction",
+                  "weight_decay", "epsilon", "global_clipnorm")
 
 
 @dataclasses.dataclass
@@ -49,21 +52,6 @@ class DataConfig:
     eval_limit: typing.Optional[int] = None
     doc_stride: int = 128
     max_query_length: int = 64
-
-
-@dataclasses.dataclass
-class OptimizerConfig:
-    """`name` and `decay_start` as in pre-training (`adamw`,
-    `adam_weight_decay` or `lamb`; `warmup_end` or `step_0`); the warmup is
-    a fraction of the run."""
-
-    name: str = "adamw"
-    decay_start: str = "warmup_end"
-    learning_rate: float = 2e-5
-    warmup_fraction: float = 0.1
-    weight_decay: float = 0.01
-    epsilon: float = 1e-6
-    global_clipnorm: typing.Optional[float] = 1.0
 
 
 @dataclasses.dataclass
@@ -97,72 +85,17 @@ class ExportConfig:
 class FinetuneConfig:
     task: str = "sst2"
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
-    optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
+    # `name` and `decay_start` as in pre-training (`adamw`,
+    # `adam_weight_decay` or `lamb`; `warmup_end` or `step_0`).
+    optimizer: OptimizerConfig = dataclasses.field(
+        default_factory=lambda: OptimizerConfig(learning_rate=2e-5, warmup_fraction=0.1))
     training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
     squad: SquadConfig = dataclasses.field(default_factory=SquadConfig)
     export: ExportConfig = dataclasses.field(default_factory=ExportConfig)
 
     def to_dict(self):
-        return dataclasses.asdict(self)
-
-
-def _apply(obj, key_path, value, where):
-    parts = key_path.split(".")
-    target = obj
-    for part in parts[:-1]:
-        if not dataclasses.is_dataclass(target) or not hasattr(target, part):
-            raise FinetuneConfigError(f"{where}: unknown config key {key_path!r}")
-        target = getattr(target, part)
-    leaf = parts[-1]
-    fields = {f.name: f for f in dataclasses.fields(target)} if dataclasses.is_dataclass(target) else {}
-    if leaf not in fields or dataclasses.is_dataclass(getattr(target, leaf)):
-        known = ", ".join(sorted(fields))
-        raise FinetuneConfigError(
-            f"{where}: unknown config key {key_path!r} (known here: {known})"
-        )
-    setattr(target, leaf, _coerce(value, fields[leaf].type, getattr(target, leaf), key_path, where))
-
-
-def _coerce(value, annotation, current, key, where):
-    if isinstance(value, str):
-        try:
-            parsed = yaml.safe_load(value) if value != "" else None
-        except yaml.YAMLError:
-            raise FinetuneConfigError(
-                f"{where}: {key} is not a YAML value. Received: {value!r}"
-            ) from None
-    else:
-        parsed = value
-    if parsed is None:
-        return None
-    kinds = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
-    kind = kinds[0]
-    if kind is float and isinstance(parsed, str):
-        try:  # YAML 1.1 reads "5e-5" (no dot) as a string.
-            return float(parsed)
-        except ValueError:
-            pass
-    if kind is float and isinstance(parsed, (int, float)) and not isinstance(parsed, bool):
-        return float(parsed)
-    if kind is int and isinstance(parsed, int) and not isinstance(parsed, bool):
-        return parsed
-    if kind is bool and isinstance(parsed, bool):
-        return parsed
-    if kind is str:
-        return str(parsed)
-    if kind is list and isinstance(parsed, list):
-        return parsed
-    raise FinetuneConfigError(
-        f"{where}: {key} must be {getattr(kind, '__name__', kind)}. Received: {value!r}"
-    )
-
-
-def _flatten(tree, prefix=""):
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            yield from _flatten(value, f"{prefix}{key}.")
-        else:
-            yield f"{prefix}{key}", value
+        """The config as YAML-ready values, as `config.yaml` records it."""
+        return SCHEMA.to_tree(self)
 
 
 def load_finetune_config(task, config_file=None, overrides=()):
@@ -170,16 +103,13 @@ def load_finetune_config(task, config_file=None, overrides=()):
     ← `overrides` (`"section.key=value"` strings)."""
     config = FinetuneConfig(task=task)
     if config_file:
-        for key, value in _flatten(_read_tree(config_file)):
-            if key == "task":
-                continue
-            _apply(config, key, value, str(config_file))
+        tree = _read_tree(config_file)
+        tree.pop("task", None)
+        SCHEMA.merge(config, tree, where=str(config_file))
     for item in overrides:
-        if "=" not in item:
-            raise FinetuneConfigError(f"--set {item!r}: expected key=value")
-        key, value = item.split("=", 1)
-        _apply(config, key.strip(), value, "--set")
-    _check_values(config)
+        key, value = parse_override(item, FinetuneConfigError)
+        SCHEMA.set(config, key, value, where="--set")
+    SCHEMA.check(config)
     return config
 
 
@@ -193,10 +123,9 @@ def load_saved_config(model_dir):
     if not isinstance(task, str) or "phases" in tree:
         raise FinetuneConfigError(f"{path}: not a fine-tuning run's config")
     config = FinetuneConfig(task=task)
-    for key, value in _flatten(tree):
-        if key not in ("task", "init_checkpoint", "data_dir"):
-            _apply(config, key, value, path)
-    _check_values(config)
+    SCHEMA.merge(config, {k: v for k, v in tree.items()
+                          if k not in ("task", "init_checkpoint", "data_dir")}, where=path)
+    SCHEMA.check(config)
     return task, config
 
 
@@ -205,8 +134,7 @@ def _read_tree(path):
     if not is_file(path):
         raise FinetuneConfigError(f"{path}: no such config file")
     try:
-        with tf.io.gfile.GFile(path) as f:
-            tree = yaml.safe_load(f.read()) or {}
+        tree = read_yaml(path)
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         first = str(error).strip().splitlines()[0]
         raise FinetuneConfigError(f"{path}: not a YAML file: {first}") from None
@@ -215,65 +143,32 @@ def _read_tree(path):
     return tree
 
 
-# Lower bounds the dataclass types cannot express, checked once every
-# override is in.
-_MINIMUMS = {
-    "data.max_seq_length": MIN_SEQ_LEN,  # [CLS] A [SEP] B [SEP]
-    "data.doc_stride": 1,
-    "data.max_query_length": 1,
-    "training.batch_size": 1,
-    "training.eval_batch_size": 1,
-    "squad.n_best_size": 1,
-    "squad.max_answer_length": 1,
-    "export.seq_len": MIN_SEQ_LEN,
-}
-
-
-# Keys whose value must be one of a few words.
-_CHOICES = {
-    "optimizer.name": OPTIMIZERS,
-    "optimizer.decay_start": DECAY_STARTS,
-}
-
-
-# Ranges of the float keys (NaN fails every comparison, so it is refused).
-_RANGES = {
-    "optimizer.learning_rate": (lambda v: 0 < v < math.inf, "finite and > 0"),
-    "optimizer.weight_decay": (lambda v: 0 <= v < math.inf, "finite and >= 0"),
-    "optimizer.warmup_fraction": (lambda v: 0 <= v <= 1, "between 0 and 1"),
-    "optimizer.epsilon": (lambda v: 0 < v < math.inf, "finite and > 0"),
-    "optimizer.global_clipnorm": (lambda v: 0 < v < math.inf,
-                                  "finite and > 0 (or null: no clipping)"),
-    "training.epochs": (lambda v: 0 < v < math.inf, "finite and > 0"),
-    "training.dropout": (lambda v: 0 <= v < 1, ">= 0 and < 1"),
-}
-_NONE_ALLOWED = {"optimizer.global_clipnorm"}
-
-
-def _check_values(config):
-    for key, choices in _CHOICES.items():
-        section, name = key.split(".")
-        value = getattr(getattr(config, section), name)
-        if value not in choices:
-            raise FinetuneConfigError(
-                f"{key} must be one of {', '.join(choices)}. "
-                f"Received: {key}={value!r}"
-            )
-    for key, minimum in _MINIMUMS.items():
-        section, name = key.split(".")
-        value = getattr(getattr(config, section), name)
-        if key == "export.seq_len" and value is None:
-            continue  # data.max_seq_length's.
-        if value is None or value < minimum:
-            raise FinetuneConfigError(
-                f"{key} must be >= {minimum}. Received: {key}={value}"
-            )
-    for key, (in_range, wanted) in _RANGES.items():
-        section, name = key.split(".")
-        value = getattr(getattr(config, section), name)
-        if value is None and key in _NONE_ALLOWED:
-            continue
-        if value is None or not in_range(value):
-            raise FinetuneConfigError(
-                f"{key} must be {wanted}. Received: {key}={value}"
-            )
+# What each key may hold (NaN fails every comparison, so it is refused).
+SCHEMA = Schema(
+    error=FinetuneConfigError,
+    keys={"optimizer": OPTIMIZER_KEYS},
+    choices={
+        "optimizer.name": OPTIMIZERS,
+        "optimizer.decay_start": DECAY_STARTS,
+    },
+    minimums={
+        "data.max_seq_length": MIN_SEQ_LEN,  # [CLS] A [SEP] B [SEP]
+        "data.doc_stride": 1,
+        "data.max_query_length": 1,
+        "training.batch_size": 1,
+        "training.eval_batch_size": 1,
+        "squad.n_best_size": 1,
+        "squad.max_answer_length": 1,
+        "export.seq_len": MIN_SEQ_LEN,  # None: data.max_seq_length's.
+    },
+    ranges={
+        "optimizer.learning_rate": (lambda v: 0 < v < math.inf, "finite and > 0"),
+        "optimizer.weight_decay": (lambda v: 0 <= v < math.inf, "finite and >= 0"),
+        "optimizer.warmup_fraction": (lambda v: 0 <= v <= 1, "between 0 and 1"),
+        "optimizer.epsilon": (lambda v: 0 < v < math.inf, "finite and > 0"),
+        "optimizer.global_clipnorm": (lambda v: 0 < v < math.inf,
+                                      "finite and > 0 (or null: no clipping)"),
+        "training.epochs": (lambda v: 0 < v < math.inf, "finite and > 0"),
+        "training.dropout": (lambda v: 0 <= v < 1, ">= 0 and < 1"),
+    },
+)

@@ -26,7 +26,7 @@ from keras_bert.file_io import (
 )
 from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.errors import FinetuneError
-from keras_bert.finetuning.optimization import create_finetune_optimizer
+from keras_bert.optimization import create_optimizer
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
 from keras_bert.run_dir import LOCK_FILE, RunLock
 
@@ -238,7 +238,7 @@ def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config):
     total_steps = max(1, math.ceil(config.training.epochs * steps_per_epoch))
     epochs = max(1, math.ceil(config.training.epochs))
     model.compile(
-        optimizer=create_finetune_optimizer(config.optimizer, total_steps),
+        optimizer=create_optimizer(config.optimizer, total_steps),
         **handler.compile_args(),
     )
     logger.info(

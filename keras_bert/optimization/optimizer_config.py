@@ -1,4 +1,4 @@
-"""The optimizer's settings, as YAML `optimizer:` keys."""
+"""The optimizer's settings, as YAML `optimizer:` keys of both recipes."""
 
 import dataclasses
 import typing
@@ -15,6 +15,12 @@ class OptimizerConfig:
     `decay_start`: `warmup_end` (decay from the peak when warmup ends) or
     `step_0` (the original schedule: decay from step 0, overridden by
     warmup). See `AdamWeightDecay` and `WarmupLinearDecay`.
+
+    Pre-training gives the warmup in steps (`warmup_steps`), fine-tuning as
+    a share of the run (`warmup_fraction`, turned into steps by
+    `create_schedule` once the run's length is known). Each recipe lists
+    the keys it takes (`OPTIMIZER_KEYS` in `pretraining/config.py` and
+    `finetuning/config.py`); an unknown one is an error there.
     """
 
     name: str = "adamw"
@@ -32,3 +38,5 @@ class OptimizerConfig:
     epsilon: float = 1e-6
     global_clipnorm: typing.Optional[float] = 1.0
     gradient_accumulation_steps: int = 1
+    # Set: the warmup is this share of the run's steps, not `warmup_steps`.
+    warmup_fraction: typing.Optional[float] = None

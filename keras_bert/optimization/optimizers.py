@@ -8,11 +8,19 @@ from keras_bert.optimization.optimizer_config import OPTIMIZERS
 from keras_bert.optimization.warmup_linear_decay import WarmupLinearDecay
 
 
+def warmup_steps(config, total_steps):
+    """`config.warmup_steps`, or `warmup_fraction` of `total_steps` when
+    set: fine-tuning's 10% (BERT paper appendix A.3)."""
+    if config.warmup_fraction is None:
+        return config.warmup_steps
+    return int(round(config.warmup_fraction * max(int(total_steps), 1)))
+
+
 def create_schedule(config, total_steps):
     """The `WarmupLinearDecay` of an `OptimizerConfig` over `total_steps`."""
     return WarmupLinearDecay(
         config.learning_rate,
-        warmup_steps=config.warmup_steps,
+        warmup_steps=warmup_steps(config, total_steps),
         total_steps=total_steps,
         gradient_accumulation_steps=config.gradient_accumulation_steps,
         decay_start=config.decay_start,

@@ -7,24 +7,27 @@ key is an error, as in tensorflow/models `official/core/train_utils.py`.
 """
 
 import dataclasses
-import json
 import math
 import os
 import typing
-from pathlib import Path
 
-import tensorflow as tf
 import yaml
 
-from keras_bert.paths import CONFIGS
-from keras_bert.file_io import is_file, write_atomically
+from keras_bert.config_tree import Schema, diff, parse_override, read_yaml
 from keras_bert.errors import ConfigError
+from keras_bert.file_io import is_file, write_atomically
 from keras_bert.optimization.optimizer_config import OPTIMIZERS, OptimizerConfig
 from keras_bert.optimization.warmup_linear_decay import DECAY_STARTS
+from keras_bert.paths import CONFIGS, DATA, bundled
 
 CONFIG_DIR = CONFIGS / "pretrain"
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
+# Pre-training gives the warmup in steps; `warmup_fraction` is fine-tuning's.
+OPTIMIZER_KEYS = tuple(f.name for f in dataclasses.fields(OptimizerConfig)
+                       if f.name != "warmup_fraction")
+
+
 @dataclasses.dataclass
 class PhaseConfig:
     """One pre-training phase: a sequence length and its batch shape.
@@ -125,7 +128,7 @@ class PretrainingConfig:
     model: str = "bert_tiny"
     model_overrides: dict = dataclasses.field(default_factory=dict)
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
-    phases: list = dataclasses.field(
+    phases: typing.List[PhaseConfig] = dataclasses.field(
         default_factory=lambda: [
             PhaseConfig(128, 20, 256, fraction=0.9),
             PhaseConfig(512, 80, 256, fraction=0.1),
@@ -168,39 +171,19 @@ class PretrainingConfig:
         return steps
 
     def validate(self):
-        """Raises `ConfigError` naming the first bad value."""
+        """Raises `ConfigError` naming the first bad value: `SCHEMA`'s
+        tables, then what needs more than one key."""
+        SCHEMA.check(self)
 
         def check(ok, message):
             if not ok:
                 raise ConfigError(message)
 
-        check(self.strategy in STRATEGIES,
-              f"`strategy` must be one of {STRATEGIES}. "
-              f"Received: strategy={self.strategy!r}")
-        check(self.precision in PRECISIONS,
-              f"`precision` must be one of {PRECISIONS}. "
-              f"Received: precision={self.precision!r}")
         check(self.data.eval_files is not None
               or 0 < self.data.holdout_fraction < 1,
               "`data.holdout_fraction` (the share of train_files held out for "
               "evaluation when data.eval_files is not given) must be in (0, 1). "
               f"Received: data.holdout_fraction={self.data.holdout_fraction}")
-        check(self.optimizer.name in OPTIMIZERS,
-              f"`optimizer.name` must be one of {OPTIMIZERS}. "
-              f"Received: optimizer.name={self.optimizer.name!r}")
-        check(self.optimizer.decay_start in DECAY_STARTS,
-              f"`optimizer.decay_start` must be one of {DECAY_STARTS}. "
-              f"Received: optimizer.decay_start={self.optimizer.decay_start!r}")
-        check(self.jit_compile in ("auto", True, False),
-              "`jit_compile` must be auto, true or false. "
-              f"Received: jit_compile={self.jit_compile!r}")
-        for name in ("train_steps", "steps_per_loop", "eval_steps",
-                     "eval_every_steps"):
-            value = getattr(self, name)
-            positive = name in ("train_steps", "steps_per_loop")
-            check(isinstance(value, int) and value >= positive,
-                  f"`{name}` must be a {'positive' if positive else 'non-negative'}"
-                  f" int. Received: {name}={value!r}")
         check(self.eval_every_steps % self.steps_per_loop == 0,
               "`eval_every_steps` must be a multiple of `steps_per_loop`. "
               f"Received: eval_every_steps={self.eval_every_steps}, "
@@ -209,13 +192,6 @@ class PretrainingConfig:
                   for p in self.fill_mask_probes),
               "Every `fill_mask_probes` entry must be a string with [MASK]. "
               f"Received: {self.fill_mask_probes!r}")
-        check(0.0 < self.data.mask_rate < 1.0,
-              "`data.mask_rate` must be in (0, 1). "
-              f"Received: data.mask_rate={self.data.mask_rate!r}")
-        for name in ("short_seq_prob", "next_sentence_rate"):
-            value = getattr(self.data, name)
-            check(0.0 <= value <= 1.0, f"`data.{name}` must be in [0, 1]. "
-                  f"Received: data.{name}={value!r}")
         check(not self.data.pack_documents or self.data.next_sentence_rate == 0,
               "`data.pack_documents` fills sequences across documents, so it "
               "needs the next-sentence task off (`data.next_sentence_rate: 0`). "
@@ -249,22 +225,10 @@ class PretrainingConfig:
         check(all(s >= 1 for s in steps),
               f"Every phase needs >= 1 step. Received: train_steps="
               f"{self.train_steps}, phase steps={steps}")
-        optimizer = self.optimizer
-        check(0 <= optimizer.warmup_steps <= self.train_steps,
+        check(0 <= self.optimizer.warmup_steps <= self.train_steps,
               "`optimizer.warmup_steps` must be in [0, train_steps]. Received: "
-              f"warmup_steps={optimizer.warmup_steps}, "
+              f"warmup_steps={self.optimizer.warmup_steps}, "
               f"train_steps={self.train_steps}")
-        check(optimizer.learning_rate > 0,
-              "`optimizer.learning_rate` must be > 0. "
-              f"Received: learning_rate={optimizer.learning_rate}")
-        check(optimizer.gradient_accumulation_steps >= 1,
-              "`optimizer.gradient_accumulation_steps` must be >= 1. Received: "
-              f"gradient_accumulation_steps="
-              f"{optimizer.gradient_accumulation_steps}")
-        check(self.checkpoint.every_steps >= 1 and self.checkpoint.keep >= 1,
-              "`checkpoint.every_steps` and `checkpoint.keep` must be >= 1. "
-              f"Received: every_steps={self.checkpoint.every_steps}, "
-              f"keep={self.checkpoint.keep}")
         if self.profile_steps is not None:
             parts = str(self.profile_steps).split(",")
             check(len(parts) == 2 and all(p.strip().isdigit() for p in parts)
@@ -273,101 +237,44 @@ class PretrainingConfig:
                   f"Received: profile_steps={self.profile_steps!r}")
 
     def to_dict(self):
-        return dataclasses.asdict(self)
+        """The config as YAML-ready values, as `config.yaml` records it."""
+        return SCHEMA.to_tree(self)
 
 
-def _from_dict(cls, values, prefix=""):
-    """Builds dataclass `cls` from a mapping, rejecting unknown keys."""
-    if not isinstance(values, dict):
-        raise ConfigError(
-            f"`{prefix.rstrip('.') or 'config'}` must be a mapping. "
-            f"Received: {values!r}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - set(fields))
-    if unknown:
-        raise ConfigError(
-            f"Unknown config key(s) {[prefix + k for k in unknown]}. "
-            f"Allowed under {prefix.rstrip('.') or 'the top level'}: "
-            f"{sorted(fields)}")
-    kwargs = {}
-    for name, value in values.items():
-        field_type = fields[name].type
-        if dataclasses.is_dataclass(field_type):
-            value = _from_dict(field_type, value, f"{prefix}{name}.")
-        elif name == "phases":
-            if not isinstance(value, list):
-                raise ConfigError(f"`phases` must be a list. Received: {value!r}")
-            value = [
-                _from_dict(PhaseConfig, phase, f"phases.{i}.")
-                for i, phase in enumerate(value)
-            ]
-        else:
-            value = _check_type(field_type, value, prefix + name)
-        kwargs[name] = value
-    return cls(**kwargs)
+def _share(low, high, closed):
+    brackets = "[]" if closed else "()"
+    return (lambda v: low <= v <= high if closed else low < v < high,
+            f"in {brackets[0]}{low}, {high}{brackets[1]}")
 
 
-def _check_type(field_type, value, key):
-    allowed = typing.get_args(field_type) or (field_type,)
-    allowed = tuple(typing.get_origin(t) or t for t in allowed)
-    if value is None and type(None) in allowed:
-        return value
-    if float in allowed and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str) and float in allowed:
-        try:  # YAML 1.1 reads `1e-4` (no dot) as a string.
-            return float(value)
-        except ValueError:
-            pass
-    ok = any(
-        isinstance(value, t) and not (t is int and isinstance(value, bool))
-        for t in allowed
-    )
-    if not ok:
-        names = [getattr(t, "__name__", str(t)) for t in allowed]
-        raise ConfigError(
-            f"`{key}` must be of type {' or '.join(names)}. "
-            f"Received: {key}={value!r}")
-    return value
-
-
-def _set_dotted(tree, key, value):
-    """Sets `a.b.0.c` in nested dicts/lists; refuses paths that don't exist
-    (except new keys under a free-form dict such as `model_overrides`)."""
-    parts = key.split(".")
-    node = tree
-    for depth, part in enumerate(parts):
-        last = depth == len(parts) - 1
-        if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                raise ConfigError(
-                    f"Unknown config key {key!r}: "
-                    f"{'.'.join(parts[:depth]) or 'list'} has {len(node)} "
-                    "entries.")
-            part = int(part)
-        elif not isinstance(node, dict) or (
-            part not in node and parts[0] != "model_overrides"
-        ):
-            raise ConfigError(
-                f"Unknown config key {key!r}. Top-level keys: "
-                f"{sorted(tree)}")
-        if last:
-            node[part] = value
-        else:
-            node = node[part]
-
-
-def parse_override(text):
-    """`"a.b=value"` -> `("a.b", value)`, the value read as YAML."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise ConfigError(
-            f"An override must look like key=value. Received: {text!r}")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"Cannot read the value of {text!r}: {error}") from None
-    return key.strip(), value
+# What each key may hold; `validate` adds the checks across keys.
+SCHEMA = Schema(
+    error=ConfigError,
+    backticks=True,
+    keys={"optimizer": OPTIMIZER_KEYS},
+    choices={
+        "strategy": STRATEGIES,
+        "precision": PRECISIONS,
+        "optimizer.name": OPTIMIZERS,
+        "optimizer.decay_start": DECAY_STARTS,
+        "jit_compile": ("auto", True, False),
+    },
+    minimums={
+        "train_steps": 1,
+        "steps_per_loop": 1,
+        "eval_steps": 0,
+        "eval_every_steps": 0,
+        "optimizer.gradient_accumulation_steps": 1,
+        "checkpoint.every_steps": 1,
+        "checkpoint.keep": 1,
+    },
+    ranges={
+        "data.mask_rate": _share(0, 1, closed=False),
+        "data.short_seq_prob": _share(0, 1, closed=True),
+        "data.next_sentence_rate": _share(0, 1, closed=True),
+        "optimizer.learning_rate": (lambda v: v > 0, "> 0"),
+    },
+)
 
 
 def resolve_config_path(name_or_path):
@@ -404,27 +311,53 @@ def load_pretraining_config(name_or_path="default", overrides=()):
     """
     path = resolve_config_path(name_or_path)
     try:
-        with tf.io.gfile.GFile(path) as f:
-            values = yaml.safe_load(f.read()) or {}
+        values = read_yaml(path)
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path} is not UTF-8 text: {error}") from None
-    base = _from_dict(PretrainingConfig, values).to_dict()
+    config = SCHEMA.merge(PretrainingConfig(), values, where=path)
     pairs = overrides.items() if isinstance(overrides, dict) else map(
         parse_override, overrides)
     for key, value in pairs:
-        _set_dotted(base, key, value)
-    config = _from_dict(PretrainingConfig, base)
+        SCHEMA.set(config, key, value)
     config.validate()
+    _find_bundled_data(config.data)
     return config
 
 
 def config_from_dict(values):
     """A validated `PretrainingConfig` from a plain dict (e.g. saved JSON)."""
-    config = _from_dict(PretrainingConfig, values)
+    config = SCHEMA.merge(PretrainingConfig(), values)
     config.validate()
+    _find_bundled_data(config.data)
     return config
+
+
+_DATA_KEYS = ("train_files", "eval_files", "vocab_file")
+
+
+def _find_bundled_data(data):
+    """The checkout's own corpus and vocabulary (`data/...`) from any
+    working directory; a user's relative paths stay relative to it."""
+    for name in _DATA_KEYS:
+        value = getattr(data, name)
+        if isinstance(value, str):
+            setattr(data, name, bundled(value))
+        elif isinstance(value, list):
+            setattr(data, name, [bundled(v) if isinstance(v, str) else v
+                                 for v in value])
+
+
+def _same_files(value):
+    """A data path as a rerun compares it: the checkout's own `data/...`
+    files by absolute path, however the run's directory spelled them."""
+    if isinstance(value, list):
+        return [_same_files(v) for v in value]
+    if not isinstance(value, str) or "://" in value:
+        return value
+    absolute = os.path.abspath(bundled(value))
+    return absolute if absolute.startswith(str(DATA) + os.sep) else value
 
 
 # What a rerun on an existing `model_dir` may change: how the run is
@@ -437,20 +370,6 @@ RERUN_MAY_CHANGE = (
 )
 
 
-def _flatten(values, prefix=""):
-    """`{"a": {"b": [{"c": 1}]}}` -> `{"a.b.0.c": 1}`."""
-    if isinstance(values, dict):
-        items = values.items()
-    elif isinstance(values, list) and all(isinstance(v, dict) for v in values):
-        items = enumerate(values)
-    else:
-        return {prefix[:-1]: values}
-    flat = {}
-    for key, value in items:
-        flat.update(_flatten(value, f"{prefix}{key}."))
-    return flat
-
-
 def check_rerun_config(config, path, allow_longer_train_steps=False):
     """Raises `ConfigError` if `config` differs from the one recorded at
     `path` in a key outside `RERUN_MAY_CHANGE`: resuming checkpoints
@@ -461,13 +380,13 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
     if only the last phase grows (the steps already trained keep their
     phases). Returns True when it does: `train_steps` was extended."""
     try:
-        with tf.io.gfile.GFile(path) as f:
-            recorded = _from_dict(PretrainingConfig,
-                                  yaml.safe_load(f.read()) or {})
+        recorded = SCHEMA.merge(PretrainingConfig(), read_yaml(path))
     except (ConfigError, yaml.YAMLError, UnicodeDecodeError) as error:
         raise ConfigError(f"Cannot read {path}: {error}") from None
-    before = _flatten(json.loads(json.dumps(recorded.to_dict())))
-    now = _flatten(json.loads(json.dumps(config.to_dict())))
+    before, now = recorded.to_dict(), config.to_dict()
+    for tree in (before, now):
+        for name in _DATA_KEYS:
+            tree["data"][name] = _same_files(tree["data"][name])
     extended = (allow_longer_train_steps
                 and config.train_steps > recorded.train_steps)
     if extended:
@@ -479,16 +398,13 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
                 f"{recorded.phase_steps()}")
         # Phase lengths were compared above as steps: a phase given by
         # `fraction` may be rewritten as the same number of `steps`.
-        for key in [k for k in {*before, *now} if k == "train_steps"
-                    or k.startswith("phases.")
-                    and k.endswith((".steps", ".fraction"))]:
-            before.pop(key, None)
-            now.pop(key, None)
+        for tree in (before, now):
+            del tree["train_steps"]
+            for phase in tree["phases"]:
+                phase.pop("steps"), phase.pop("fraction")
     changed = [
-        f"{key}: {before.get(key)!r} -> {now.get(key)!r}"
-        for key in sorted(set(before) | set(now))
-        if before.get(key) != now.get(key) and not any(
-            key == k or key.startswith(k + ".") for k in RERUN_MAY_CHANGE)]
+        f"{key}: {old!r} -> {new!r}" for key, old, new in diff(before, now)
+        if not any(key == k or key.startswith(k + ".") for k in RERUN_MAY_CHANGE)]
     if changed:
         raise ConfigError(
             f"{config.model_dir} holds checkpoints of another config "
@@ -502,6 +418,5 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
 def write_config(config, path):
     """Writes the resolved config as YAML (sorted keys, one file), whole
     or not at all, into an existing folder."""
-    text = yaml.safe_dump(json.loads(json.dumps(config.to_dict())),
-                          sort_keys=False)
+    text = yaml.safe_dump(config.to_dict(), sort_keys=False)
     write_atomically(path, lambda f: f.write(text))

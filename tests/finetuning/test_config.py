@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from keras_bert.finetuning.config import FinetuneConfigError, load_finetune_config
-from keras_bert.finetuning.optimization import create_finetune_optimizer
+from keras_bert.optimization import create_optimizer
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
 
 
@@ -54,7 +54,7 @@ def test_unknown_key_in_yaml(tmp_path):
 
 def test_optimizer_warms_up_over_ten_percent():
     config = load_finetune_config("sst2", overrides=["optimizer.learning_rate=1e-4"])
-    optimizer = create_finetune_optimizer(config.optimizer, total_steps=110)
+    optimizer = create_optimizer(config.optimizer, total_steps=110)
     schedule = optimizer._learning_rate
     values = [float(np.asarray(schedule(s))) for s in (0, 11, 110)]
     np.testing.assert_allclose(values, [0.0, 1e-4, 0.0], atol=1e-9)
@@ -67,7 +67,7 @@ def test_optimizer_and_schedule_are_chosen_by_name():
     config = load_finetune_config("sst2", overrides=[
         "optimizer.name=adam_weight_decay", "optimizer.decay_start=step_0",
         "optimizer.learning_rate=1e-4"])
-    optimizer = create_finetune_optimizer(config.optimizer, total_steps=100)
+    optimizer = create_optimizer(config.optimizer, total_steps=100)
     assert isinstance(optimizer, AdamWeightDecay)
     assert optimizer.weight_decay_rate == 0.01
     # The original schedule drops to 0.9 of the peak after a 10% warmup.
@@ -83,3 +83,19 @@ def test_unknown_optimizer_words_are_one_line_errors(override):
     message = str(error.value)
     assert f"Received: {key}='{value}'" in message and key + " must be one of" in message
     assert "\n" not in message
+
+
+def test_config_files_are_found_from_another_directory(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    config = load_finetune_config("squad_v1", default_config_file("squad_v1"))
+    assert config.data.max_seq_length == 384
+    # A relative config file is the user's: read from the working directory.
+    (tmp_path / "mine.yaml").write_text("training:\n  batch_size: 8\n")
+    assert load_finetune_config("sst2", "mine.yaml").training.batch_size == 8
+
+
+def test_written_config_keeps_fine_tunings_optimizer_keys():
+    config = load_finetune_config("sst2", default_config_file("sst2"))
+    assert list(config.to_dict()["optimizer"]) == [
+        "name", "decay_start", "learning_rate", "warmup_fraction",
+        "weight_decay", "epsilon", "global_clipnorm"]

@@ -1,3 +1,6 @@
+import glob
+import os
+
 import pytest
 import yaml
 
@@ -132,3 +135,36 @@ def test_own_text_recipe_packs_short_documents():
     config = load_pretraining_config("own_text")
     assert config.data.corpus_format == "lines"
     assert config.data.pack_documents and config.data.next_sentence_rate == 0.0
+
+
+def test_bundled_data_is_found_from_another_directory(monkeypatch, tmp_path):
+    from keras_bert.paths import ROOT
+
+    monkeypatch.chdir(ROOT)  # Run from the checkout: recorded as written.
+    in_checkout = load_pretraining_config("default")
+    assert in_checkout.data.train_files == "data/corpus/*/*.txt"
+    monkeypatch.chdir(tmp_path)
+    config = load_pretraining_config("default")
+    assert glob.glob(config.data.train_files)
+    assert os.path.isfile(config.data.vocab_file)
+    # A user's own relative path stays relative to the working directory.
+    own = load_pretraining_config("default", ["data.train_files=data/mine/*.txt"])
+    assert own.data.train_files == "data/mine/*.txt"
+
+
+def test_rerun_from_another_directory_is_the_same_config(monkeypatch, tmp_path):
+    from keras_bert.paths import ROOT
+    from keras_bert.pretraining.config import check_rerun_config, write_config
+
+    monkeypatch.chdir(ROOT)
+    write_config(load_pretraining_config("default"), str(tmp_path / "config.yaml"))
+    monkeypatch.chdir(tmp_path)
+    config = load_pretraining_config("default")
+    assert check_rerun_config(config, str(tmp_path / "config.yaml")) is False
+    write_config(config, str(tmp_path / "elsewhere.yaml"))  # Absolute paths.
+    monkeypatch.chdir(ROOT)
+    config = load_pretraining_config("default")
+    assert check_rerun_config(config, str(tmp_path / "elsewhere.yaml")) is False
+    with pytest.raises(ConfigError, match="data.vocab_file"):
+        check_rerun_config(load_pretraining_config(
+            "default", ["data.vocab_file=other.txt"]), str(tmp_path / "config.yaml"))
