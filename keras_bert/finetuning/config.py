@@ -62,9 +62,10 @@ class TrainingConfig:
     dropout: float = 0.1
     seed: int = 0
     verbose: int = 2
-    # Batches of similar length: faster (about half the padded positions on
-    # SST-2), but off by default: the original draws random batches, and on
-    # tasks whose labels go with length (STS-B) grouped batches score worse.
+    # Batches of similar length: fewer padded positions, so faster, but off
+    # by default: the original draws random batches, and on tasks whose
+    # labels go with length (STS-B) grouped batches score worse
+    # (BENCHMARKS.md#findings-behind-the-defaults).
     group_by_length: bool = False
 
 

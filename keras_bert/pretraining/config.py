@@ -103,9 +103,10 @@ class PretrainingConfig:
         checkpoint: `CheckpointConfig`.
         precision: `"float32"`, `"mixed_bfloat16"` or `"mixed_float16"`
             (the last with dynamic loss scaling), or `"auto"`:
-            `mixed_bfloat16` where it measured faster (a GPU or TPU; a CPU
-            with bf16 arithmetic for models >= 768 wide, not under JAX),
-            `float32` elsewhere (`pretraining.resolve_precision`).
+            `mixed_bfloat16` where it pays (a GPU or TPU; a CPU with bf16
+            arithmetic for models >= 768 wide, not under JAX), `float32`
+            elsewhere (`keras_bert.runtime.hardware.resolve_precision`;
+            BENCHMARKS.md#findings-behind-the-defaults).
         strategy: one of `STRATEGIES`.
         tpu: str or None. TPU name or `grpc://` address for `strategy=tpu`.
         jit_compile: `"auto"`, True or False, passed to `Model.compile`.
