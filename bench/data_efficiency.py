@@ -233,12 +233,10 @@ def score(task, model, data):
 def finetune(task, data, backbone_config, weights, budget, learning_rate, seed,
              min_updates):
     """Dev score of one fine-tuning run."""
-    from transfer import training_modules
-
-    optimizers, _, configs = training_modules()
     import keras
 
     from keras_bert.models import BertBackbone, BertClassifier, BertTokenClassifier
+    from keras_bert.optimization import OptimizerConfig, create_optimizer
 
     keras.utils.set_random_seed(seed)
     backbone = BertBackbone.from_config({**backbone_config, "dropout": 0.1})
@@ -258,9 +256,9 @@ def finetune(task, data, backbone_config, weights, budget, learning_rate, seed,
     batches = make_batches(data["train_token_ids"][rows], labels[rows], seed)
     epochs = max(3, math.ceil(min_updates / len(batches)))
     steps = epochs * len(batches)
-    config = configs.OptimizerConfig(learning_rate=learning_rate,
-                                     warmup_steps=int(round(0.1 * steps)))
-    model.compile(optimizer=optimizers.create_optimizer(config, steps), loss=loss)
+    config = OptimizerConfig(learning_rate=learning_rate,
+                             warmup_steps=int(round(0.1 * steps)))
+    model.compile(optimizer=create_optimizer(config, steps), loss=loss)
     model.fit(batches, epochs=epochs, verbose=0)
     return score(task, model, data), steps
 
@@ -271,9 +269,6 @@ def run_key(init, budget, learning_rate, seed):
 
 def run(args, pretrained):
     """Fine-tunes every init x budget x rate x seed; returns the records."""
-    from transfer import training_modules   # bench/, beside this script
-
-    training_modules()   # before keras_bert is imported: no TensorFlow needed
     import keras
 
     data = dict(np.load(args.data))
