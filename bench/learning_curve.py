@@ -1,7 +1,7 @@
 """Held-out learning curves: our `BertPretrainer` against Hugging Face's
 `BertForPreTraining`, trained on identical batches with one recipe.
 
-    KERAS_BACKEND=jax PYTHONPATH=. .venv/bin/python bench/learning_curve.py \
+    KERAS_BACKEND=jax python -m bench.learning_curve \
         --config budget --steps 1500 --eval_every 100 --out runs/curve \
         [--set key=value ...] [--bench_python .venv-bench/bin/python]
 
@@ -13,7 +13,7 @@
    config's optimizer and schedule, evaluating the held-out batches every
    `--eval_every` updates.
 3. Trains `BertForPreTraining` (torch, in the benchmark-only virtualenv of
-   `--bench_python`; see BENCHMARKS.md) on the same arrays: the same sizes,
+   `--bench_python`; see bench/README.md) on the same arrays: the same sizes,
    dropout, initialiser scale, AdamW (decoupled decay, LayerNorm and biases
    excluded), global-norm clipping, warmup + linear decay, and the same loss
    (masked-LM cross-entropy averaged over the real predictions, plus the
@@ -28,13 +28,13 @@ reuses a dump, e.g. on a machine without TensorFlow. Never run by tests.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.common import ROOT, add_bench_python, markdown_table, run_json
+
 FIELDS = ("token_ids", "segment_ids", "padding_mask", "mask_positions",
           "mlm_labels", "mlm_weights", "nsp_labels")
 
@@ -197,15 +197,15 @@ def train_hugging_face(recipe, batches, steps, eval_every):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.learning_curve", description=__doc__.split("\n")[0])
     parser.add_argument("--config", default="budget")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--eval_every", type=int, default=100)
     parser.add_argument("--out", default=os.path.join(ROOT, "runs", "learning_curve"))
     parser.add_argument("--batches", help="reuse a batches.npz dump")
-    parser.add_argument("--bench_python",
-                        default=os.path.join(ROOT, ".venv-bench", "bin", "python"))
+    add_bench_python(parser)
     parser.add_argument("--only", choices=("ours", "hugging_face"))
     parser.add_argument("--recipe", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -220,7 +220,6 @@ def main():
                                             args.eval_every)))
         return
 
-    sys.path.insert(0, ROOT)
     from keras_bert.model_configs import load_model_config
     from keras_bert.pretraining import load_pretraining_config
 
@@ -244,23 +243,19 @@ def main():
         recipe_path = os.path.join(args.out, "recipe.json")
         with open(recipe_path, "w") as f:
             json.dump(recipe, f)
-        out = subprocess.run(
-            [args.bench_python, os.path.abspath(__file__), "--only", "hugging_face",
-             "--recipe", recipe_path, "--batches", batches, "--steps",
-             str(args.steps), "--eval_every", str(args.eval_every)],
-            check=True, capture_output=True, text=True).stdout
-        curves["hugging_face"] = json.loads(out.strip().splitlines()[-1])
+        curves["hugging_face"] = run_json(
+            args.bench_python, "bench.learning_curve", "--only", "hugging_face",
+            "--recipe", recipe_path, "--batches", batches, "--steps", args.steps,
+            "--eval_every", args.eval_every)
     elif args.only is None:
         print(f"(no {args.bench_python}: Hugging Face curve skipped)", file=sys.stderr)
     with open(os.path.join(args.out, "curves.json"), "w") as f:
         json.dump(curves, f, indent=1)
     names = list(curves)
-    print("\n| step | " + " | ".join(f"{n}: held-out MLM accuracy / loss"
-                                       for n in names) + " |")
-    print("|---" * (len(names) + 1) + "|")
-    for rows in zip(*(curves[n] for n in names)):
-        print(f"| {rows[0][0]} | " + " | ".join(
-            f"{acc:.2%} / {loss:.3f}" for _, acc, loss, _ in rows) + " |")
+    print("\n" + markdown_table(
+        ["step"] + [f"{n}: held-out MLM accuracy / loss" for n in names],
+        [[rows[0][0]] + [f"{acc:.2%} / {loss:.3f}" for _, acc, loss, _ in rows]
+         for rows in zip(*(curves[n] for n in names))]))
 
 
 if __name__ == "__main__":

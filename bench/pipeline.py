@@ -1,6 +1,6 @@
 """Pre-training input pipeline throughput, side by side.
 
-    python bench/pipeline.py [--corpus ../shared/data/corpus/gutenberg]
+    python -m bench.pipeline [--corpus ../shared/data/corpus/gutenberg]
         [--seconds 60] [--bench_python .venv-bench/bin/python]
 
 Sequences per second, at 128 and 512 tokens, of
@@ -14,21 +14,21 @@ Sequences per second, at 128 and 512 tokens, of
   (tokenize, pack one segment, mask; no NSP pairs);
 * Hugging Face `tokenizers` (`BertTokenizerFast`) + `DataCollatorForLanguage
   Modeling` on the same chunks (no NSP pairs), run in the benchmark-only
-  virtualenv given by `--bench_python` (see BENCHMARKS.md for how to make it).
+  virtualenv given by `--bench_python` (see bench/README.md for how to make it).
 
 With `--mixing`, it reports instead how many distinct documents a batch of
 the raw-text pipeline holds (each sequence's segment A matched back to its
 file by 4-token windows of unmasked ids), next to the expectation under a
 global shuffle of the same sequences (documents weighted by their tokens):
 
-    python bench/pipeline.py --mixing --corpus data/corpus
+    python -m bench.pipeline --mixing --corpus data/corpus
 
 With `--fill`, it reports the share of real (non-padding) tokens per
 sequence: SST-2's training sentences as a corpus of one-line documents
 (`corpus_format="lines"`) at 128 tokens, one document per sequence against
 `pack_documents=True`, and the bundled books at 128 and 512 tokens:
 
-    python bench/pipeline.py --fill
+    python -m bench.pipeline --fill
 
 Consumption is in the TensorFlow graph (`tf.function` over the iterator) or a
 bare Python loop for Hugging Face, so the numbers are the pipelines' own.
@@ -39,14 +39,13 @@ import argparse
 import glob
 import json
 import os
-import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VOCAB = os.path.join(ROOT, "data", "vocab", "bert_uncased_vocab.txt")
-DEFAULT_CORPUS = os.path.join(os.path.dirname(ROOT), "shared", "data", "corpus",
-                              "gutenberg")
+from bench.common import (DATA, ROOT, VOCAB, add_bench_python, markdown_row,
+                          markdown_table, run_json, write_text)
+
+DEFAULT_CORPUS = os.path.join(DATA, "corpus", "gutenberg")
 SETTINGS = {128: 20, 512: 80}   # seq_len -> max_predictions
 BATCH_SIZE = 32
 
@@ -104,7 +103,6 @@ def time_tf_dataset(dataset, seconds):
 
 
 def bench_ours(files, seq_len, seconds, corpus_format="text"):
-    sys.path.insert(0, ROOT)
     import pipelines
 
     dataset = pipelines.pretraining_dataset(
@@ -191,7 +189,6 @@ def document_mixing(files, batch_size, batches):
     import numpy as np
     import tensorflow as tf
 
-    sys.path.insert(0, ROOT)
     import pipelines
 
     tokenizer = pipelines.BertTokenizer(VOCAB)
@@ -231,21 +228,19 @@ def document_mixing(files, batch_size, batches):
 
 def print_mixing(files):
     print(f"\n{len(files)} files, seq_len 128\n")
-    print("| batch | distinct documents per batch (mean, min-max) | "
-          "global shuffle (expected) | ratio | sequences matched |")
-    print("|---|---|---|---|---|")
-    for batch_size, batches in ((32, 20), (128, 10)):
+    print(markdown_table(["batch", "distinct documents per batch (mean, min-max)",
+                          "global shuffle (expected)", "ratio", "sequences matched"], []))
+    for batch_size, batches in ((32, 20), (128, 10)):   # a row as soon as it is measured
         r = document_mixing(files, batch_size, batches)
-        print(f"| {batch_size} | {r['mean']:.1f} ({r['min']}-{r['max']}) | "
-              f"{r['global_shuffle']:.1f} | {r['mean'] / r['global_shuffle']:.2f} "
-              f"| {r['matched']:.0%} |")
+        print(markdown_row([batch_size, f"{r['mean']:.1f} ({r['min']}-{r['max']})",
+                            f"{r['global_shuffle']:.1f}",
+                            f"{r['mean'] / r['global_shuffle']:.2f}", f"{r['matched']:.0%}"]))
 
 
 def real_token_share(files, corpus_format, seq_len, batches=50, **kwargs):
     """Mean share of non-padding positions over `batches` batches."""
     import numpy as np
 
-    sys.path.insert(0, ROOT)
     import pipelines
 
     dataset = pipelines.pretraining_dataset(
@@ -258,12 +253,9 @@ def real_token_share(files, corpus_format, seq_len, batches=50, **kwargs):
 def print_fill():
     import tempfile
 
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from data_efficiency import write_text
-
     rows = []
     with tempfile.TemporaryDirectory() as out:
-        text = write_text("sst2", os.path.dirname(os.path.dirname(DEFAULT_CORPUS)), out)
+        text = write_text("sst2", DATA, out)
         for pack in (False, True):
             rows.append((f"SST-2 train sentences, lines, pack_documents={pack}", 128,
                          real_token_share(text, "lines", 128, next_sentence_rate=0.0,
@@ -275,20 +267,18 @@ def print_fill():
                          seq_len, real_token_share(books, "text", seq_len,
                                                    next_sentence_rate=rate)))
     print(f"\nbatch {BATCH_SIZE}, 50 batches each, seed 0\n")
-    print("| corpus | seq_len | real (non-padding) tokens |")
-    print("|---|---|---|")
-    for name, seq_len, share in rows:
-        print(f"| {name} | {seq_len} | {share:.1%} |")
+    print(markdown_table(["corpus", "seq_len", "real (non-padding) tokens"],
+                         [(name, seq_len, f"{share:.1%}") for name, seq_len, share in rows]))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.pipeline", description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default=DEFAULT_CORPUS)
     parser.add_argument("--seconds", type=float, default=60.0,
                         help="timed window per measurement; at least a few "
                              "epochs of the corpus for the raw-text pipeline.")
-    parser.add_argument("--bench_python",
-                        default=os.path.join(ROOT, ".venv-bench", "bin", "python"))
+    add_bench_python(parser)
     parser.add_argument("--seq_len", type=int, action="append",
                         help="default: 128 and 512")
     parser.add_argument("--mixing", action="store_true",
@@ -315,10 +305,8 @@ def main():
 
     import tempfile
 
-    import tensorflow as tf
-
-    sys.path.insert(0, ROOT)
     import pipelines
+    import tensorflow as tf
 
     results = {}
     name = "pipelines, raw text (tokenize + NSP pairs + mask, every epoch)"
@@ -339,12 +327,11 @@ def main():
     for seq_len in seq_lens:
         results[(name, seq_len)] = bench_keras_hub(files, seq_len, args.seconds)
     if os.path.exists(args.bench_python):
-        out = subprocess.run(
-            [args.bench_python, os.path.abspath(__file__), "--only",
-             "hugging_face", "--corpus", args.corpus, "--seconds",
-             str(args.seconds)] + sum([["--seq_len", str(s)] for s in seq_lens], []),
-            check=True, capture_output=True, text=True).stdout
-        for name, by_len in json.loads(out.strip().splitlines()[-1]).items():
+        worker = run_json(
+            args.bench_python, "bench.pipeline", "--only", "hugging_face",
+            "--corpus", args.corpus, "--seconds", args.seconds,
+            *sum([["--seq_len", s] for s in seq_lens], []))
+        for name, by_len in worker.items():
             for seq_len, rates in by_len.items():
                 results[(name, int(seq_len))] = rates
     else:
@@ -360,15 +347,15 @@ def main():
         f"seq per CPU-s @ {s}" for s in seq_lens]
     if hf:
         columns.append(f"vs HF collator @ {seq_lens[0]} (per CPU-s)")
-    print("| pipeline | " + " | ".join(columns) + " |")
-    print("|---" * (len(columns) + 1) + "|")
+    table = []
     for name in names:
         row = [results.get((name, s)) for s in seq_lens]
         cells = [f"{r['wall']:,.0f}" if r else "-" for r in row]
         cells += [f"{r['cpu']:,.0f}" if r else "-" for r in row]
         if hf:
             cells.append(f"{results[(name, seq_lens[0])]['cpu'] / hf['cpu']:.1f}x")
-        print(f"| {name} | " + " | ".join(cells) + " |")
+        table.append([name] + cells)
+    print(markdown_table(["pipeline"] + columns, table))
 
 
 if __name__ == "__main__":

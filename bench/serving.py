@@ -1,7 +1,7 @@
 """Serving latency of an exported SavedModel versus the Keras model, and the
 cost of core-op tokenization versus tensorflow-text's.
 
-    KERAS_BACKEND=tensorflow PYTHONPATH=. .venv/bin/python bench/serving.py \
+    KERAS_BACKEND=tensorflow python -m bench.serving \
         [--config configs/model/bert_small.yaml] [--repeats 5]
 
 Everything runs side by side in this one process on the same inputs: real
@@ -19,7 +19,6 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import yaml  # noqa: E402
 
@@ -27,7 +26,9 @@ import pipelines  # noqa: E402
 from keras_bert import BertBackbone  # noqa: E402
 from keras_bert.serving import CoreOpsBertTokenizer, export_for_serving  # noqa: E402
 
-VOCAB = "data/vocab/bert_uncased_vocab.txt"
+from bench.common import ROOT, VOCAB, markdown_table  # noqa: E402
+
+CORPUS = os.path.join(ROOT, "data", "corpus", "*", "*")   # the bundled books
 SEQ_LEN = 128
 
 
@@ -47,7 +48,7 @@ def timed(fn, repeats):
 def paragraphs(count):
     """Corpus paragraphs of >= 600 characters (fill 128 pieces)."""
     found = []
-    for path in sorted(glob.glob("data/corpus/*/*")):
+    for path in sorted(glob.glob(CORPUS)):
         with open(path, encoding="utf-8") as f:
             for block in f.read().split("\n\n"):
                 block = " ".join(block.split())
@@ -60,15 +61,17 @@ def paragraphs(count):
 
 def corpus_lines(count):
     lines = []
-    for path in sorted(glob.glob("data/corpus/*/*")):
+    for path in sorted(glob.glob(CORPUS)):
         with open(path, encoding="utf-8") as f:
             lines += [line for line in f.read().splitlines() if line.strip()]
     return lines[:count]
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--config", default="configs/model/bert_small.yaml")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.serving", description=__doc__.split("\n")[0])
+    parser.add_argument("--config",
+                        default=os.path.join(ROOT, "configs", "model", "bert_small.yaml"))
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
@@ -88,9 +91,6 @@ def main():
     keras_graph = tf.function(lambda x: backbone(x, training=False))
 
     texts = paragraphs(32)
-    rows = [f"### Serving latency, {os.path.basename(args.config)}, seq_len "
-            f"{SEQ_LEN} (ms, min / median of {args.repeats})", "",
-            "| path | batch 1 | batch 32 |", "|---|---|---|"]
     results = {}
     for batch in (1, 32):
         text = tf.constant(texts[:batch])
@@ -109,10 +109,12 @@ def main():
             lambda: serve_ids(**ids), args.repeats)
         results[("SavedModel `serve_text` (raw text: tokenize + pack + model)", batch)] = timed(
             lambda: serve_text(text_a=text), args.repeats)
-    for name in dict.fromkeys(k for k, _ in results):
-        cells = [f"{results[(name, b)][0]:.1f} / {results[(name, b)][1]:.1f}"
-                 for b in (1, 32)]
-        rows.append(f"| {name} | {cells[0]} | {cells[1]} |")
+    rows = [f"### Serving latency, {os.path.basename(args.config)}, seq_len "
+            f"{SEQ_LEN} (ms, min / median of {args.repeats})", "",
+            markdown_table(["path", "batch 1", "batch 32"], [
+                [name] + [f"{results[(name, b)][0]:.1f} / {results[(name, b)][1]:.1f}"
+                          for b in (1, 32)]
+                for name in dict.fromkeys(k for k, _ in results)])]
     rows += ["", f"Export (`export_for_serving`, incl. Unicode tables and "
              f"tracing): {export_seconds:.1f} s", ""]
 
@@ -121,17 +123,19 @@ def main():
     tf_text = pipelines.BertTokenizer(VOCAB)
     tf_text_fn = tf.function(lambda x: tf_text.tokenize(x), autograph=False)
     lines = corpus_lines(4096)
-    rows += [f"### Tokenization (ms, min / median of {args.repeats})", "",
-             "| input | core ops (`CoreOpsBertTokenizer`) | tensorflow-text "
-             "(`pipelines.BertTokenizer`) | ratio |", "|---|---|---|---|"]
+    tokenization = []
     for name, batch in (("1 paragraph", texts[:1]), ("32 paragraphs", texts),
                         ("4096 corpus lines", lines)):
         x = tf.constant(batch)
         assert core_fn(x).to_list() == tf_text_fn(x).to_list()
         a = timed(lambda: core_fn(x), args.repeats)
         b = timed(lambda: tf_text_fn(x), args.repeats)
-        rows.append(f"| {name} | {a[0]:.1f} / {a[1]:.1f} | {b[0]:.1f} / "
-                    f"{b[1]:.1f} | {a[1] / b[1]:.1f}x |")
+        tokenization.append([name, f"{a[0]:.1f} / {a[1]:.1f}",
+                             f"{b[0]:.1f} / {b[1]:.1f}", f"{a[1] / b[1]:.1f}x"])
+    rows += [f"### Tokenization (ms, min / median of {args.repeats})", "",
+             markdown_table(["input", "core ops (`CoreOpsBertTokenizer`)",
+                             "tensorflow-text (`pipelines.BertTokenizer`)", "ratio"],
+                            tokenization)]
     print("\n".join(rows))
     print(f"\nload average: {os.getloadavg()}")
 

@@ -1,6 +1,6 @@
 """Pre-training step throughput, side by side: keras_bert vs keras-hub vs HF.
 
-    python bench/train.py [--configs tiny:32:128,tiny:128:32,mini:512,base:128]
+    python -m bench.train [--configs tiny:32:128,tiny:128:32,mini:512,base:128]
         [--backends tensorflow,jax,torch] [--batch 8] [--rounds 3]
         [--processes 1] [--bench_python .venv-bench/bin/python]
         [--out results.json] [--markdown table.md]
@@ -19,7 +19,7 @@ random token ids of a fixed shape, each framework in its own subprocess
   `jit_compile` as for keras_bert, on the same backends;
 * Hugging Face `BertForPreTraining` (MLM logits at every position, as HF
   computes them, + NSP), torch eager (bfloat16 by `torch.autocast`), in
-  the benchmark-only virtualenv `--bench_python`.
+  the benchmark-only virtualenv `--bench_python` (bench/README.md).
 
 Each subprocess times `--rounds` calls after compilation; a cell reports
 its best round (the machine's slow spells only slow rounds down) and the
@@ -40,7 +40,9 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.common import (ROOT, add_bench_python, markdown_table, module_command,
+                          subprocess_env)
+
 SIZES = {  # name: (layers, hidden, heads)
     "tiny": (2, 128, 2),
     "mini": (4, 256, 4),
@@ -114,7 +116,6 @@ def _keras_timing(model, dataset, args):
 
 
 def worker_keras_bert(args, precision):
-    import keras
     import tensorflow as tf
 
     from keras_bert import BertBackbone, BertPretrainer
@@ -253,16 +254,14 @@ PRECISIONS = ("float32", "mixed_bfloat16")
 def spawn(python, worker, precision, size="mini", seq_len=128, batch=8,
           steps=5, warmup=2, jit_compile="auto", backend="tensorflow",
           min_seconds=20, rounds=1, timeout=1800, attention_dropout=0.1):
-    command = [python, os.path.abspath(__file__), "--worker", worker,
-               "--precision", precision, "--size", size,
-               "--attention_dropout", str(attention_dropout),
-               "--seq_len", str(seq_len), "--batch", str(batch),
-               "--predictions", str(max(1, round(0.15 * seq_len))),
-               "--steps", str(steps), "--warmup", str(warmup),
-               "--min_seconds", str(min_seconds), "--rounds", str(rounds),
-               "--jit_compile", str(jit_compile)]
-    env = {**os.environ, "KERAS_BACKEND": backend,
-           "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ROOT}
+    command = module_command(
+        python, "bench.train", "--worker", worker, "--precision", precision,
+        "--size", size, "--attention_dropout", attention_dropout,
+        "--seq_len", seq_len, "--batch", batch,
+        "--predictions", max(1, round(0.15 * seq_len)),
+        "--steps", steps, "--warmup", warmup, "--min_seconds", min_seconds,
+        "--rounds", rounds, "--jit_compile", jit_compile)
+    env = subprocess_env(KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run(command, env=env, capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
     lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
@@ -347,7 +346,7 @@ def measure_config(item, args, peaks):
     return rows
 
 
-def markdown_table(rows):
+def speed_table(rows):
     """One line per configuration, one column per framework and backend;
     cells `float32 / mixed_bfloat16` seq/s with MFU in brackets."""
     def cell(row):
@@ -365,8 +364,7 @@ def markdown_table(rows):
     header = ["model:T × batch"] + [
         f"{LABELS[framework]} ({backend})"
         for framework, backend in columns] + ["widest spread"] * spread
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "---|" * len(header)]
+    lines = []
     for config in configs:
         cells = [" / ".join(cell(index.get((*config, *column, precision)))
                             for precision in PRECISIONS)
@@ -375,13 +373,13 @@ def markdown_table(rows):
             widest = max(r["spread"] for r in rows
                          if (r["size"], r["seq_len"], r["batch"]) == config)
             cells.append(f"{100 * widest:.0f}%")
-        lines.append(f"| {config[0]}:{config[1]} × {config[2]} | "
-                     + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        lines.append([f"{config[0]}:{config[1]} × {config[2]}"] + cells)
+    return markdown_table(header, lines) + "\n"
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.train", description=__doc__.splitlines()[0])
     parser.add_argument("--configs", default="tiny:128,tiny:512,mini:128,"
                                              "mini:512,base:128,base:512")
     parser.add_argument("--batch", type=int, default=8,
@@ -399,8 +397,7 @@ def main():
                         help="Keras backends for the keras_bert and keras-hub rows")
     parser.add_argument("--frameworks", default=",".join(FRAMEWORKS),
                         help="'keras_bert_fused': attention dropout 0")
-    parser.add_argument("--bench_python",
-                        default=os.path.join(ROOT, ".venv-bench", "bin", "python"))
+    add_bench_python(parser)
     parser.add_argument("--out", help="also write the results as JSON here")
     parser.add_argument("--markdown", help="also write the table here")
     # Worker mode (internal).
@@ -424,7 +421,7 @@ def main():
         if args.out:  # After each configuration: a long run keeps its part.
             with open(args.out, "w") as f:
                 json.dump({"peaks": peaks, "rows": rows}, f, indent=2)
-    table = markdown_table(rows)
+    table = speed_table(rows)
     print(table)
     if args.markdown:
         with open(args.markdown, "w") as f:
