@@ -48,14 +48,13 @@ batch to a multiple of 16 (`make_dataset`), the torch loop to the longest
 transformers; Keras' Adam adds ε to √v before the bias correction, torch's
 after it; the dropout masks and shuffles come from different generators.
 
-Default protocol (sized for a shared 2-core CPU, about 40 minutes; the
+Default protocol (sized for a shared 2-core CPU; the
 TASKS table below, `--tasks`, `--seeds`, `--lr`, `--epochs` and
 `--train_limit` change it): SST-2, 3,000 training examples drawn from
 67,349, 2 epochs (188 updates), lr 2e-5, the whole dev set (872); STS-B,
 2,000 of the 5,749 training pairs, 2 epochs (126 updates), lr 5e-5, the
 whole dev set (1,500); max_seq_length 128; 3 seeds. `--tasks stsb
---train_limit 0 --epochs 3` trains on all 5,749 pairs (540 updates, 15-20
-minutes per run and side on a 2-core CPU), past the take-off in which the
+--train_limit 0 --epochs 3` trains on all 5,749 pairs (540 updates), past the take-off in which the
 short protocol's scores swing with the new head's draw (the parity log,
 sessions 7-8, named in BENCHMARKS.md's History).
 Prints one line per run, then per task ours' and Hugging Face's mean ±
