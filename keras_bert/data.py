@@ -52,7 +52,6 @@ def main(argv=None):
 
     def write_shards():
         import pipelines
-
         from keras_bert.runtime.progress import progress_callback
 
         start = time.time()

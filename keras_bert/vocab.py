@@ -63,7 +63,6 @@ def main(argv=None):
 
     def learn():
         import pipelines
-
         from keras_bert.errors import UserError
         from keras_bert.runtime.progress import progress_callback
 
