@@ -7,15 +7,11 @@ with `bert_config.json` and `vocab.txt` beside it), a Hugging Face folder
 DST: `*.keras` for keras_bert, any other path for a Hugging Face folder.
 """
 
-# Before TensorFlow's start-up notices reach the console.
-from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
-
-import_tensorflow_quietly()
-
 import argparse
 import os
 import sys
 
+from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
 
 
@@ -28,7 +24,9 @@ def main(argv=None):
     parser.add_argument("src", help="checkpoint to read")
     parser.add_argument("dst", help="model.keras, or a Hugging Face folder")
     heads = parser.add_mutually_exclusive_group()
+    # The hyphenated spellings came first; every other flag is snake_case.
     heads.add_argument(
+        "--with_heads",
         "--with-heads",
         dest="heads",
         action="store_const",
@@ -36,6 +34,7 @@ def main(argv=None):
         help="always write both pre-training heads (initialise missing ones)",
     )
     heads.add_argument(
+        "--without_heads",
         "--without-heads",
         dest="heads",
         action="store_const",
@@ -59,11 +58,10 @@ def main(argv=None):
     add_verbose_argument(parser)
     args = parser.parse_args(argv)
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    from keras_bert.errors import CheckpointError
-    from keras_bert.conversion.converter import convert
+    def convert_checkpoint():
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        from keras_bert.conversion.converter import convert
 
-    try:
         report = convert(
             args.src,
             args.dst,
@@ -72,11 +70,9 @@ def main(argv=None):
             overwrite=args.overwrite,
             hidden_activation=args.hidden_activation,
         )
-    except (CheckpointError, OSError) as error:  # Bad input: one line.
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print("\n".join(report))
-    return 0
+        print("\n".join(report))
+
+    return run_command(convert_checkpoint, output=args.dst)
 
 
 if __name__ == "__main__":

@@ -12,17 +12,12 @@ Next-sentence pairs and masks stay dynamic: read the shards with
 `pipelines.pretraining_dataset(..., corpus_format="tfrecord")`.
 """
 
-# Before TensorFlow's start-up notices reach the console.
-from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
-
-import_tensorflow_quietly()
-
 import argparse
 import sys
 import time
 
-from keras_bert.runtime.console import add_verbose_argument, configure_logging
-from keras_bert.runtime.progress import progress_callback
+from keras_bert.runtime.command import run_command
+from keras_bert.runtime.console import add_verbose_argument
 
 
 def parse_args(argv=None):
@@ -54,23 +49,22 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    configure_logging()
-    import pipelines
 
-    start = time.time()
-    try:
+    def write_shards():
+        import pipelines
+        from keras_bert.runtime.progress import progress_callback
+
+        start = time.time()
         info = pipelines.write_tfrecord_shards(
             args.input, args.output_dir, args.vocab,
             corpus_format=args.corpus_format, lower_case=not args.cased,
             num_shards=args.num_shards, text_document=args.text_document,
             progress=progress_callback("file"))
-    except pipelines.PipelineInputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"Wrote {info['documents']} documents, {info['sentences']} sentences, "
-          f"{info['tokens']} tokens to {len(info['shards'])} shards in "
-          f"{args.output_dir} in {time.time() - start:.0f}s.")
-    return 0
+        print(f"Wrote {info['documents']} documents, {info['sentences']} sentences, "
+              f"{info['tokens']} tokens to {len(info['shards'])} shards in "
+              f"{args.output_dir} in {time.time() - start:.0f}s.")
+
+    return run_command(write_shards, output=args.output_dir, log_format="%(message)s")
 
 
 if __name__ == "__main__":

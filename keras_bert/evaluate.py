@@ -11,14 +11,10 @@ metric) and the predictions file into `--output_dir` (default:
 `<model_dir>/eval_<file name>/`). Input errors print one line, exit 2.
 """
 
-# Before TensorFlow's start-up notices reach the console.
-from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
-
-import_tensorflow_quietly()
-
 import argparse
 import sys
 
+from keras_bert.runtime.command import LOG_FORMAT, print_json, run_command
 from keras_bert.runtime.console import add_verbose_argument
 
 
@@ -37,10 +33,15 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from keras_bert.runtime.command import report
-    from keras_bert.finetuning.inference import run_evaluation
 
-    return report(lambda: run_evaluation(args.model_dir, args.input, args.output_dir), args.output_dir or args.model_dir)
+    def evaluate():
+        from keras_bert.finetuning.inference import run_evaluation
+
+        print_json(run_evaluation(args.model_dir, args.input, args.output_dir))
+
+    return run_command(
+        evaluate, output=args.output_dir or args.model_dir, log_format=LOG_FORMAT
+    )
 
 
 if __name__ == "__main__":

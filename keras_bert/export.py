@@ -9,21 +9,18 @@ signature takes raw text and runs on stock TensorFlow (no tensorflow-text).
 vocabulary comes from the backbone inside the archive unless `--vocab`.
 """
 
-# Before TensorFlow's start-up notices reach the console.
-from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
-
-import_tensorflow_quietly()
-
 import argparse
 import os
+import sys
 
+from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
 
 # The exported graph must be TensorFlow; weights from any backend load here.
-# (`python -m` has already imported keras_bert, and so keras, by now: if it
-# came up under another backend, export_for_serving re-runs this command in
-# a child process; the setting below is what that child, and any process
-# importing this module first, gets.)
+# Set before Keras loads (after the arguments are parsed), so the command
+# runs under TensorFlow whatever KERAS_BACKEND says. A process whose Keras
+# came up under another backend first (a notebook calling `main`) has
+# export_for_serving re-run the command in a child process, which gets this.
 os.environ["KERAS_BACKEND"] = "tensorflow"
 
 
@@ -52,13 +49,9 @@ def main(argv=None):
     add_verbose_argument(parser)
     args = parser.parse_args(argv)
 
-    from keras_bert.serving.serving_export import (
-        export_for_serving,
-        find_model_file,
-    )
-    from keras_bert.file_io import FILE_ERRORS
+    def export():
+        from keras_bert.serving.serving_export import export_for_serving, find_model_file
 
-    try:
         model = args.model or find_model_file(args.model_dir)
         path = export_for_serving(
             model,
@@ -74,11 +67,17 @@ def main(argv=None):
             doc_stride=args.doc_stride,
             n_best_size=args.n_best_size,
         )
-    except (ValueError, *FILE_ERRORS) as e:  # Bad arguments or files: one line.
-        parser.exit(2, f"{parser.prog}: error: {e}\n")
-    print(f"Exported {model} to {path}")
-    return path
+        print(f"Exported {model} to {path}")
+
+    # serving_export checks its arguments as Keras does, with ValueErrors;
+    # a child process under another backend reads back the line it prints.
+    return run_command(
+        export,
+        output=args.output,
+        error_prefix=f"{parser.prog}: error: ",
+        user_errors=(ValueError,),
+    )
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -47,6 +47,45 @@ def error_reason(error):
             or str(error))
 
 
+# What `os` raises for a path the user named that cannot be used: missing,
+# a folder where a file was wanted (or the reverse), not permitted, read-only.
+_USER_OS_ERRORS = (
+    FileNotFoundError,
+    FileExistsError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+)
+_USER_ERRNOS = (errno.EROFS, errno.ENAMETOOLONG, errno.ELOOP)
+# TensorFlow's file system layer says the same in its messages, which
+# start with the path ("/x; No such file or directory").
+_USER_TF_REASONS = (
+    "No such file or directory",
+    "Could not find directory",
+    "Is a directory",
+    "Not a directory",
+    "Permission denied",
+    "Read-only file system",
+    "not implemented (file: ",  # An unknown scheme: "File system scheme 'x' ..."
+)
+
+
+def user_file_error(error):
+    """One line for a file operation that failed on the user's path (not
+    found, a folder, not permitted, an unknown scheme), naming the path; None
+    for any other error. An `OSError` made with a message only (raised by
+    keras_bert for a path it checked) is its message."""
+    if isinstance(error, _USER_OS_ERRORS) or (
+        isinstance(error, OSError) and error.errno in _USER_ERRNOS
+    ):
+        return str(error)
+    if isinstance(error, tf.errors.OpError):
+        message = (error.message or "").strip()
+        if any(reason in message for reason in _USER_TF_REASONS):
+            return message.splitlines()[0]
+    return None
+
+
 def is_file(path):
     return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
 

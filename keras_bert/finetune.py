@@ -10,18 +10,17 @@ squad_v2 (JSON), conll2003, swag, and classification / pair_classification
 `configs/finetune/`. Input errors print one line and exit with status 2.
 """
 
-# Before TensorFlow's start-up notices reach the console.
-from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
-
-import_tensorflow_quietly()
-
 import argparse
 import sys
 
+from keras_bert.runtime.command import LOG_FORMAT, print_json, run_command, start_up
 from keras_bert.runtime.console import add_verbose_argument
 
 
 def parse_args(argv):
+    # The task names come from the library, so this parser starts
+    # TensorFlow (quietly) before it reads the arguments.
+    start_up()
     from keras_bert.finetuning.task_registry import TASKS
 
     parser = argparse.ArgumentParser(
@@ -47,18 +46,23 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from keras_bert.runtime.command import report
-    from keras_bert.finetuning.runner import run_finetune
 
-    return report(lambda: run_finetune(
-        args.task,
-        args.data_dir,
-        args.init_checkpoint,
-        args.model_dir,
-        vocab=args.vocab,
-        config_file=args.config,
-        overrides=args.set,
-    ), args.model_dir)
+    def finetune():
+        from keras_bert.finetuning.runner import run_finetune
+
+        print_json(
+            run_finetune(
+                args.task,
+                args.data_dir,
+                args.init_checkpoint,
+                args.model_dir,
+                vocab=args.vocab,
+                config_file=args.config,
+                overrides=args.set,
+            )
+        )
+
+    return run_command(finetune, output=args.model_dir, log_format=LOG_FORMAT)
 
 
 if __name__ == "__main__":

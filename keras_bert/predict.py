@@ -12,14 +12,10 @@ layout), CSV/TSV/JSONL with the run's text columns, SQuAD JSON, CoNLL text
 `MNLI-m.tsv`, ...). Input errors print one line, exit 2.
 """
 
-# Before TensorFlow's start-up notices reach the console.
-from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
-
-import_tensorflow_quietly()
-
 import argparse
 import sys
 
+from keras_bert.runtime.command import LOG_FORMAT, print_json, run_command
 from keras_bert.runtime.console import add_verbose_argument
 
 
@@ -41,12 +37,17 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    from keras_bert.runtime.command import report
-    from keras_bert.finetuning.inference import run_prediction
 
-    return report(lambda: run_prediction(
-        args.model_dir, args.input, args.output,
-        glue_submission=args.glue_submission), args.output or args.model_dir)
+    def predict():
+        from keras_bert.finetuning.inference import run_prediction
+
+        print_json(
+            run_prediction(
+                args.model_dir, args.input, args.output, glue_submission=args.glue_submission
+            )
+        )
+
+    return run_command(predict, output=args.output or args.model_dir, log_format=LOG_FORMAT)
 
 
 if __name__ == "__main__":

@@ -11,24 +11,20 @@ or preemption resumes from the newest checkpoint in `--model_dir`.
         --set data.corpus_format=tfrecord --model_dir gs://bucket/run1
 """
 
-# Before Keras, which reads KERAS_BACKEND once, and before TensorFlow's
-# start-up notices reach the console.
-from keras_bert.runtime.backend import use_fastest_backend_for_main_command  # noqa: E402
-from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
-
-use_fastest_backend_for_main_command()
-import_tensorflow_quietly()
-
 import argparse
 import os
 import sys
 
+from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
-from keras_bert.errors import ConfigError
-from keras_bert.file_io import is_disk_full
-from keras_bert.pretraining.config import (
-    STRATEGIES,
-    load_pretraining_config,
+
+# `keras_bert.pretraining.config.STRATEGIES`, which loads TensorFlow and
+# Keras: `--help` and a bad flag answer before either (a test keeps the two
+# equal).
+STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
+FULL_DISK_ADVICE = (
+    "; no partial checkpoint or export is kept. Free space and run the same "
+    "command to resume from the last checkpoint."
 )
 
 
@@ -67,46 +63,41 @@ def main(argv=None):
         value = getattr(args, key)
         if value is not None:
             overrides.append(f"{key}={value}")
-    try:
-        import pipelines
+    config = None
+
+    def pretrain():
+        nonlocal config
+        from keras_bert.pretraining import load_pretraining_config, run_pretraining
 
         config = load_pretraining_config(args.config, overrides)
-        from keras_bert.pretraining.runner import run_pretraining
+        results = run_pretraining(config, allow_longer_train_steps=args.allow_longer_train_steps)
+        if results["preempted"]:
+            # The checkpoint is on disk. Leave at once: interpreter shutdown
+            # can block on tf.data threads of the iterator `fit` was stopped
+            # in, and a preempted VM has seconds, not minutes.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
+        for index, metrics in sorted(results["eval"].items()):
+            seq_len = config.phases[index].seq_len
+            print(
+                f"held-out seq_len={seq_len}: "
+                f"mlm_accuracy={metrics.get('mlm_accuracy', float('nan')):.4f}"
+                + (
+                    f" nsp_accuracy={metrics['nsp_accuracy']:.4f}"
+                    if "nsp_accuracy" in metrics
+                    else ""
+                )
+            )
 
-        results = run_pretraining(
-            config, allow_longer_train_steps=args.allow_longer_train_steps)
-    except (ConfigError, pipelines.PipelineInputError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # The second Ctrl-C: no traceback.
-        print("Interrupted without saving; the last checkpoint is the one "
-              "to resume from.", file=sys.stderr)
-        return 130
-    except Exception as error:
-        if not is_disk_full(error):
-            raise
-        print(f"error: no space left on device in {config.model_dir}; no "
-              "partial checkpoint or export is kept. Free space and run the "
-              "same command to resume from the last checkpoint.",
-              file=sys.stderr)
-        # At once: h5py's handles on the failed file crash interpreter
-        # shutdown.
-        sys.stderr.flush()
-        os._exit(1)
-    if results["preempted"]:
-        # The checkpoint is on disk. Leave at once: interpreter shutdown can
-        # block on tf.data threads of the iterator `fit` was stopped in, and
-        # a preempted VM has seconds, not minutes.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
-    for index, metrics in sorted(results["eval"].items()):
-        seq_len = config.phases[index].seq_len
-        print(f"held-out seq_len={seq_len}: "
-              f"mlm_accuracy={metrics.get('mlm_accuracy', float('nan')):.4f}"
-              + (f" nsp_accuracy={metrics['nsp_accuracy']:.4f}"
-                 if "nsp_accuracy" in metrics else ""))
-    return 0
+    return run_command(
+        pretrain,
+        output=lambda: config.model_dir if config else args.model_dir,
+        choose_backend=True,
+        full_disk_advice=FULL_DISK_ADVICE,
+        # The first Ctrl-C saves a checkpoint and exits 0; this is the second.
+        interrupted="Interrupted without saving; the last checkpoint is the one to resume from.",
+    )
 
 
 if __name__ == "__main__":

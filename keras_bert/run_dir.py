@@ -1,14 +1,66 @@
-"""One training process per `model_dir`."""
+"""A run's `model_dir`: one process at a time (`RunLock`), and one kind of
+run (`refuse_another_run`)."""
 
 import os
 import socket
 
 import tensorflow as tf
+import yaml
 
-from keras_bert.file_io import error_reason, is_local
-from keras_bert.errors import ConfigError
+from keras_bert.errors import ConfigError, FinetuneError
+from keras_bert.file_io import FILE_ERRORS, error_reason, is_file, is_local
 
 LOCK_FILE = "pretrain.lock"
+FINETUNE_LOCK_FILE = "finetune.lock"
+_ABSENT = object()
+
+
+def refuse_another_run(model_dir, task=None):
+    """Raises if `model_dir` holds a run of another kind, before anything is
+    written into it: a rerun of the same job may continue there (pre-training
+    resumes, fine-tuning replaces its outputs), no other run writes over it.
+
+    Pre-training (`task` None) is refused a fine-tuning run's folder (its
+    config.yaml names a task) with a `ConfigError`. Fine-tuning `task` is
+    refused, with a `FinetuneError`, a pre-training run's folder (its lock or
+    checkpoints), a config.yaml that is no fine-tuning run's, and another
+    task's run.
+    """
+    previous = _previous_config(model_dir)
+    if task is None:
+        if isinstance(previous, dict) and "task" in previous and "phases" not in previous:
+            raise ConfigError(
+                f"model_dir {model_dir!r} holds a fine-tuning run (task "
+                f"{previous['task']!r}); pre-train into another folder.")
+        return  # An unreadable config.yaml is `check_rerun_config`'s to report.
+    if tf.io.gfile.exists(os.path.join(model_dir, LOCK_FILE)) or tf.io.gfile.isdir(
+            os.path.join(model_dir, "checkpoints")):
+        raise FinetuneError(
+            f"--model_dir {model_dir}: holds a pre-training run; fine-tune "
+            "into another folder (--init_checkpoint takes its backbone.keras)")
+    if previous is _ABSENT:
+        return
+    if not isinstance(previous, dict) or "phases" in previous:
+        raise FinetuneError(
+            f"--model_dir {model_dir}: its config.yaml is not a fine-tuning "
+            "run's; pick another folder")
+    if previous.get("task") != task:
+        raise FinetuneError(
+            f"--model_dir {model_dir}: holds a fine-tuning run of task "
+            f"{previous.get('task')!r}; pick another folder for {task!r}")
+
+
+def _previous_config(model_dir):
+    """`<model_dir>/config.yaml` as YAML read it (None when unreadable), or
+    `_ABSENT`."""
+    path = os.path.join(model_dir, "config.yaml")
+    if not is_file(path):
+        return _ABSENT
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            return yaml.safe_load(f.read())
+    except (*FILE_ERRORS, UnicodeDecodeError, yaml.YAMLError):
+        return None
 
 
 class RunLock:

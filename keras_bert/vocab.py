@@ -9,18 +9,13 @@ and handed to tensorflow-text's WordPiece learner. The reserved tokens
 by loading it back.
 """
 
-# Before TensorFlow's start-up notices reach the console.
-from keras_bert.runtime.console import import_tensorflow_quietly  # noqa: E402
-
-import_tensorflow_quietly()
-
 import argparse
 import os
 import sys
 import time
 
-from keras_bert.runtime.console import add_verbose_argument, configure_logging
-from keras_bert.runtime.progress import progress_callback
+from keras_bert.runtime.command import run_command
+from keras_bert.runtime.console import add_verbose_argument
 
 
 def parse_args(argv=None):
@@ -65,28 +60,26 @@ def output_error(path, overwrite):
 
 def main(argv=None):
     args = parse_args(argv)
-    configure_logging()
-    import pipelines
 
-    error = output_error(args.output, args.overwrite)
-    if error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    def learn():
+        import pipelines
+        from keras_bert.errors import UserError
+        from keras_bert.runtime.progress import progress_callback
 
-    start = time.time()
-    try:
+        error = output_error(args.output, args.overwrite)
+        if error:
+            raise UserError(error)
+        start = time.time()
         tokens = pipelines.learn_vocabulary(
             args.input, args.vocab_size, lower_case=not args.cased,
             max_word_chars=args.max_word_chars, min_count=args.min_count,
             progress=progress_callback("MB", unit=1e6))
         pipelines.write_vocabulary(tokens, args.output)
         pipelines.load_vocabulary(args.output)
-    except pipelines.PipelineInputError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"Wrote {len(tokens)} tokens to {args.output} "
-          f"in {time.time() - start:.0f}s.")
-    return 0
+        print(f"Wrote {len(tokens)} tokens to {args.output} "
+              f"in {time.time() - start:.0f}s.")
+
+    return run_command(learn, output=args.output, log_format="%(message)s")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.errors import FinetuneError
 from keras_bert.optimization import create_optimizer
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
-from keras_bert.run_dir import LOCK_FILE, RunLock
+from keras_bert.run_dir import FINETUNE_LOCK_FILE, RunLock, refuse_another_run
 
 logger = logging.getLogger("keras_bert.finetune")
 
@@ -174,39 +174,13 @@ def run_finetune(
     config = load_finetune_config(task, config_file or default_config_file(task), overrides)
     if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
         raise FinetuneError(f"--model_dir {model_dir}: is a file, not a folder")
-    _check_model_dir_holds_no_other_run(model_dir, task)
+    refuse_another_run(model_dir, task)
     try:
         makedirs(model_dir)
     except FILE_ERRORS as error:
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
-    with RunLock(model_dir, "finetune.lock", "fine-tuning", error=FinetuneError):
+    with RunLock(model_dir, FINETUNE_LOCK_FILE, "fine-tuning", error=FinetuneError):
         return _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config)
-
-
-def _check_model_dir_holds_no_other_run(model_dir, task):
-    """A rerun of the same task may replace its outputs; a pre-training run
-    or another task's outputs are not overwritten."""
-    if tf.io.gfile.exists(os.path.join(model_dir, LOCK_FILE)) or tf.io.gfile.isdir(
-            os.path.join(model_dir, "checkpoints")):
-        raise FinetuneError(
-            f"--model_dir {model_dir}: holds a pre-training run; fine-tune "
-            "into another folder (--init_checkpoint takes its backbone.keras)")
-    path = os.path.join(model_dir, "config.yaml")
-    if not is_file(path):
-        return
-    try:
-        with tf.io.gfile.GFile(path) as f:
-            previous = yaml.safe_load(f.read())
-    except (*FILE_ERRORS, UnicodeDecodeError, yaml.YAMLError):
-        previous = None
-    if not isinstance(previous, dict) or "phases" in previous:
-        raise FinetuneError(
-            f"--model_dir {model_dir}: its config.yaml is not a fine-tuning "
-            "run's; pick another folder")
-    if previous.get("task") != task:
-        raise FinetuneError(
-            f"--model_dir {model_dir}: holds a fine-tuning run of task "
-            f"{previous.get('task')!r}; pick another folder for {task!r}")
 
 
 def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config):

@@ -7,7 +7,6 @@ import time
 
 import keras
 import tensorflow as tf
-import yaml
 
 from keras_bert.file_io import save_keras_atomically
 from keras_bert.file_io import (
@@ -31,7 +30,7 @@ from keras_bert.pretraining.config import (
     check_rerun_config,
     write_config,
 )
-from keras_bert.run_dir import RunLock
+from keras_bert.run_dir import RunLock, refuse_another_run
 from keras_bert.pretraining.training_monitor import TrainingMonitor
 from keras_bert.pretraining.training_state import TrainingState
 from pipelines import CorpusError
@@ -200,26 +199,12 @@ def record_config(config, allow_longer_train_steps=False):
     once checkpoints exist a rerun must match it (`check_rerun_config`),
     so the file always describes what was trained."""
     path = os.path.join(config.model_dir, "config.yaml")
-    _refuse_a_finetuning_folder(config.model_dir, path)
+    refuse_another_run(config.model_dir)
     trained = CheckpointManager(os.path.join(config.model_dir, "checkpoints"),
                                 is_chief=False).checkpoints()
     if not (trained and tf.io.gfile.exists(path)) or check_rerun_config(
             config, path, allow_longer_train_steps):
         write_config(config, path)
-
-
-def _refuse_a_finetuning_folder(model_dir, config_path):
-    """A fine-tuning run's folder (its config.yaml names a task) is not
-    written over."""
-    try:
-        with tf.io.gfile.GFile(config_path) as f:
-            previous = yaml.safe_load(f.read())
-    except (*FILE_ERRORS, UnicodeDecodeError, yaml.YAMLError):
-        return  # Absent, or reported by `check_rerun_config`.
-    if isinstance(previous, dict) and "task" in previous and "phases" not in previous:
-        raise ConfigError(
-            f"model_dir {model_dir!r} holds a fine-tuning run (task "
-            f"{previous['task']!r}); pre-train into another folder.")
 
 
 def restore_newest_readable(manager, model, distribution):

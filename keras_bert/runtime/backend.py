@@ -31,7 +31,6 @@ PROBE = dict(num_layers=2, hidden_dim=128, num_heads=2, seq_len=128,
 PROBE_COMMAND = ("from keras_bert.runtime.backend import PROBE; "
                  "from keras_bert.pretraining.step_probe import "
                  "probe_seconds_per_step; print(probe_seconds_per_step(**PROBE))")
-MAIN_COMMAND = "keras_bert.pretrain"
 CACHE_FILE = os.path.join(
     os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
     "keras_bert", "fastest_backend.json")
@@ -136,18 +135,12 @@ def describe(record):
             f"step: {times}; set KERAS_BACKEND to choose another)")
 
 
-def is_main_command(orig_argv=None):
-    """Whether this process is `python -m keras_bert.pretrain`. Checked while
-    the package itself is imported, before the module named by `-m` runs."""
-    argv = sys.orig_argv if orig_argv is None else orig_argv
-    return any(a == "-m" and b == MAIN_COMMAND for a, b in zip(argv, argv[1:]))
-
-
-def use_fastest_backend_for_main_command():
-    """Sets `KERAS_BACKEND` to the measured fastest backend when this is the
-    main command and the user has not chosen one. Must run before Keras is
-    imported, which reads the variable once."""
-    if "KERAS_BACKEND" in os.environ or not is_main_command():
+def use_fastest_backend():
+    """Sets `KERAS_BACKEND` to the measured fastest backend unless the user
+    has chosen one. Called by `python -m keras_bert.pretrain` once its
+    arguments are parsed; it must come before Keras is imported, which reads
+    the variable once, so once Keras is loaded it does nothing."""
+    if "KERAS_BACKEND" in os.environ or "keras" in sys.modules:
         return
     backend, record = fastest_backend()
     os.environ["KERAS_BACKEND"] = backend

@@ -1,39 +1,116 @@
-"""What `keras_bert.finetune`, `.evaluate` and `.predict` do with what
-their run returns or raises."""
+"""The harness every command runs in, once its arguments are parsed.
+
+Each of the eight commands (`keras_bert/pretrain.py`, `finetune.py`, ...)
+parses its arguments, then hands `run_command` a function that calls its
+library and prints the result. `run_command` starts the process first:
+pre-training chooses the Keras backend (`runtime.backend`, before Keras
+loads, which reads `KERAS_BACKEND` once), and TensorFlow is imported with
+its start-up notices dropped (`runtime.console`). So `--help` and a bad
+flag answer at once, without measuring backends or loading TensorFlow.
+
+What goes wrong becomes one line on stderr and an exit status:
+
+- a `UserError` (a bad config, corpus, checkpoint or task file): its
+  message, status 2;
+- a file the user named that is missing, a folder, not permitted or on an
+  unknown file system (`file_io.user_file_error`): one line naming the
+  path, status 2;
+- a full disk: one line naming the output, status 1, at once (`os._exit`:
+  h5py's handles on a failed file crash interpreter shutdown);
+- Ctrl-C (pre-training saves at the first; this is the second): one line,
+  status 130.
+
+Anything else is a bug and keeps its traceback. Standard library only at
+import: TensorFlow and Keras load inside `run_command`.
+"""
 
 import json
 import os
 import sys
 
-from keras_bert.runtime.console import configure_logging
+from keras_bert.runtime.console import configure_logging, import_tensorflow_quietly
+
+# The log lines of finetune, evaluate and predict (data and vocab print the
+# message alone).
+LOG_FORMAT = "%(asctime)s %(name)s: %(message)s"
+RERUN_ADVICE = (
+    ": free space and run the same command again (it replaces what this run "
+    "wrote; nothing is left half-written)."
+)
 
 
-def report(run, output):
-    """Calls `run()`, prints its result as JSON and returns 0; bad input is
-    one `error:` line (2); a full disk while writing into `output` one line
-    (1)."""
-    configure_logging("%(asctime)s %(name)s: %(message)s")
-    from pipelines.errors import PipelineInputError
+def start_up(choose_backend=False):
+    """Prepares the process for Keras: the measured fastest backend when
+    `choose_backend` (pre-training) and `KERAS_BACKEND` is unset, then a
+    quiet TensorFlow import. Both must come before Keras loads."""
+    if choose_backend:
+        from keras_bert.runtime.backend import use_fastest_backend
 
-    from keras_bert.conversion import CheckpointError
-    from keras_bert.errors import FinetuneConfigError
-    from keras_bert.errors import FinetuneError
-    from keras_bert.file_io import is_disk_full
+        use_fastest_backend()
+    import_tensorflow_quietly()
 
+
+def run_command(
+    body,
+    output,
+    *,
+    choose_backend=False,
+    log_format=None,
+    full_disk_advice=RERUN_ADVICE,
+    interrupted="Interrupted.",
+    error_prefix="error: ",
+    user_errors=(),
+):
+    """Starts up, calls `body()` and returns the command's exit status.
+
+    Args:
+        body: callable. Imports and calls the library, prints the result;
+            returns an exit status, or None for 0.
+        output: str, or a callable returning it (a path known only once
+            `body` has read its config). What a full disk names.
+        choose_backend: bool. Measure the fastest Keras backend first
+            (`python -m keras_bert.pretrain`).
+        log_format: str or None. `logging` format for keras_bert's and
+            pipelines' INFO lines; None leaves logging alone.
+        full_disk_advice: str. Follows "no space left on device in <output>".
+        interrupted: str. The line for Ctrl-C.
+        error_prefix: str. Starts every error line.
+        user_errors: tuple of exception classes a command's library raises
+            for bad input besides `UserError`.
+    """
     try:
-        result = run()
-    except (FinetuneError, FinetuneConfigError, PipelineInputError, CheckpointError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except Exception as error:
-        if not is_disk_full(error):
-            raise
-        print(f"error: no space left on device in {output}: free space and "
-              "run the same command again (it replaces what this run "
-              "wrote; nothing is left half-written).", file=sys.stderr)
-        # At once: h5py's handles on a failed file crash interpreter
-        # shutdown.
-        sys.stderr.flush()
-        os._exit(1)
+        start_up(choose_backend)
+        if log_format is not None:
+            configure_logging(log_format)
+        from keras_bert.errors import UserError
+        from keras_bert.file_io import is_disk_full, user_file_error
+
+        try:
+            status = body()
+        except (UserError, *user_errors) as error:
+            return _one_line(f"{error_prefix}{error}", 2)
+        except Exception as error:
+            if is_disk_full(error):
+                where = output() if callable(output) else output
+                _one_line(
+                    f"{error_prefix}no space left on device in {where}{full_disk_advice}", 1
+                )
+                os._exit(1)
+            line = user_file_error(error)
+            if line is None:
+                raise
+            return _one_line(f"{error_prefix}{line}", 2)
+    except KeyboardInterrupt:
+        return _one_line(interrupted, 130)
+    return 0 if status is None else status
+
+
+def print_json(result):
+    """What finetune, evaluate and predict print: their result dict."""
     print(json.dumps(result, indent=2, sort_keys=True))
-    return 0
+
+
+def _one_line(line, status):
+    print(line, file=sys.stderr)
+    sys.stderr.flush()
+    return status

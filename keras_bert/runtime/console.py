@@ -71,7 +71,8 @@ def import_tensorflow_quietly():
 
 
 def add_verbose_argument(parser):
-    """`--verbose`, read by `verbose_requested` when the package loads."""
+    """`--verbose`, read by `verbose_requested` when the command starts up
+    (`runtime.command`)."""
     parser.add_argument(
         "--verbose", action="store_true",
         help="show TensorFlow's start-up notices (hidden when no GPU or TPU "

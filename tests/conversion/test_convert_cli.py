@@ -303,3 +303,27 @@ def test_outputs_follow_the_umask(tmp_path):
     assert mode("hf") == 0o750 and mode("m.keras") == 0o640
     for name in ("config.json", "model.safetensors", "vocab.txt"):
         assert mode(f"hf/{name}") == 0o640
+
+
+@pytest.mark.parametrize("flag, heads", [
+    ("--with_heads", True), ("--with-heads", True),
+    ("--without_heads", False), ("--without-heads", False), (None, None),
+])
+def test_heads_flags_snake_case_and_hyphenated(flag, heads, monkeypatch, capsys):
+    received = {}
+
+    def convert(src, dst, **kwargs):
+        received.update(kwargs)
+        return ["converted"]
+
+    monkeypatch.setattr("keras_bert.conversion.converter.convert", convert)
+    assert main(["src", "dst.keras"] + ([flag] if flag else [])) == 0
+    assert received["heads"] is heads
+    assert capsys.readouterr().out == "converted\n"
+
+
+def test_with_and_without_heads_exclude_each_other(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["src", "dst.keras", "--with_heads", "--without-heads"])
+    assert exit_info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err

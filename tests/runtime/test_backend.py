@@ -4,6 +4,7 @@ overridden by KERAS_BACKEND. Speed itself is for bench/, not for tests."""
 import ast
 import importlib
 import json
+import sys
 
 import pytest
 
@@ -65,30 +66,32 @@ def test_no_backend_runs_falls_back_to_tensorflow_uncached(cache):
     assert not cache.exists()
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["python", "-m", "keras_bert.pretrain", "--config", "budget"], True),
-    (["python", "-m", "keras_bert.finetune"], False),
-    (["python", "-m", "pytest", "keras_bert.pretrain"], False),
-])
-def test_main_command_detection(argv, expected):
-    assert fastest_backend.is_main_command(argv) == expected
-
-
 def test_keras_backend_set_by_the_user_is_kept(cache, monkeypatch):
     monkeypatch.setenv("KERAS_BACKEND", "torch")
-    monkeypatch.setattr(fastest_backend.sys, "orig_argv", ["python", "-m", "keras_bert.pretrain"])
+    monkeypatch.delitem(sys.modules, "keras", raising=False)
     monkeypatch.setattr(fastest_backend, "measure_step", lambda b: pytest.fail("measured"))
-    fastest_backend.use_fastest_backend_for_main_command()
+    fastest_backend.use_fastest_backend()
     assert fastest_backend.os.environ["KERAS_BACKEND"] == "torch"
 
 
-def test_unset_backend_is_chosen_for_the_main_command(cache, monkeypatch, capsys):
+def test_unset_backend_is_chosen_before_keras_loads(cache, monkeypatch, capsys):
     monkeypatch.delenv("KERAS_BACKEND", raising=False)
-    monkeypatch.setattr(fastest_backend.sys, "orig_argv", ["python", "-m", "keras_bert.pretrain"])
+    monkeypatch.delitem(sys.modules, "keras", raising=False)
     monkeypatch.setattr(fastest_backend, "measure_step", FakeProbe(tensorflow=0.2, jax=0.1))
-    fastest_backend.use_fastest_backend_for_main_command()
+    fastest_backend.use_fastest_backend()
     assert fastest_backend.os.environ["KERAS_BACKEND"] == "jax"
     assert "Keras backend: jax (fastest here; BERT-Tiny step: tensorflow 200 ms, jax 100 ms" in capsys.readouterr().err
+
+
+def test_nothing_is_measured_once_keras_is_loaded(cache, monkeypatch):
+    # Keras has read KERAS_BACKEND already (a test, a notebook): too late.
+    import keras  # noqa: F401
+
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    monkeypatch.setattr(fastest_backend, "measure_step", lambda b: pytest.fail("measured"))
+    fastest_backend.use_fastest_backend()
+    assert "KERAS_BACKEND" not in fastest_backend.os.environ
+    assert not cache.exists()
 
 
 def test_a_backend_that_cannot_start_is_reported_not_raised(capsys):

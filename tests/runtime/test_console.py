@@ -81,11 +81,14 @@ def test_verbose_or_an_expected_gpu_keeps_every_line(tmp_path, how):
 
 
 @pytest.mark.skipif(hardware.accelerator_expected(), reason="a GPU or TPU is here")
-def test_real_tensorflow_starts_quietly():
-    # A command that loads TensorFlow before it parses its arguments.
+def test_real_tensorflow_starts_quietly(tmp_path):
+    # A command that parses its arguments, starts up and fails on its input.
     result = subprocess.run(
-        [sys.executable, "-m", "keras_bert.evaluate", "--help"],
-        capture_output=True, text=True, check=True, cwd=REPO)
+        [sys.executable, "-m", "keras_bert.evaluate", "--model_dir",
+         str(tmp_path / "missing"), "--input", str(tmp_path / "dev.tsv")],
+        capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
     assert not [line for line in result.stderr.splitlines()
                 if console.STARTUP_NOTICES.search(line)], result.stderr
 
