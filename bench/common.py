@@ -26,10 +26,12 @@ BENCH_PYTHON = os.path.join(ROOT, ".venv-bench", "bin", "python")
 def add_bench_python(parser):
     """The `--bench_python` option of the scripts with a Hugging Face side."""
     parser.add_argument(
-        "--bench_python", default=BENCH_PYTHON,
+        "--bench_python",
+        default=BENCH_PYTHON,
         help="the interpreter of the benchmark virtualenv (torch, "
-             "transformers: requirements-bench.txt) that runs the Hugging "
-             "Face side")
+        "transformers: requirements-bench.txt) that runs the Hugging "
+        "Face side",
+    )
 
 
 def module_command(python, module, *args):
@@ -43,16 +45,19 @@ def subprocess_env(**variables):
     PYTHONPATH: `python -m bench.X` then resolves in any interpreter and
     from any working directory."""
     path = os.environ.get("PYTHONPATH")
-    return {**os.environ, **variables,
-            "PYTHONPATH": ROOT + (os.pathsep + path if path else "")}
+    return {**os.environ, **variables, "PYTHONPATH": ROOT + (os.pathsep + path if path else "")}
 
 
 def run_json(python, module, *args):
     """Runs `python -m module args...` to the end and returns the JSON
     object of its last line of output (the worker's result)."""
-    out = subprocess.run(module_command(python, module, *args),
-                         env=subprocess_env(), check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        module_command(python, module, *args),
+        env=subprocess_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -95,8 +100,11 @@ def write_text(task, data_dir, out, files=20):
     for i in range(files):
         with open(os.path.join(folder, f"part-{i:02d}.txt"), "w", encoding="utf-8") as f:
             f.write("".join(d.replace("\n", " ") + "\n" for d in documents[i::files]))
-    print(f"text: {len(documents):,} {task} training documents, labels removed, "
-          f"in {files} files under {folder}", flush=True)
+    print(
+        f"text: {len(documents):,} {task} training documents, labels removed, "
+        f"in {files} files under {folder}",
+        flush=True,
+    )
     return os.path.join(folder, "*.txt")
 
 
@@ -110,5 +118,6 @@ def markdown_row(cells):
 def markdown_table(header, rows):
     """A Markdown table (no trailing newline): `header` cells, then one
     line per row of cells."""
-    return "\n".join([markdown_row(header), "|" + "---|" * len(header)]
-                     + [markdown_row(row) for row in rows])
+    return "\n".join(
+        [markdown_row(header), "|" + "---|" * len(header)] + [markdown_row(row) for row in rows]
+    )

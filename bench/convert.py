@@ -20,7 +20,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 def main():
     parser = argparse.ArgumentParser(
-        prog="python -m bench.convert", description=__doc__.split("\n")[0])
+        prog="python -m bench.convert", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--repeats", type=int, default=3)
     repeats = parser.parse_args().repeats
 
@@ -49,9 +50,15 @@ def main():
         timed("convert(.keras, hf)", convert, keras_path, hf_path)
     backend = keras.backend.backend()
     print(f"backend: {backend}; seconds, min / median of {repeats}")
-    print(markdown_table(["step", "seconds"], [
-        [label, f"{min(values):.2f} / {np.median(values):.2f}"]
-        for label, values in times.items()]))
+    print(
+        markdown_table(
+            ["step", "seconds"],
+            [
+                [label, f"{min(values):.2f} / {np.median(values):.2f}"]
+                for label, values in times.items()
+            ],
+        )
+    )
 
 
 if __name__ == "__main__":

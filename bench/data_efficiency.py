@@ -52,7 +52,7 @@ BUDGETS = {"sst2": [250, 1000, 4000, 67349], "conll2003": [250, 1000, 14041]}
 SEQ_LEN = {"sst2": 64, "conll2003": 128}
 METRIC = {"sst2": "accuracy", "conll2003": "entity F1"}
 BATCH = 32
-LENGTH_MULTIPLE = 32   # few distinct batch shapes: one compilation each
+LENGTH_MULTIPLE = 32  # few distinct batch shapes: one compilation each
 
 
 # === Pre-training on the task's text (bench.common.write_text) ===
@@ -61,8 +61,17 @@ LENGTH_MULTIPLE = 32   # few distinct batch shapes: one compilation each
 def pretrain(text_pattern, out, config, overrides):
     """Runs the pre-training command; returns the backbone's path."""
     model_dir = os.path.join(out, "pretrain")
-    command = [sys.executable, "-m", "keras_bert.pretrain", "--config", config,
-               "--set", f"data.train_files={text_pattern}", "--model_dir", model_dir]
+    command = [
+        sys.executable,
+        "-m",
+        "keras_bert.pretrain",
+        "--config",
+        config,
+        "--set",
+        f"data.train_files={text_pattern}",
+        "--model_dir",
+        model_dir,
+    ]
     command += [a for o in overrides for a in ("--set", o)]
     print("pretrain:", " ".join(command), flush=True)
     start = time.perf_counter()
@@ -77,7 +86,7 @@ def pretrain(text_pattern, out, config, overrides):
 def _padded(rows, seq_len, dtype, fill=0):
     array = np.full((len(rows), seq_len), fill, dtype)
     for i, row in enumerate(rows):
-        array[i, :len(row)] = row
+        array[i, : len(row)] = row
     return array
 
 
@@ -102,10 +111,10 @@ def dump(task, data_dir, vocab, path):
         label_names = tasks.tag_names(train)
         for split, sentences in (("train", train), ("dev", dev)):
             features, labels, starts = tasks.tagging_features(
-                sentences, tokenizer, seq_len, label_names)
+                sentences, tokenizer, seq_len, label_names
+            )
             arrays[f"{split}_token_ids"] = _padded(features["token_ids"], seq_len, "int32")
-            arrays[f"{split}_labels"] = _padded(labels, seq_len, "int32",
-                                                tasks.IGNORED_LABEL)
+            arrays[f"{split}_labels"] = _padded(labels, seq_len, "int32", tasks.IGNORED_LABEL)
         arrays["dev_word_starts"] = np.array(json.dumps(starts))
         arrays["dev_gold_tags"] = np.array(json.dumps([s.tags for s in dev]))
         arrays["label_names"] = np.array(json.dumps(label_names))
@@ -124,8 +133,11 @@ def batch_inputs(token_ids):
     length = int((token_ids != 0).sum(axis=1).max())
     length = min(token_ids.shape[1], -(-length // LENGTH_MULTIPLE) * LENGTH_MULTIPLE)
     token_ids = token_ids[:, :length]
-    return {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
-            "padding_mask": token_ids != 0}, length
+    return {
+        "token_ids": token_ids,
+        "segment_ids": np.zeros_like(token_ids),
+        "padding_mask": token_ids != 0,
+    }, length
 
 
 def make_batches(token_ids, labels, seed):
@@ -142,7 +154,7 @@ def make_batches(token_ids, labels, seed):
             return len(labels) // BATCH
 
         def __getitem__(self, index):
-            rows = self.order[index * BATCH:(index + 1) * BATCH]
+            rows = self.order[index * BATCH : (index + 1) * BATCH]
             inputs, length = batch_inputs(token_ids[rows])
             return inputs, labels[rows][:, :length] if labels.ndim == 2 else labels[rows]
 
@@ -175,21 +187,25 @@ def score(task, model, data):
     rows = -(-len(token_ids) // 256) * 256
     token_ids = np.pad(token_ids, [(0, rows - len(token_ids)), (0, 0)])
     for start in range(0, rows, 256):
-        batch = token_ids[start:start + 256]
-        inputs = {"token_ids": batch, "segment_ids": np.zeros_like(batch),
-                  "padding_mask": batch != 0}
+        batch = token_ids[start : start + 256]
+        inputs = {
+            "token_ids": batch,
+            "segment_ids": np.zeros_like(batch),
+            "padding_mask": batch != 0,
+        }
         outputs.append(np.asarray(model.predict_on_batch(inputs)).argmax(-1))
-    outputs = np.concatenate(outputs)[:len(data["dev_token_ids"])]
+    outputs = np.concatenate(outputs)[: len(data["dev_token_ids"])]
     if task == "sst2":
         return metrics.accuracy(data["dev_labels"].tolist(), outputs.tolist())
     label_names = json.loads(str(data["label_names"]))
-    predicted = [[label_names[row[p]] if p >= 0 else "O" for p in starts]
-                 for row, starts in zip(outputs, json.loads(str(data["dev_word_starts"])))]
+    predicted = [
+        [label_names[row[p]] if p >= 0 else "O" for p in starts]
+        for row, starts in zip(outputs, json.loads(str(data["dev_word_starts"])))
+    ]
     return metrics.entity_scores(json.loads(str(data["dev_gold_tags"])), predicted)["f1"]
 
 
-def finetune(task, data, backbone_config, weights, budget, learning_rate, seed,
-             min_updates):
+def finetune(task, data, backbone_config, weights, budget, learning_rate, seed, min_updates):
     """Dev score of one fine-tuning run."""
     import keras
 
@@ -205,17 +221,16 @@ def finetune(task, data, backbone_config, weights, budget, learning_rate, seed,
         loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     else:
         label_names = json.loads(str(data["label_names"]))
-        model = BertTokenClassifier(backbone, num_labels=len(label_names), dropout=0.1,
-                                    label_names=label_names)
-        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
-                                                          ignore_class=-1)
+        model = BertTokenClassifier(
+            backbone, num_labels=len(label_names), dropout=0.1, label_names=label_names
+        )
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-1)
     labels = data["train_labels"]
     rows = np.random.default_rng(seed).permutation(len(labels))[:budget]
     batches = make_batches(data["train_token_ids"][rows], labels[rows], seed)
     epochs = max(3, math.ceil(min_updates / len(batches)))
     steps = epochs * len(batches)
-    config = OptimizerConfig(learning_rate=learning_rate,
-                             warmup_steps=int(round(0.1 * steps)))
+    config = OptimizerConfig(learning_rate=learning_rate, warmup_steps=int(round(0.1 * steps)))
     model.compile(optimizer=create_optimizer(config, steps), loss=loss)
     model.fit(batches, epochs=epochs, verbose=0)
     return score(task, model, data), steps
@@ -235,8 +250,10 @@ def run(args, pretrained):
     records = {}
     if os.path.exists(results_path):
         with open(results_path) as f:
-            records = {run_key(r["init"], r["budget"], r["learning_rate"], r["seed"]): r
-                       for r in json.load(f)["runs"]}
+            records = {
+                run_key(r["init"], r["budget"], r["learning_rate"], r["seed"]): r
+                for r in json.load(f)["runs"]
+            }
     backbones = load_backbones(pretrained)
     reference_config = next(iter(backbones.values()))[0] if backbones else None
     if reference_config is None:
@@ -244,8 +261,10 @@ def run(args, pretrained):
 
         reference_config = load_model_config(args.random_model)
     inits = {**{name: w for name, (_, w) in backbones.items()}, "random": None}
-    print(f"run: {task} on {keras.backend.backend()} "
-          f"({describe_device()}), inits {list(inits)}", flush=True)
+    print(
+        f"run: {task} on {keras.backend.backend()} ({describe_device()}), inits {list(inits)}",
+        flush=True,
+    )
     budgets = args.budgets or BUDGETS[task]
     for budget in budgets:
         for init, weights in inits.items():
@@ -256,18 +275,31 @@ def run(args, pretrained):
                     if key in records:
                         continue
                     start = time.perf_counter()
-                    value, steps = finetune(task, data, config, weights, budget,
-                                            learning_rate, seed, args.min_updates)
-                    records[key] = {"init": init, "budget": budget,
-                                    "learning_rate": learning_rate, "seed": seed,
-                                    "score": value, "updates": steps,
-                                    "seconds": round(time.perf_counter() - start, 1)}
+                    value, steps = finetune(
+                        task, data, config, weights, budget, learning_rate, seed, args.min_updates
+                    )
+                    records[key] = {
+                        "init": init,
+                        "budget": budget,
+                        "learning_rate": learning_rate,
+                        "seed": seed,
+                        "score": value,
+                        "updates": steps,
+                        "seconds": round(time.perf_counter() - start, 1),
+                    }
                     print("run", json.dumps(records[key]), flush=True)
-                    write_json(results_path, {
-                        "task": task, "metric": METRIC[task], "device": describe_device(),
-                        "backend": keras.backend.backend(),
-                        "pretrained": pretrained, "protocol": protocol(args),
-                        "runs": list(records.values())})
+                    write_json(
+                        results_path,
+                        {
+                            "task": task,
+                            "metric": METRIC[task],
+                            "device": describe_device(),
+                            "backend": keras.backend.backend(),
+                            "pretrained": pretrained,
+                            "protocol": protocol(args),
+                            "runs": list(records.values()),
+                        },
+                    )
     return task, list(records.values())
 
 
@@ -288,9 +320,14 @@ def describe_device():
 
 
 def protocol(args):
-    return {"learning_rates": args.learning_rates, "seeds": args.seeds,
-            "min_updates": args.min_updates, "batch_size": BATCH,
-            "epochs": "max(3, min_updates / batches)", "dropout": 0.1}
+    return {
+        "learning_rates": args.learning_rates,
+        "seeds": args.seeds,
+        "min_updates": args.min_updates,
+        "batch_size": BATCH,
+        "epochs": "max(3, min_updates / batches)",
+        "dropout": 0.1,
+    }
 
 
 def write_json(path, value):
@@ -308,13 +345,18 @@ def summarize(records):
     its mean over seeds."""
     by_point = {}
     for r in records:
-        by_point.setdefault((r["init"], r["budget"]), {}).setdefault(
-            r["learning_rate"], []).append(r["score"])
+        by_point.setdefault((r["init"], r["budget"]), {}).setdefault(r["learning_rate"], []).append(
+            r["score"]
+        )
     summary = {}
     for point, by_rate in by_point.items():
         rate, scores = max(by_rate.items(), key=lambda item: statistics.mean(item[1]))
-        summary[point] = (rate, statistics.mean(scores),
-                          statistics.stdev(scores) if len(scores) > 1 else 0.0, scores)
+        summary[point] = (
+            rate,
+            statistics.mean(scores),
+            statistics.stdev(scores) if len(scores) > 1 else 0.0,
+            scores,
+        )
     return summary
 
 
@@ -331,8 +373,9 @@ def report(task, records, out, title):
         for budget in budgets:
             if (init, budget) in summary:
                 rate, mean, std, scores = summary[(init, budget)]
-                cells.append(f"{scale * mean:.1f} ± {scale * std:.1f} (lr {rate:g}, "
-                             f"{len(scores)} seeds)")
+                cells.append(
+                    f"{scale * mean:.1f} ± {scale * std:.1f} (lr {rate:g}, {len(scores)} seeds)"
+                )
             else:
                 cells.append("-")
         rows.append([init] + cells)
@@ -371,8 +414,9 @@ def plot(task, summary, inits, path, title):
     budgets = sorted({budget for _, budget in summary})
     axes.set_xticks(budgets, [f"{b:,}" for b in budgets])
     axes.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    axes.set_xlabel("labelled training examples" if task == "sst2"
-                    else "labelled training sentences")
+    axes.set_xlabel(
+        "labelled training examples" if task == "sst2" else "labelled training sentences"
+    )
     axes.set_ylabel(f"dev {METRIC[task]} (%)")
     axes.set_title(title, fontsize=10)
     axes.grid(alpha=0.3)
@@ -397,7 +441,8 @@ def parse_pretrained(values):
 
 def main():
     parser = argparse.ArgumentParser(
-        prog="python -m bench.data_efficiency", description=__doc__.split("\n")[0])
+        prog="python -m bench.data_efficiency", description=__doc__.split("\n")[0]
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     sub = {name: commands.add_parser(name) for name in ("curve", "text", "dump", "run")}
     for name in ("curve", "text", "dump"):
@@ -408,21 +453,26 @@ def main():
     sub["dump"].add_argument("--out", required=True, help="the .npz to write")
     sub["dump"].add_argument("--vocab", default=VOCAB)
     sub["curve"].add_argument("--pretrain_config", default="own_text")
-    sub["curve"].add_argument("--pretrain_set", action="append", default=[],
-                              metavar="KEY=VALUE")
+    sub["curve"].add_argument("--pretrain_set", action="append", default=[], metavar="KEY=VALUE")
     sub["run"].add_argument("--data", required=True, help="a dump's .npz")
     for name in ("curve", "run"):
-        sub[name].add_argument("--pretrained", action="append", default=[],
-                               metavar="NAME=PATH",
-                               help="a backbone to compare (curve: replaces the "
-                                    "in-domain pre-training when named in-domain)")
+        sub[name].add_argument(
+            "--pretrained",
+            action="append",
+            default=[],
+            metavar="NAME=PATH",
+            help="a backbone to compare (curve: replaces the "
+            "in-domain pre-training when named in-domain)",
+        )
         sub[name].add_argument("--budgets", type=int, nargs="+")
-        sub[name].add_argument("--learning_rates", type=float, nargs="+",
-                               default=[3e-4, 1e-3])
+        sub[name].add_argument("--learning_rates", type=float, nargs="+", default=[3e-4, 1e-3])
         sub[name].add_argument("--seeds", type=int, default=3)
         sub[name].add_argument("--min_updates", type=int, default=300)
-        sub[name].add_argument("--random_model", default="bert_tiny",
-                               help="random init's size when no backbone is given")
+        sub[name].add_argument(
+            "--random_model",
+            default="bert_tiny",
+            help="random init's size when no backbone is given",
+        )
         sub[name].add_argument("--title", default="")
     args = parser.parse_args()
     if getattr(args, "data_dir", None) and not os.path.isdir(args.data_dir):
@@ -437,10 +487,15 @@ def main():
         if args.command == "curve":
             if "in-domain" not in pretrained:
                 pattern = write_text(args.task, args.data_dir, args.out)
-                pretrained = {"in-domain": pretrain(pattern, args.out, args.pretrain_config,
-                                                    args.pretrain_set), **pretrained}
-            args.data = dump(args.task, args.data_dir, VOCAB,
-                             os.path.join(args.out, f"{args.task}.npz"))
+                pretrained = {
+                    "in-domain": pretrain(
+                        pattern, args.out, args.pretrain_config, args.pretrain_set
+                    ),
+                    **pretrained,
+                }
+            args.data = dump(
+                args.task, args.data_dir, VOCAB, os.path.join(args.out, f"{args.task}.npz")
+            )
         task, records = run(args, pretrained)
         report(task, records, args.out, args.title or f"{task}: pre-trained vs random init")
 

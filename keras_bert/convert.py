@@ -41,12 +41,8 @@ def main(argv=None):
         const=False,
         help="write the encoder only, dropping any heads",
     )
-    parser.add_argument(
-        "--vocab", help="vocab.txt to carry instead of the source's"
-    )
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an existing DST"
-    )
+    parser.add_argument("--vocab", help="vocab.txt to carry instead of the source's")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing DST")
     parser.add_argument(
         "--hidden_activation",
         metavar="{gelu,gelu_approximate}",

@@ -23,26 +23,38 @@ from keras_bert.runtime.console import add_verbose_argument
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m keras_bert.data",
-        description="Tokenize a pre-training corpus into TFRecord shards.")
-    parser.add_argument("--input", required=True, action="append",
-                        help="corpus file or glob; repeatable.")
-    parser.add_argument("--output_dir", required=True,
-                        help="new or empty folder for the shards.")
+        description="Tokenize a pre-training corpus into TFRecord shards.",
+    )
+    parser.add_argument(
+        "--input", required=True, action="append", help="corpus file or glob; repeatable."
+    )
+    parser.add_argument("--output_dir", required=True, help="new or empty folder for the shards.")
     parser.add_argument("--vocab", required=True, help="vocabulary file.")
-    parser.add_argument("--corpus_format", default="sentences",
-                        choices=("sentences", "text", "lines"),
-                        help="'sentences': one sentence a line, blank line "
-                             "between documents; 'text': raw text, split into "
-                             "sentences; 'lines': one document a line "
-                             "(default: %(default)s).")
-    parser.add_argument("--text_document", default="file", choices=("file", "block"),
-                        help="with --corpus_format text: a document is a file "
-                             "or a blank-line-separated block.")
-    parser.add_argument("--cased", action="store_true",
-                        help="keep case and accents (default: uncased).")
-    parser.add_argument("--num_shards", type=int, default=16,
-                        help="output files; >= the number of input pipelines "
-                             "that will read them (default: %(default)s).")
+    parser.add_argument(
+        "--corpus_format",
+        default="sentences",
+        choices=("sentences", "text", "lines"),
+        help="'sentences': one sentence a line, blank line "
+        "between documents; 'text': raw text, split into "
+        "sentences; 'lines': one document a line "
+        "(default: %(default)s).",
+    )
+    parser.add_argument(
+        "--text_document",
+        default="file",
+        choices=("file", "block"),
+        help="with --corpus_format text: a document is a file or a blank-line-separated block.",
+    )
+    parser.add_argument(
+        "--cased", action="store_true", help="keep case and accents (default: uncased)."
+    )
+    parser.add_argument(
+        "--num_shards",
+        type=int,
+        default=16,
+        help="output files; >= the number of input pipelines "
+        "that will read them (default: %(default)s).",
+    )
     add_verbose_argument(parser)
     return parser.parse_args(argv)
 
@@ -56,13 +68,20 @@ def main(argv=None):
 
         start = time.time()
         info = pipelines.write_tfrecord_shards(
-            args.input, args.output_dir, args.vocab,
-            corpus_format=args.corpus_format, lower_case=not args.cased,
-            num_shards=args.num_shards, text_document=args.text_document,
-            progress=progress_callback("file"))
-        print(f"Wrote {info['documents']} documents, {info['sentences']} sentences, "
-              f"{info['tokens']} tokens to {len(info['shards'])} shards in "
-              f"{args.output_dir} in {time.time() - start:.0f}s.")
+            args.input,
+            args.output_dir,
+            args.vocab,
+            corpus_format=args.corpus_format,
+            lower_case=not args.cased,
+            num_shards=args.num_shards,
+            text_document=args.text_document,
+            progress=progress_callback("file"),
+        )
+        print(
+            f"Wrote {info['documents']} documents, {info['sentences']} sentences, "
+            f"{info['tokens']} tokens to {len(info['shards'])} shards in "
+            f"{args.output_dir} in {time.time() - start:.0f}s."
+        )
 
     return run_command(write_shards, output=args.output_dir, log_format="%(message)s")
 

@@ -20,13 +20,11 @@ from keras_bert.runtime.console import add_verbose_argument
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        prog="python -m keras_bert.evaluate", description=__doc__.split("\n")[0])
-    parser.add_argument("--model_dir", required=True,
-                        help="a keras_bert.finetune output folder")
-    parser.add_argument("--input", required=True,
-                        help="a labelled file in the task's format")
-    parser.add_argument("--output_dir",
-                        help="default: <model_dir>/eval_<file name>/")
+        prog="python -m keras_bert.evaluate", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--model_dir", required=True, help="a keras_bert.finetune output folder")
+    parser.add_argument("--input", required=True, help="a labelled file in the task's format")
+    parser.add_argument("--output_dir", help="default: <model_dir>/eval_<file name>/")
     add_verbose_argument(parser)
     return parser.parse_args(argv)
 
@@ -39,9 +37,7 @@ def main(argv=None):
 
         print_json(run_evaluation(args.model_dir, args.input, args.output_dir))
 
-    return run_command(
-        evaluate, output=args.output_dir or args.model_dir, log_format=LOG_FORMAT
-    )
+    return run_command(evaluate, output=args.output_dir or args.model_dir, log_format=LOG_FORMAT)
 
 
 if __name__ == "__main__":

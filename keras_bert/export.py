@@ -34,10 +34,19 @@ def main(argv=None):
     parser.add_argument("--output", required=True, help="TF Serving base path")
     parser.add_argument("--vocab", help="vocab.txt (default: the model's own)")
     case = parser.add_mutually_exclusive_group()
-    case.add_argument("--lower_case", dest="lower_case", action="store_true",
-                      default=None, help="uncased tokenization")
-    case.add_argument("--cased", dest="lower_case", action="store_false",
-                      help="cased tokenization (default: infer from vocab)")
+    case.add_argument(
+        "--lower_case",
+        dest="lower_case",
+        action="store_true",
+        default=None,
+        help="uncased tokenization",
+    )
+    case.add_argument(
+        "--cased",
+        dest="lower_case",
+        action="store_false",
+        help="cased tokenization (default: infer from vocab)",
+    )
     parser.add_argument("--seq_len", type=int, default=128)
     parser.add_argument("--version", type=int, help="default: next free")
     parser.add_argument("--top_k", type=int, default=5)

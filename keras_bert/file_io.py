@@ -43,8 +43,7 @@ def is_local(path):
 def error_reason(error):
     """The system's words for a failed file operation (an OSError's
     `strerror`, a TensorFlow error's message), for one-line errors."""
-    return (getattr(error, "strerror", None) or getattr(error, "message", None)
-            or str(error))
+    return getattr(error, "strerror", None) or getattr(error, "message", None) or str(error)
 
 
 # What `os` raises for a path the user named that cannot be used: missing,
@@ -179,7 +178,7 @@ def _move_files(source, target, last):
     replacing what is at `target`."""
     folders, files = [], []
     for folder, _, names in tf.io.gfile.walk(source):
-        relative = folder[len(source):].strip("/")
+        relative = folder[len(source) :].strip("/")
         folders.append(relative)
         files += [os.path.join(relative, n) for n in names]
     if last not in files:
@@ -190,17 +189,18 @@ def _move_files(source, target, last):
         tf.io.gfile.makedirs(os.path.join(target, relative))
     files.remove(last)
     for name in files + [last]:
-        tf.io.gfile.rename(os.path.join(source, name),
-                           os.path.join(target, name), overwrite=True)
+        tf.io.gfile.rename(os.path.join(source, name), os.path.join(target, name), overwrite=True)
 
 
 def is_disk_full(error):
     """Whether `error` means the disk (or quota) is full. h5py, TensorFlow
     and plain `open` report it as different types, all with the system's
     message, so both the errno and the message are checked."""
-    return (getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT)
-            or "No space left on device" in str(error)
-            or "Disk quota exceeded" in str(error))
+    return (
+        getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT)
+        or "No space left on device" in str(error)
+        or "Disk quota exceeded" in str(error)
+    )
 
 
 def chmod_as_created(path):

@@ -37,7 +37,10 @@ def parse_args(argv):
     parser.add_argument("--vocab", help="vocab.txt; default: the checkpoint's own")
     parser.add_argument("--config", help="YAML config (default: configs/finetune/<task kind>.yaml)")
     parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="override a config key, e.g. training.epochs=2 (repeatable)",
     )
     add_verbose_argument(parser)

@@ -8,13 +8,12 @@ those, with the grid name accepted as an alias.
 
 import inspect
 import os
-from pathlib import Path
 
 import tensorflow as tf
 import yaml
 
-from keras_bert.paths import CONFIGS
 from keras_bert.file_io import is_file
+from keras_bert.paths import CONFIGS
 
 CONFIG_DIR = CONFIGS / "model"
 ALIASES = {
@@ -57,7 +56,6 @@ def load_model_config(name_or_path):
     unknown = sorted(set(config) - known)
     if unknown:
         raise ValueError(
-            f"{path}: unknown BertBackbone argument(s) {unknown}. "
-            f"Allowed: {sorted(known)}"
+            f"{path}: unknown BertBackbone argument(s) {unknown}. Allowed: {sorted(known)}"
         )
     return config

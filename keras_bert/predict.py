@@ -21,16 +21,22 @@ from keras_bert.runtime.console import add_verbose_argument
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        prog="python -m keras_bert.predict", description=__doc__.split("\n")[0])
-    parser.add_argument("--model_dir", required=True,
-                        help="a keras_bert.finetune output folder")
-    parser.add_argument("--input", required=True,
-                        help="a file in the task's format; labels not needed")
+        prog="python -m keras_bert.predict", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--model_dir", required=True, help="a keras_bert.finetune output folder")
     parser.add_argument(
-        "--output", help="default: <model_dir>/predictions_<input name>.<jsonl|txt|json>, "
-        "or <model_dir>/glue_submission/<GLUE name>.tsv")
-    parser.add_argument("--glue_submission", action="store_true",
-                        help="write the GLUE leaderboard's file (official test.tsv input)")
+        "--input", required=True, help="a file in the task's format; labels not needed"
+    )
+    parser.add_argument(
+        "--output",
+        help="default: <model_dir>/predictions_<input name>.<jsonl|txt|json>, "
+        "or <model_dir>/glue_submission/<GLUE name>.tsv",
+    )
+    parser.add_argument(
+        "--glue_submission",
+        action="store_true",
+        help="write the GLUE leaderboard's file (official test.tsv input)",
+    )
     add_verbose_argument(parser)
     return parser.parse_args(argv)
 

@@ -31,27 +31,38 @@ FULL_DISK_ADVICE = (
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m keras_bert.pretrain",
-        description="Pre-train BERT (masked LM + next sentence).")
+        description="Pre-train BERT (masked LM + next sentence).",
+    )
     parser.add_argument(
-        "--config", default="default",
+        "--config",
+        default="default",
         help="configs/pretrain/<name>.yaml name or a YAML path "
-             "(default: %(default)s; also bert_base, bert_large).")
+        "(default: %(default)s; also bert_base, bert_large).",
+    )
     parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE",
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="override a config value, e.g. optimizer.learning_rate=3e-4 or "
-             "phases.1.batch_size=16; repeatable; unknown keys are errors.")
-    parser.add_argument("--model_dir", help="checkpoints, logs and exports "
-                        "(overrides model_dir).")
-    parser.add_argument("--strategy", choices=STRATEGIES,
-                        help="distribution strategy (overrides strategy).")
-    parser.add_argument("--tpu", help="TPU name or grpc://host:port.")
-    parser.add_argument("--init_checkpoint", help="warm-start weights only "
-                        "from a .keras file or a checkpoint directory.")
+        "phases.1.batch_size=16; repeatable; unknown keys are errors.",
+    )
+    parser.add_argument("--model_dir", help="checkpoints, logs and exports (overrides model_dir).")
     parser.add_argument(
-        "--allow_longer_train_steps", action="store_true",
+        "--strategy", choices=STRATEGIES, help="distribution strategy (overrides strategy)."
+    )
+    parser.add_argument("--tpu", help="TPU name or grpc://host:port.")
+    parser.add_argument(
+        "--init_checkpoint",
+        help="warm-start weights only from a .keras file or a checkpoint directory.",
+    )
+    parser.add_argument(
+        "--allow_longer_train_steps",
+        action="store_true",
         help="rerun on a --model_dir with a larger train_steps than it was "
-             "started with: the last phase grows (and a finished run trains "
-             "on). Any other change to what trains is refused.")
+        "started with: the last phase grows (and a finished run trains "
+        "on). Any other change to what trains is refused.",
+    )
     add_verbose_argument(parser)
     return parser.parse_args(argv)
 

@@ -31,23 +31,28 @@ def refuse_another_run(model_dir, task=None):
         if isinstance(previous, dict) and "task" in previous and "phases" not in previous:
             raise ConfigError(
                 f"model_dir {model_dir!r} holds a fine-tuning run (task "
-                f"{previous['task']!r}); pre-train into another folder.")
+                f"{previous['task']!r}); pre-train into another folder."
+            )
         return  # An unreadable config.yaml is `check_rerun_config`'s to report.
     if tf.io.gfile.exists(os.path.join(model_dir, LOCK_FILE)) or tf.io.gfile.isdir(
-            os.path.join(model_dir, "checkpoints")):
+        os.path.join(model_dir, "checkpoints")
+    ):
         raise FinetuneError(
             f"--model_dir {model_dir}: holds a pre-training run; fine-tune "
-            "into another folder (--init_checkpoint takes its backbone.keras)")
+            "into another folder (--init_checkpoint takes its backbone.keras)"
+        )
     if previous is _ABSENT:
         return
     if not isinstance(previous, dict) or "phases" in previous:
         raise FinetuneError(
             f"--model_dir {model_dir}: its config.yaml is not a fine-tuning "
-            "run's; pick another folder")
+            "run's; pick another folder"
+        )
     if previous.get("task") != task:
         raise FinetuneError(
             f"--model_dir {model_dir}: holds a fine-tuning run of task "
-            f"{previous.get('task')!r}; pick another folder for {task!r}")
+            f"{previous.get('task')!r}; pick another folder for {task!r}"
+        )
 
 
 def _previous_config(model_dir):
@@ -86,8 +91,7 @@ class RunLock:
         error: the exception class of a refusal.
     """
 
-    def __init__(self, model_dir, lock_file=LOCK_FILE, activity="pre-training",
-                 error=ConfigError):
+    def __init__(self, model_dir, lock_file=LOCK_FILE, activity="pre-training", error=ConfigError):
         self.path = os.path.join(model_dir, lock_file)
         self.activity = activity
         self.error = error
@@ -100,8 +104,10 @@ class RunLock:
         pid, holder = self._holder()
         if holder != host or pid is None or _running(pid):
             raise self._held(pid, holder)
-        print(f"warning: taking over the lock {self.path} of pid {pid}, "
-              "which is no longer running.", flush=True)
+        print(
+            f"warning: taking over the lock {self.path} of pid {pid}, which is no longer running.",
+            flush=True,
+        )
         tf.io.gfile.remove(self.path)
         if not self._create(claim):  # Another starter took it over first.
             raise self._held(*self._holder())
@@ -115,8 +121,7 @@ class RunLock:
         try:
             if is_local(self.path):
                 try:
-                    fd = os.open(self.path,
-                                 os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+                    fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
                 except FileExistsError:
                     return False
                 with os.fdopen(fd, "w") as f:
@@ -133,13 +138,15 @@ class RunLock:
             # model_dir shows.
             raise self.error(
                 f"Cannot write in model_dir: {error_reason(error)}. Received: "
-                f"model_dir={os.path.dirname(self.path)!r}") from None
+                f"model_dir={os.path.dirname(self.path)!r}"
+            ) from None
 
     def _held(self, pid, holder):
         return self.error(
             f"{self.path} is held by pid {pid} on host {holder}: "
             f"another {self.activity} is using this model_dir. Wait "
-            "for it to end, or delete the file if it is gone.")
+            "for it to end, or delete the file if it is gone."
+        )
 
     def _holder(self):
         """`(pid, host)` written in the lock; pid None if unreadable."""

@@ -20,24 +20,38 @@ from keras_bert.runtime.console import add_verbose_argument
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m keras_bert.vocab",
-        description="Learn a BERT WordPiece vocabulary.")
-    parser.add_argument("--input", required=True, action="append",
-                        help="text file or glob; repeatable.")
-    parser.add_argument("--vocab_size", type=int, default=30522,
-                        help="maximum vocabulary size, special tokens included "
-                             "(default: %(default)s).")
+        prog="python -m keras_bert.vocab", description="Learn a BERT WordPiece vocabulary."
+    )
+    parser.add_argument(
+        "--input", required=True, action="append", help="text file or glob; repeatable."
+    )
+    parser.add_argument(
+        "--vocab_size",
+        type=int,
+        default=30522,
+        help="maximum vocabulary size, special tokens included (default: %(default)s).",
+    )
     parser.add_argument("--output", required=True, help="vocabulary file to write.")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace an existing --output file.")
-    parser.add_argument("--cased", action="store_true",
-                        help="keep case and accents (default: uncased).")
-    parser.add_argument("--max_word_chars", type=int, default=50,
-                        help="longer words are not counted (default: %(default)s).")
-    parser.add_argument("--min_count", type=int, default=10,
-                        help="lowest piece frequency the learner may accept; "
-                             "lower it when a small corpus gives fewer tokens "
-                             "than --vocab_size (default: %(default)s).")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --output file."
+    )
+    parser.add_argument(
+        "--cased", action="store_true", help="keep case and accents (default: uncased)."
+    )
+    parser.add_argument(
+        "--max_word_chars",
+        type=int,
+        default=50,
+        help="longer words are not counted (default: %(default)s).",
+    )
+    parser.add_argument(
+        "--min_count",
+        type=int,
+        default=10,
+        help="lowest piece frequency the learner may accept; "
+        "lower it when a small corpus gives fewer tokens "
+        "than --vocab_size (default: %(default)s).",
+    )
     add_verbose_argument(parser)
     return parser.parse_args(argv)
 
@@ -71,13 +85,16 @@ def main(argv=None):
             raise UserError(error)
         start = time.time()
         tokens = pipelines.learn_vocabulary(
-            args.input, args.vocab_size, lower_case=not args.cased,
-            max_word_chars=args.max_word_chars, min_count=args.min_count,
-            progress=progress_callback("MB", unit=1e6))
+            args.input,
+            args.vocab_size,
+            lower_case=not args.cased,
+            max_word_chars=args.max_word_chars,
+            min_count=args.min_count,
+            progress=progress_callback("MB", unit=1e6),
+        )
         pipelines.write_vocabulary(tokens, args.output)
         pipelines.load_vocabulary(args.output)
-        print(f"Wrote {len(tokens)} tokens to {args.output} "
-              f"in {time.time() - start:.0f}s.")
+        print(f"Wrote {len(tokens)} tokens to {args.output} in {time.time() - start:.0f}s.")
 
     return run_command(learn, output=args.output, log_format="%(message)s")
 

@@ -45,7 +45,8 @@ _MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD
 _CJK_CLASS = (
     r"\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}"
     r"\x{2A700}-\x{2B73F}\x{2B740}-\x{2B81F}\x{2B820}-\x{2CEAF}"
-    r"\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}")
+    r"\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}"
+)
 # Deleted by the original `_clean_text`: U+0000, U+FFFD and categories Cc
 # and Cf except tab, newline and carriage return (Cc is U+0000-001F and
 # U+007F-009F).
@@ -69,12 +70,13 @@ def _apply_where(mask, fn, strings):
 
     def apply():
         indices = tf.where(mask)
-        return tf.tensor_scatter_nd_update(
-            strings, indices, fn(tf.gather_nd(strings, indices)))
+        return tf.tensor_scatter_nd_update(strings, indices, fn(tf.gather_nd(strings, indices)))
 
     return tf.cond(
-        tf.reduce_all(mask), lambda: fn(strings),
-        lambda: tf.cond(tf.reduce_any(mask), apply, lambda: strings))
+        tf.reduce_all(mask),
+        lambda: fn(strings),
+        lambda: tf.cond(tf.reduce_any(mask), apply, lambda: strings),
+    )
 
 
 def drop_invalid_utf8(strings):
@@ -83,13 +85,12 @@ def drop_invalid_utf8(strings):
     # strings fast and only those pay for the transcoding. The explicit ranges
     # (not ".") also reject encoded surrogates and code points > U+10FFFF,
     # which RE2's "." lets through but Python rejects.
-    valid = tf.strings.regex_full_match(
-        strings, r"(?s)[\x{0}-\x{D7FF}\x{E000}-\x{10FFFF}]*")
+    valid = tf.strings.regex_full_match(strings, r"(?s)[\x{0}-\x{D7FF}\x{E000}-\x{10FFFF}]*")
     return _apply_where(
         tf.logical_not(valid),
-        lambda t: tf.strings.unicode_transcode(
-            t, "UTF-8", "UTF-8", errors="ignore"),
-        strings)
+        lambda t: tf.strings.unicode_transcode(t, "UTF-8", "UTF-8", errors="ignore"),
+        strings,
+    )
 
 
 def normalize(texts, lower_case=True, long_word_replacement="\ue000"):
@@ -137,8 +138,11 @@ def normalize(texts, lower_case=True, long_word_replacement="\ue000"):
         tf.strings.regex_full_match(flat, _MAYBE_LONG_WORD),
         lambda t: tf.strings.regex_replace(
             tf.strings.regex_replace(t, "([" + _PUNCT + "])", r" \1 "),
-            _LONG_WORD, f" {long_word_replacement} "),
-        flat)
+            _LONG_WORD,
+            f" {long_word_replacement} ",
+        ),
+        flat,
+    )
     return tf.reshape(flat, tf.shape(texts))
 
 
@@ -152,7 +156,8 @@ def basic_split(texts, lower_case=True):
     return tf_text.regex_split(
         normalized,
         delim_regex_pattern=r"[ \t\n\r]+|[" + _PUNCT + "]",
-        keep_delim_regex_pattern="[" + _PUNCT + "]")
+        keep_delim_regex_pattern="[" + _PUNCT + "]",
+    )
 
 
 class BertTokenizer:
@@ -191,12 +196,14 @@ class BertTokenizer:
         self.vocabulary = vocab_lib.load_vocabulary(self.vocab_file)
         self.vocab_size = len(self.vocabulary)
         if not self.lower_case and not any(
-                t != t.lower() for t in self.vocabulary if not t.startswith("[")):
+            t != t.lower() for t in self.vocabulary if not t.startswith("[")
+        ):
             logger.warning(
                 "Cased tokenization with %s, a vocabulary without upper-case "
                 "tokens (uncased): capitalised words become [UNK] or stray "
                 "pieces. Tokenize uncased, or use a cased vocabulary.",
-                self.vocab_file)
+                self.vocab_file,
+            )
         index = {token: i for i, token in enumerate(self.vocabulary)}
         self.pad_id = index[vocab_lib.PAD]
         self.unk_id = index[vocab_lib.UNK]
@@ -206,8 +213,10 @@ class BertTokenizer:
         # A private-use character the vocabulary cannot tokenize: long words
         # are replaced by it and so become [UNK].
         self._long_word_replacement = next(
-            chr(cp) for cp in range(0xE000, 0xF900)
-            if chr(cp) not in index and "##" + chr(cp) not in index)
+            chr(cp)
+            for cp in range(0xE000, 0xF900)
+            if chr(cp) not in index and "##" + chr(cp) not in index
+        )
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=self.vocabulary,
             suffix_indicator=vocab_lib.SUFFIX_INDICATOR,
@@ -224,9 +233,11 @@ class BertTokenizer:
         # Ids a masked token may be replaced with (the "10% random token"):
         # every token that is not bracketed like [PAD] or [unused7].
         self.random_token_ids = tf.constant(
-            [i for i, s in enumerate(is_special) if not s], tf.int32)
+            [i for i, s in enumerate(is_special) if not s], tf.int32
+        )
         self.is_suffix = tf.constant(
-            [t.startswith(vocab_lib.SUFFIX_INDICATOR) for t in self.vocabulary])
+            [t.startswith(vocab_lib.SUFFIX_INDICATOR) for t in self.vocabulary]
+        )
 
     def normalize(self, texts):
         """The original BasicTokenizer's cleaning and normalisation."""

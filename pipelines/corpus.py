@@ -44,26 +44,30 @@ TEXT_DOCUMENTS = ("file", "block")
 # before testing for a blank line (control characters among them included).
 _PY_WHITESPACE = (
     r"[\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}"
-    r"\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]")
+    r"\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
+)
 _BLANK_LINE = _PY_WHITESPACE + "*"
 
 
 def _expand(file_pattern):
-    patterns = [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) \
-        else list(file_pattern)
+    patterns = (
+        [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) else list(file_pattern)
+    )
     if not patterns:
         raise CorpusError("No file pattern given. Received: file_pattern=[]")
     files = []
     for pattern in patterns:
         pattern = os.fspath(pattern)
-        matched = sorted(tf.io.gfile.glob(pattern)) if any(
-            c in pattern for c in "*?[") else (
-                [pattern] if tf.io.gfile.exists(pattern) else [])
+        matched = (
+            sorted(tf.io.gfile.glob(pattern))
+            if any(c in pattern for c in "*?[")
+            else ([pattern] if tf.io.gfile.exists(pattern) else [])
+        )
         matched = [f for f in matched if not tf.io.gfile.isdir(f)]
         if not matched:
             raise CorpusError(
-                f"No corpus file matches {pattern!r}. Received: "
-                f"file_pattern={file_pattern!r}")
+                f"No corpus file matches {pattern!r}. Received: file_pattern={file_pattern!r}"
+            )
         files.extend(matched)
     # Keep the first occurrence of each file; order is the sorted glob order.
     return list(dict.fromkeys(files))
@@ -84,8 +88,9 @@ def _is_blank(path, corpus_format):
         return False
     with tf.io.gfile.GFile(path, "rb") as f:
         text = f.read().decode("utf-8", "ignore")
-    return all(c.isspace() or c == "\ufffd"
-               or unicodedata.category(c) in ("Cc", "Cf") for c in text)
+    return all(
+        c.isspace() or c == "\ufffd" or unicodedata.category(c) in ("Cc", "Cf") for c in text
+    )
 
 
 def _looks_binary(path):
@@ -113,29 +118,35 @@ def list_files(file_pattern, corpus_format="sentences"):
     if corpus_format not in CORPUS_FORMATS:
         raise CorpusError(
             f"`corpus_format` must be one of {CORPUS_FORMATS}. Received: "
-            f"corpus_format={corpus_format!r}")
+            f"corpus_format={corpus_format!r}"
+        )
     files = _expand(file_pattern)
     empty = [f for f in files if _is_blank(f, corpus_format)]
     if empty:
         logger.warning(
-            "Skipping %d empty or blank corpus file(s): %s", len(empty),
-            ", ".join(empty[:10]) + (" ..." if len(empty) > 10 else ""))
+            "Skipping %d empty or blank corpus file(s): %s",
+            len(empty),
+            ", ".join(empty[:10]) + (" ..." if len(empty) > 10 else ""),
+        )
     files = [f for f in files if f not in set(empty)]
     if not files:
         raise CorpusError(
             f"Every corpus file matching {file_pattern!r} is empty or blank: "
-            f"{', '.join(empty[:10])}")
+            f"{', '.join(empty[:10])}"
+        )
     if corpus_format != "tfrecord":
         # Read anyway (its bytes become [UNK]s and stray pieces), but said.
         for f in filter(_looks_binary, files):
             logger.warning(
                 "Corpus file %s looks binary (NUL bytes in its first KiB), "
-                "not %s text; check --input.", f, corpus_format)
+                "not %s text; check --input.",
+                f,
+                corpus_format,
+            )
     return files
 
 
-def split_files(file_pattern, holdout_fraction=0.05, *, seed=0,
-                corpus_format="sentences"):
+def split_files(file_pattern, holdout_fraction=0.05, *, seed=0, corpus_format="sentences"):
     """Splits corpus files into training and held-out files.
 
     Held-out data is taken at the file (document) level so that no held-out
@@ -161,13 +172,13 @@ def split_files(file_pattern, holdout_fraction=0.05, *, seed=0,
     """
     if not 0.0 < holdout_fraction < 1.0:
         raise ValueError(
-            "`holdout_fraction` must be in (0, 1). Received: "
-            f"holdout_fraction={holdout_fraction}")
+            f"`holdout_fraction` must be in (0, 1). Received: holdout_fraction={holdout_fraction}"
+        )
     files = list_files(file_pattern, corpus_format)
     if len(files) < 2:
         raise CorpusError(
-            f"Need at least 2 files to hold some out; {file_pattern!r} has "
-            f"{len(files)}.")
+            f"Need at least 2 files to hold some out; {file_pattern!r} has {len(files)}."
+        )
 
     def key(path):
         name = f"{seed}:{os.path.basename(path)}".encode("utf-8")
@@ -176,8 +187,7 @@ def split_files(file_pattern, holdout_fraction=0.05, *, seed=0,
     ranked = sorted(files, key=key)
     n_holdout = min(len(files) - 1, max(1, round(holdout_fraction * len(files))))
     heldout = set(ranked[:n_holdout])
-    return ([f for f in files if f not in heldout],
-            [f for f in files if f in heldout])
+    return ([f for f in files if f not in heldout], [f for f in files if f in heldout])
 
 
 def strip_gutenberg_boilerplate(text):
@@ -198,19 +208,27 @@ def strip_gutenberg_boilerplate(text):
         return None
 
     start = 0
-    small_print = find(lambda s: "END*THE SMALL PRINT!" in s
-                       or "END THE SMALL PRINT!" in s, range(min(len(lines), 600)))
-    start_marker = find(lambda s: s.startswith("*** START OF")
-                        or s.startswith("***START OF"), range(min(len(lines), 600)))
+    small_print = find(
+        lambda s: "END*THE SMALL PRINT!" in s or "END THE SMALL PRINT!" in s,
+        range(min(len(lines), 600)),
+    )
+    start_marker = find(
+        lambda s: s.startswith("*** START OF") or s.startswith("***START OF"),
+        range(min(len(lines), 600)),
+    )
     for marker in (small_print, start_marker):
         if marker is not None and marker + 1 > start:
             start = marker + 1
     end = len(lines)
     end_marker = find(
-        lambda s: s.startswith("*** END OF") or s.startswith("***END OF")
-        or s.lower().startswith("end of the project gutenberg")
-        or s.lower().startswith("end of project gutenberg"),
-        range(start, len(lines)))
+        lambda s: (
+            s.startswith("*** END OF")
+            or s.startswith("***END OF")
+            or s.lower().startswith("end of the project gutenberg")
+            or s.lower().startswith("end of project gutenberg")
+        ),
+        range(start, len(lines)),
+    )
     if end_marker is not None:
         end = end_marker
     return "\n".join(lines[start:end]).strip("\n") + "\n"
@@ -249,10 +267,10 @@ def split_sentences(texts):
         texts,
         r"\b(Mr|Mrs|Ms|Dr|St|Mt|Jr|Sr|Prof|Rev|Gen|Col|Capt|Lt|Sgt|Hon|"
         r"Messrs|Mme|Mlle|No|vs)\.[ \t]*\n?[ \t]*",
-        "\\1.\x01")
+        "\\1.\x01",
+    )
     texts = tf.strings.regex_replace(texts, r"\n[ \t]*\n\s*", "\x00")
-    texts = tf.strings.regex_replace(
-        texts, "([.!?][\"'\u2019\u201d)\\]]*)\\s+", "\\1\x00")
+    texts = tf.strings.regex_replace(texts, "([.!?][\"'\u2019\u201d)\\]]*)\\s+", "\\1\x00")
     sentences = tf.strings.strip(tf.strings.split(texts, "\x00"))
     return tf.ragged.boolean_mask(sentences, tf.strings.length(sentences) > 0)
 
@@ -267,11 +285,11 @@ def _documents_from_sentences(tokens, doc_ids):
     tokens = tf.ragged.boolean_mask(tokens, keep)
     doc_ids = tf.boolean_mask(doc_ids, keep)
     # Renumber documents 0, 1, ... so that none is empty.
-    is_new = tf.concat([tf.ones_like(doc_ids[:1], tf.bool),
-                        doc_ids[1:] != doc_ids[:-1]], axis=0)
+    is_new = tf.concat([tf.ones_like(doc_ids[:1], tf.bool), doc_ids[1:] != doc_ids[:-1]], axis=0)
     compact = tf.cumsum(tf.cast(is_new, tf.int64)) - 1
     return tf.RaggedTensor.from_value_rowids(
-        tokens, compact, nrows=tf.reduce_sum(tf.cast(is_new, tf.int64)))
+        tokens, compact, nrows=tf.reduce_sum(tf.cast(is_new, tf.int64))
+    )
 
 
 def sentence_file_documents(filename, tokenizer):
@@ -292,31 +310,31 @@ def text_file_documents(filename, tokenizer, text_document="file"):
     content = read_text_file(filename)
     if text_document == "block":
         blocks = tf.strings.split(
-            tf.strings.regex_replace(content, r"\n[ \t]*\n\s*", "\x00"), "\x00")
+            tf.strings.regex_replace(content, r"\n[ \t]*\n\s*", "\x00"), "\x00"
+        )
     else:
         blocks = tf.reshape(content, [1])
     sentences = split_sentences(blocks)
-    return _documents_from_sentences(
-        tokenizer(sentences.flat_values), sentences.value_rowids())
+    return _documents_from_sentences(tokenizer(sentences.flat_values), sentences.value_rowids())
 
 
 def line_file_documents(filename, tokenizer):
     """One document per line -> ragged int32 `[docs, sentences, tokens]`."""
     lines = drop_invalid_utf8(tf.strings.split(read_text_file(filename), "\n"))
-    lines = tf.boolean_mask(
-        lines, tf.logical_not(tf.strings.regex_full_match(lines, _BLANK_LINE)))
+    lines = tf.boolean_mask(lines, tf.logical_not(tf.strings.regex_full_match(lines, _BLANK_LINE)))
     sentences = split_sentences(lines)
-    return _documents_from_sentences(
-        tokenizer(sentences.flat_values), sentences.value_rowids())
+    return _documents_from_sentences(tokenizer(sentences.flat_values), sentences.value_rowids())
 
 
 def tfrecord_documents(serialized):
     """One serialized Example -> ragged int32 `[sentences, tokens]`."""
     spec = {
         "document": tf.io.RaggedFeature(
-            tf.int64, value_key="token_ids",
+            tf.int64,
+            value_key="token_ids",
             partitions=[tf.io.RaggedFeature.RowLengths("sentence_lengths")],
-            row_splits_dtype=tf.int64),
+            row_splits_dtype=tf.int64,
+        ),
     }
     document = tf.io.parse_single_example(serialized, spec)["document"]
     return tf.cast(document, tf.int32)
@@ -325,9 +343,18 @@ def tfrecord_documents(serialized):
 # === Documents dataset ===
 
 
-def documents_dataset(files, tokenizer, *, corpus_format="sentences",
-                      text_document="file", shuffle=True, seed=None,
-                      repeat=False, input_context=None, cycle_length=4):
+def documents_dataset(
+    files,
+    tokenizer,
+    *,
+    corpus_format="sentences",
+    text_document="file",
+    shuffle=True,
+    seed=None,
+    repeat=False,
+    input_context=None,
+    cycle_length=4,
+):
     """Files -> `tf.data.Dataset` of documents, ragged int32 `[S, T]`.
 
     Files are sharded by `input_context.input_pipeline_id` (file level, so
@@ -338,7 +365,8 @@ def documents_dataset(files, tokenizer, *, corpus_format="sentences",
     if text_document not in TEXT_DOCUMENTS:
         raise CorpusError(
             f"`text_document` must be one of {TEXT_DOCUMENTS}. Received: "
-            f"text_document={text_document!r}")
+            f"text_document={text_document!r}"
+        )
     ds = tf.data.Dataset.from_tensor_slices(files)
     if input_context is not None and input_context.num_input_pipelines > 1:
         if len(files) < input_context.num_input_pipelines:
@@ -346,9 +374,9 @@ def documents_dataset(files, tokenizer, *, corpus_format="sentences",
                 f"{len(files)} corpus file(s) cannot be sharded over "
                 f"{input_context.num_input_pipelines} input pipelines; split "
                 "the corpus into more files (e.g. `python -m keras_bert.data "
-                "--num_shards N`).")
-        ds = ds.shard(input_context.num_input_pipelines,
-                      input_context.input_pipeline_id)
+                "--num_shards N`)."
+            )
+        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     if shuffle:
         ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
 
@@ -356,37 +384,47 @@ def documents_dataset(files, tokenizer, *, corpus_format="sentences",
     # tf.cond/tf.while_loop, and converting them costs seconds per dataset.
     no_autograph = tf.autograph.experimental.do_not_convert
     if corpus_format == "tfrecord":
+
         def read_dataset(filename):
-            return tf.data.TFRecordDataset(filename).map(
-                no_autograph(tfrecord_documents))
+            return tf.data.TFRecordDataset(filename).map(no_autograph(tfrecord_documents))
     else:
+
         def read_dataset(filename):
-            return tf.data.Dataset.from_tensors(read_documents(
-                filename, tokenizer, corpus_format, text_document)).unbatch()
+            return tf.data.Dataset.from_tensors(
+                read_documents(filename, tokenizer, corpus_format, text_document)
+            ).unbatch()
+
     ds = ds.interleave(
-        no_autograph(read_dataset), cycle_length=cycle_length,
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        no_autograph(read_dataset),
+        cycle_length=cycle_length,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
     if not repeat:
         return ds
     # Repeated after reading, not before: tf.data then ends a repeat whose
     # first epoch yields no document (text that tokenizes to nothing)
     # instead of cycling through the files forever. Reaching that end is an
     # error, raised by the element after it.
-    error = tf.data.Dataset.from_tensors(0).map(no_autograph(
-        lambda _: _raise_no_document(ds.element_spec.row_splits_dtype)))
+    error = tf.data.Dataset.from_tensors(0).map(
+        no_autograph(lambda _: _raise_no_document(ds.element_spec.row_splits_dtype))
+    )
     return ds.repeat().concatenate(error)
 
 
 # The error `documents_dataset` raises when its files yield nothing.
-NO_DOCUMENT = ("the corpus files yield no document; their text tokenizes to "
-               "nothing (only blanks, control or zero-width characters?)")
+NO_DOCUMENT = (
+    "the corpus files yield no document; their text tokenizes to "
+    "nothing (only blanks, control or zero-width characters?)"
+)
 
 
 def _raise_no_document(row_splits_dtype):
     failed = tf.debugging.Assert(False, [NO_DOCUMENT])
     with tf.control_dependencies([failed]):
         return tf.RaggedTensor.from_row_splits(
-            tf.zeros([0], tf.int32), tf.zeros([1], row_splits_dtype))
+            tf.zeros([0], tf.int32), tf.zeros([1], row_splits_dtype)
+        )
 
 
 def read_documents(filename, tokenizer, corpus_format, text_document):

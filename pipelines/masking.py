@@ -41,12 +41,10 @@ def _select_tokens(candidates, count, max_predictions, seed):
     batch = tf.shape(candidates)[0]
     keys = tf.random.stateless_uniform(tf.shape(candidates), seed)
     keys = tf.where(candidates, keys, -1.0)
-    values, index = tf.math.top_k(keys, k=max_predictions)          # (B, P)
-    take = (tf.range(max_predictions)[tf.newaxis, :] < count[:, tf.newaxis]) & (
-        values >= 0.0)
+    values, index = tf.math.top_k(keys, k=max_predictions)  # (B, P)
+    take = (tf.range(max_predictions)[tf.newaxis, :] < count[:, tf.newaxis]) & (values >= 0.0)
     rows = tf.broadcast_to(tf.range(batch)[:, tf.newaxis], tf.shape(index))
-    return tf.scatter_nd(tf.stack([rows, index], axis=-1), take,
-                         tf.shape(candidates))
+    return tf.scatter_nd(tf.stack([rows, index], axis=-1), take, tf.shape(candidates))
 
 
 def _select_whole_words(candidates, is_suffix, count, seed):
@@ -56,19 +54,17 @@ def _select_whole_words(candidates, is_suffix, count, seed):
     # piece whose left neighbour is not a candidate.
     prev_candidate = tf.pad(candidates[:, :-1], [[0, 0], [1, 0]])
     starts = candidates & (tf.logical_not(is_suffix) | tf.logical_not(prev_candidate))
-    word = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1           # (B, T)
-    word = tf.where(candidates, word, seq_len)     # non-candidates: dummy word T
-    num_words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)     # (B,)
+    word = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # (B, T)
+    word = tf.where(candidates, word, seq_len)  # non-candidates: dummy word T
+    num_words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)  # (B,)
     flat_word = word + tf.range(batch)[:, tf.newaxis] * (seq_len + 1)
     flat_word = tf.reshape(flat_word, [-1])
-    size = tf.math.unsorted_segment_sum(
-        tf.ones_like(flat_word), flat_word, batch * (seq_len + 1))
-    size = tf.reshape(size, [batch, seq_len + 1])[:, :seq_len]        # (B, T)
+    size = tf.math.unsorted_segment_sum(tf.ones_like(flat_word), flat_word, batch * (seq_len + 1))
+    size = tf.reshape(size, [batch, seq_len + 1])[:, :seq_len]  # (B, T)
     keys = tf.random.stateless_uniform([batch, seq_len], seed)
-    keys = tf.where(tf.range(seq_len)[tf.newaxis, :] < num_words[:, tf.newaxis],
-                    keys, -1.0)
-    _, order = tf.math.top_k(keys, k=seq_len)              # words, random order
-    size_in_order = tf.gather(size, order, batch_dims=1)             # (B, T)
+    keys = tf.where(tf.range(seq_len)[tf.newaxis, :] < num_words[:, tf.newaxis], keys, -1.0)
+    _, order = tf.math.top_k(keys, k=seq_len)  # words, random order
+    size_in_order = tf.gather(size, order, batch_dims=1)  # (B, T)
 
     # Greedy in random order: take a word if it still fits. Sequential in
     # words (the original's `continue`), vectorised over the batch.
@@ -80,22 +76,37 @@ def _select_whole_words(candidates, is_suffix, count, seed):
     _, taken, _ = tf.while_loop(
         lambda j, taken, total: j < tf.reduce_max(num_words),
         body,
-        (0, tf.TensorArray(tf.bool, size=seq_len, element_shape=[None]),
-         tf.zeros([batch], tf.int32)))
+        (
+            0,
+            tf.TensorArray(tf.bool, size=seq_len, element_shape=[None]),
+            tf.zeros([batch], tf.int32),
+        ),
+    )
     max_words = tf.reduce_max(num_words)
-    taken = tf.transpose(taken.stack())[:, :max_words]     # (B, words visited)
-    taken = tf.pad(taken, [[0, 0], [0, seq_len - max_words]])        # (B, T)
+    taken = tf.transpose(taken.stack())[:, :max_words]  # (B, words visited)
+    taken = tf.pad(taken, [[0, 0], [0, seq_len - max_words]])  # (B, T)
     # Back from visiting order to word index, then to tokens.
     word_taken = tf.scatter_nd(
-        tf.stack([tf.repeat(tf.range(batch), seq_len),
-                  tf.reshape(order, [-1])], axis=1),
-        tf.reshape(taken, [-1]), [batch, seq_len + 1])
+        tf.stack([tf.repeat(tf.range(batch), seq_len), tf.reshape(order, [-1])], axis=1),
+        tf.reshape(taken, [-1]),
+        [batch, seq_len + 1],
+    )
     return tf.gather(word_taken, word, batch_dims=1) & candidates
 
 
-def mask_batch(token_ids, seed, *, max_predictions, mask_rate, mask_id,
-               pad_id, special_ids, random_token_ids, is_suffix=None,
-               whole_word_masking=False):
+def mask_batch(
+    token_ids,
+    seed,
+    *,
+    max_predictions,
+    mask_rate,
+    mask_id,
+    pad_id,
+    special_ids,
+    random_token_ids,
+    is_suffix=None,
+    whole_word_masking=False,
+):
     """Masks a packed batch.
 
     Args:
@@ -121,14 +132,14 @@ def mask_batch(token_ids, seed, *, max_predictions, mask_rate, mask_id,
     for special in special_ids:
         candidates &= token_ids != special
     count = num_to_predict(
-        tf.reduce_sum(tf.cast(token_ids != pad_id, tf.int32), axis=1),
-        max_predictions, mask_rate)                                   # (B,)
+        tf.reduce_sum(tf.cast(token_ids != pad_id, tf.int32), axis=1), max_predictions, mask_rate
+    )  # (B,)
     if whole_word_masking:
         selected = _select_whole_words(
-            candidates, tf.gather(is_suffix, token_ids), count, _fold(seed, 1))
+            candidates, tf.gather(is_suffix, token_ids), count, _fold(seed, 1)
+        )
     else:
-        selected = _select_tokens(candidates, count, max_predictions,
-                                  _fold(seed, 1))
+        selected = _select_tokens(candidates, count, max_predictions, _fold(seed, 1))
 
     # Selected positions in ascending order, padded to P.             # (B, P)
     positions = tf.range(seq_len)[tf.newaxis, :]
@@ -141,15 +152,22 @@ def mask_batch(token_ids, seed, *, max_predictions, mask_rate, mask_id,
 
     # 80% [MASK], 10% random token, 10% unchanged.                     # (B, P)
     u = tf.random.stateless_uniform([batch, max_predictions], _fold(seed, 2))
-    random_ids = tf.gather(random_token_ids, tf.random.stateless_uniform(
-        [batch, max_predictions], _fold(seed, 3), 0,
-        tf.shape(random_token_ids)[0], dtype=tf.int32))
+    random_ids = tf.gather(
+        random_token_ids,
+        tf.random.stateless_uniform(
+            [batch, max_predictions],
+            _fold(seed, 3),
+            0,
+            tf.shape(random_token_ids)[0],
+            dtype=tf.int32,
+        ),
+    )
     replacement = tf.where(u < 0.8, mask_id, tf.where(u < 0.9, mask_ids, random_ids))
-    indices = tf.stack([tf.broadcast_to(tf.range(batch)[:, tf.newaxis],
-                                        [batch, max_predictions]),
-                        mask_positions], axis=-1)                  # (B, P, 2)
+    indices = tf.stack(
+        [tf.broadcast_to(tf.range(batch)[:, tf.newaxis], [batch, max_predictions]), mask_positions],
+        axis=-1,
+    )  # (B, P, 2)
     # Only valid slots are written; invalid ones rewrite position 0 ([CLS]).
-    replacement = tf.where(valid, replacement,
-                           tf.gather(token_ids, mask_positions, batch_dims=1))
+    replacement = tf.where(valid, replacement, tf.gather(token_ids, mask_positions, batch_dims=1))
     masked = tf.tensor_scatter_nd_update(token_ids, indices, replacement)
     return masked, mask_positions, mask_ids, mask_weights

@@ -49,7 +49,8 @@ import tensorflow as tf
 
 def _uniform(seed, shape, salt):
     return tf.random.stateless_uniform(
-        shape, tf.random.experimental.stateless_fold_in(seed, salt), dtype=tf.float32)
+        shape, tf.random.experimental.stateless_fold_in(seed, salt), dtype=tf.float32
+    )
 
 
 def _randint(seed, shape, salt, low, high):
@@ -76,7 +77,8 @@ def _chain_from_zero(next_index):
     _, _, current = tf.while_loop(
         lambda bit, jump, current: tf.bitwise.left_shift(1, bit) < n_plus_1,
         body,
-        (tf.constant(0), next_index, tf.zeros_like(next_index)))
+        (tf.constant(0), next_index, tf.zeros_like(next_index)),
+    )
     return current
 
 
@@ -98,8 +100,18 @@ def _final_lengths(len_a, len_b, max_num_tokens):
     return new_a, new_b
 
 
-def create_pairs(documents, seed, *, seq_len, short_seq_prob, cls_id, sep_id,
-                 pad_id, doc_ids=None, next_sentence_rate=0.5):
+def create_pairs(
+    documents,
+    seed,
+    *,
+    seq_len,
+    short_seq_prob,
+    cls_id,
+    sep_id,
+    pad_id,
+    doc_ids=None,
+    next_sentence_rate=0.5,
+):
     """Makes packed next-sentence pairs from a group of documents.
 
     Args:
@@ -129,29 +141,29 @@ def create_pairs(documents, seed, *, seq_len, short_seq_prob, cls_id, sep_id,
     max_num_tokens = seq_len - 3
     seed = tf.cast(seed, tf.int64)
     num_docs = tf.cast(documents.nrows(), tf.int32)
-    sentences = documents.values                      # [N, T] ragged
-    tokens = sentences.values                         # [M]
-    sent_len = tf.cast(sentences.row_lengths(), tf.int32)            # [N]
+    sentences = documents.values  # [N, T] ragged
+    tokens = sentences.values  # [M]
+    sent_len = tf.cast(sentences.row_lengths(), tf.int32)  # [N]
     n = tf.shape(sent_len)[0]
-    doc_of_sent = tf.cast(documents.value_rowids(), tf.int32)        # [N]
-    doc_first = tf.cast(documents.row_starts(), tf.int32)            # [G]
-    doc_last = tf.cast(documents.row_limits(), tf.int32) - 1         # [G]
+    doc_of_sent = tf.cast(documents.value_rowids(), tf.int32)  # [N]
+    doc_first = tf.cast(documents.row_starts(), tf.int32)  # [G]
+    doc_last = tf.cast(documents.row_limits(), tf.int32) - 1  # [G]
     # Token offset of each sentence start; cum[N] is the total token count.
-    cum = tf.concat([[0], tf.cumsum(sent_len)], axis=0)              # [N + 1]
+    cum = tf.concat([[0], tf.cumsum(sent_len)], axis=0)  # [N + 1]
 
     # Per document target length (the original draws it once per document).
     max_tokens = tf.fill([num_docs], max_num_tokens)
     short = _uniform(seed, [num_docs], 1) < short_seq_prob
-    short_target = _randint(seed, [num_docs], 2, tf.fill([num_docs], 2),
-                            max_tokens)
+    short_target = _randint(seed, [num_docs], 2, tf.fill([num_docs], 2), max_tokens)
     target = tf.gather(tf.where(short, short_target, max_tokens), doc_of_sent)
 
     # For every possible chunk start s: the chunk is sentences [s, end].
     starts = tf.range(n)
-    reach = tf.searchsorted(cum, tf.gather(cum, starts) + target,
-                            side="left", out_type=tf.int32) - 1
-    last_of_doc = tf.gather(doc_last, doc_of_sent)                   # [N]
-    end = tf.minimum(reach, last_of_doc)                             # [N]
+    reach = (
+        tf.searchsorted(cum, tf.gather(cum, starts) + target, side="left", out_type=tf.int32) - 1
+    )
+    last_of_doc = tf.gather(doc_last, doc_of_sent)  # [N]
+    end = tf.minimum(reach, last_of_doc)  # [N]
     if next_sentence_rate == 0:
         # Contiguous text only: a sentence that fills the target alone takes
         # the next one as B (truncated) instead of a random B.
@@ -159,16 +171,15 @@ def create_pairs(documents, seed, *, seq_len, short_seq_prob, cls_id, sep_id,
     chunk_size = end - starts + 1
     a_sentences = tf.where(
         chunk_size >= 2,
-        _randint(seed, [n], 3, tf.ones_like(chunk_size),
-                 tf.maximum(chunk_size - 1, 1)),
-        1)
-    random_next = tf.logical_or(chunk_size == 1,
-                                _uniform(seed, [n], 4) < next_sentence_rate)
+        _randint(seed, [n], 3, tf.ones_like(chunk_size), tf.maximum(chunk_size - 1, 1)),
+        1,
+    )
+    random_next = tf.logical_or(chunk_size == 1, _uniform(seed, [n], 4) < next_sentence_rate)
     next_start = tf.where(random_next, starts + a_sentences, end + 1)
 
     # The walk through the group: pair k starts at chain[k].
     chain = _chain_from_zero(tf.concat([next_start, [n]], axis=0))
-    pair_start = tf.boolean_mask(chain, chain < n)                   # [K]
+    pair_start = tf.boolean_mask(chain, chain < n)  # [K]
     k = tf.shape(pair_start)[0]
     is_random = tf.gather(random_next, pair_start)
     a_lo = tf.gather(cum, pair_start)
@@ -179,23 +190,21 @@ def create_pairs(documents, seed, *, seq_len, short_seq_prob, cls_id, sep_id,
     # sentences until B reaches target - len(A) (at least one sentence).
     if doc_ids is None:
         doc_ids = tf.range(num_docs, dtype=tf.int64)
-    own_row = tf.gather(doc_of_sent, pair_start)                     # [K]
-    own_doc = tf.gather(doc_ids, own_row)                            # [K]
+    own_row = tf.gather(doc_of_sent, pair_start)  # [K]
+    own_doc = tf.gather(doc_ids, own_row)  # [K]
     # A uniform draw over the rows of other documents: uniform scores in
     # [0, 1), +4 on those rows, +2 on every row but A's own, argmax. With no
     # other document, another row of A's (or A's own, if it is alone).
-    other_doc = tf.cast(doc_ids[tf.newaxis, :] != own_doc[:, tf.newaxis],
-                        tf.float32)                                  # [K, G]
-    other_row = 1.0 - tf.one_hot(own_row, num_docs)                  # [K, G]
+    other_doc = tf.cast(doc_ids[tf.newaxis, :] != own_doc[:, tf.newaxis], tf.float32)  # [K, G]
+    other_row = 1.0 - tf.one_hot(own_row, num_docs)  # [K, G]
     score = _uniform(seed, [k, num_docs], 5) + 4.0 * other_doc + 2.0 * other_row
-    random_doc = tf.argmax(score, axis=1, output_type=tf.int32)      # [K]
+    random_doc = tf.argmax(score, axis=1, output_type=tf.int32)  # [K]
     r_first = tf.gather(doc_first, random_doc)
     r_last = tf.gather(doc_last, random_doc)
     r_start = _randint(seed, [k], 6, r_first, r_last)
     target_b = tf.gather(target, pair_start) - (a_hi - a_lo)
     r_lo = tf.gather(cum, r_start)
-    r_end = tf.searchsorted(cum, r_lo + tf.maximum(target_b, 1),
-                            side="left", out_type=tf.int32) - 1
+    r_end = tf.searchsorted(cum, r_lo + tf.maximum(target_b, 1), side="left", out_type=tf.int32) - 1
     r_end = tf.minimum(r_end, r_last)
     b_lo = tf.where(is_random, r_lo, a_hi)
     b_hi = tf.where(is_random, tf.gather(cum, r_end + 1), b_next_hi)
@@ -207,9 +216,12 @@ def create_pairs(documents, seed, *, seq_len, short_seq_prob, cls_id, sep_id,
     cut_a, cut_b = len_a - new_a, len_b - new_b
     binomial_seed = tf.random.experimental.stateless_fold_in(seed, 7)
     front = tf.random.stateless_binomial(
-        [2, k], binomial_seed,
+        [2, k],
+        binomial_seed,
         counts=tf.cast(tf.stack([cut_a, cut_b]), tf.float32),
-        probs=0.5, output_dtype=tf.int32)
+        probs=0.5,
+        output_dtype=tf.int32,
+    )
     a_lo, b_lo = a_lo + front[0], b_lo + front[1]
 
     # Packing: [CLS] A [SEP] B [SEP] [PAD]...                         # (K, T)
@@ -218,14 +230,12 @@ def create_pairs(documents, seed, *, seq_len, short_seq_prob, cls_id, sep_id,
     in_a = (pos >= 1) & (pos <= new_a_)
     in_b = (pos >= new_a_ + 2) & (pos < new_a_ + 2 + new_b_)
     sep = (pos == new_a_ + 1) | (pos == new_a_ + new_b_ + 2)
-    source = tf.where(in_a, a_lo[:, tf.newaxis] + pos - 1,
-                      b_lo[:, tf.newaxis] + pos - new_a_ - 2)
+    source = tf.where(in_a, a_lo[:, tf.newaxis] + pos - 1, b_lo[:, tf.newaxis] + pos - new_a_ - 2)
     source = tf.clip_by_value(source, 0, tf.maximum(tf.shape(tokens)[0] - 1, 0))
     token_ids = tf.where(in_a | in_b, tf.gather(tokens, source), pad_id)
     token_ids = tf.where(sep, sep_id, token_ids)
     token_ids = tf.where(pos == 0, cls_id, token_ids)
-    segment_ids = tf.cast(
-        (pos >= new_a_ + 2) & (pos <= new_a_ + new_b_ + 2), tf.int32)
+    segment_ids = tf.cast((pos >= new_a_ + 2) & (pos <= new_a_ + new_b_ + 2), tf.int32)
     return {
         "token_ids": tf.ensure_shape(token_ids, [None, seq_len]),
         "segment_ids": tf.ensure_shape(segment_ids, [None, seq_len]),

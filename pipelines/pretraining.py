@@ -82,47 +82,62 @@ def _cut_into_pieces(document, piece_tokens):
     it) are recognised as one document by `create_pairs`.
     """
     starts = tf.cumsum(document.row_lengths(), exclusive=True)
-    bucket = starts // piece_tokens                                   # [S]
+    bucket = starts // piece_tokens  # [S]
     new_piece = tf.cast(bucket[1:] != bucket[:-1], tf.int64)
     piece_of_sentence = tf.cumsum(tf.concat([[0], new_piece], axis=0))
     pieces = tf.RaggedTensor.from_value_rowids(document, piece_of_sentence)
     tokens = document.flat_values
-    fingerprint = tf.strings.reduce_join(tf.strings.as_string(tf.concat(
-        [tf.shape(tokens, out_type=tf.int32), tokens[:256]], axis=0)),
-        separator=" ")
+    fingerprint = tf.strings.reduce_join(
+        tf.strings.as_string(
+            tf.concat([tf.shape(tokens, out_type=tf.int32), tokens[:256]], axis=0)
+        ),
+        separator=" ",
+    )
     doc_id = tf.strings.to_hash_bucket_fast(fingerprint, 1 << 62)
     return tf.fill([pieces.nrows()], doc_id), pieces
 
 
-def _next_sentence_pairs(documents, tokenizer, *, seq_len, short_seq_prob,
-                         next_sentence_rate, shuffle, seed):
+def _next_sentence_pairs(
+    documents, tokenizer, *, seq_len, short_seq_prob, next_sentence_rate, shuffle, seed
+):
     """Documents -> `[CLS] A [SEP] B [SEP]` pairs, one element each, as the
     original builds them (see the module docstring for the pieces)."""
     piece_tokens = PIECE_SEQUENCES * seq_len
     pieces = documents.map(
         lambda document: _cut_into_pieces(document, piece_tokens),
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).unbatch()
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    ).unbatch()
     if shuffle:
-        pieces = pieces.shuffle(PIECE_SHUFFLE_TOKENS // piece_tokens,
-                                seed=_sub_seed(seed, 2))
+        pieces = pieces.shuffle(PIECE_SHUFFLE_TOKENS // piece_tokens, seed=_sub_seed(seed, 2))
     groups = pieces.ragged_batch(PIECES_PER_GROUP)
 
     def make_pairs(group, pair_seed):
         doc_ids, group = group
         pairs = create_pairs(
-            group, pair_seed, seq_len=seq_len, short_seq_prob=short_seq_prob,
-            cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
-            pad_id=tokenizer.pad_id, doc_ids=doc_ids,
-            next_sentence_rate=next_sentence_rate)
+            group,
+            pair_seed,
+            seq_len=seq_len,
+            short_seq_prob=short_seq_prob,
+            cls_id=tokenizer.cls_id,
+            sep_id=tokenizer.sep_id,
+            pad_id=tokenizer.pad_id,
+            doc_ids=doc_ids,
+            next_sentence_rate=next_sentence_rate,
+        )
         if not shuffle:
             return pairs
-        order = tf.argsort(tf.random.stateless_uniform(
-            tf.shape(pairs["next_sentence_label"]),
-            tf.random.experimental.stateless_fold_in(pair_seed, 99)))
+        order = tf.argsort(
+            tf.random.stateless_uniform(
+                tf.shape(pairs["next_sentence_label"]),
+                tf.random.experimental.stateless_fold_in(pair_seed, 99),
+            )
+        )
         return {k: tf.gather(v, order) for k, v in pairs.items()}
 
     pairs = tf.data.Dataset.zip((groups, _seed_stream(seed, 3))).map(
-        no_autograph(make_pairs), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        no_autograph(make_pairs), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
     return pairs.unbatch()
 
 
@@ -138,38 +153,55 @@ def _packed_sequences(documents, tokenizer, *, seq_len, shuffle, seed):
     padded. One segment, no next-sentence label (the task is off).
     """
     if shuffle:
-        documents = documents.shuffle(DOCUMENT_SHUFFLE_BUFFER,
-                                      seed=_sub_seed(seed, 6))
+        documents = documents.shuffle(DOCUMENT_SHUFFLE_BUFFER, seed=_sub_seed(seed, 6))
     sep = tf.constant([tokenizer.sep_id], tf.int32)
     blocks = documents.map(
         lambda document: tf.concat([document.flat_values, sep], axis=0),
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
     ).ragged_batch(PACK_BLOCK_DOCUMENTS)
     width = seq_len - 1
 
     def pack(block):
         tokens = block.flat_values
         rows = (tf.size(tokens) + width - 1) // width
-        tokens = tf.pad(tokens, [[0, rows * width - tf.size(tokens)]],
-                        constant_values=tokenizer.pad_id)
-        token_ids = tf.concat([tf.fill([rows, 1], tokenizer.cls_id),
-                               tf.reshape(tokens, [rows, width])], axis=1)  # (R, T)
-        return {"token_ids": token_ids,
-                "segment_ids": tf.zeros_like(token_ids),
-                "next_sentence_label": tf.zeros([rows], tf.int32)}
+        tokens = tf.pad(
+            tokens, [[0, rows * width - tf.size(tokens)]], constant_values=tokenizer.pad_id
+        )
+        token_ids = tf.concat(
+            [tf.fill([rows, 1], tokenizer.cls_id), tf.reshape(tokens, [rows, width])], axis=1
+        )  # (R, T)
+        return {
+            "token_ids": token_ids,
+            "segment_ids": tf.zeros_like(token_ids),
+            "next_sentence_label": tf.zeros([rows], tf.int32),
+        }
 
-    return blocks.map(no_autograph(pack), num_parallel_calls=tf.data.AUTOTUNE,
-                      deterministic=True).unbatch()
+    return blocks.map(
+        no_autograph(pack), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    ).unbatch()
 
 
-def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
-                        max_predictions=20, batch_size=32,
-                        corpus_format="sentences", lower_case=True,
-                        mask_rate=0.15, short_seq_prob=0.1,
-                        whole_word_masking=False, next_sentence_rate=0.5,
-                        seed=None, shuffle=True, repeat=True,
-                        input_context=None, text_document="file",
-                        pack_documents=False):
+def pretraining_dataset(
+    file_pattern,
+    vocab_file,
+    *,
+    seq_len=128,
+    max_predictions=20,
+    batch_size=32,
+    corpus_format="sentences",
+    lower_case=True,
+    mask_rate=0.15,
+    short_seq_prob=0.1,
+    whole_word_masking=False,
+    next_sentence_rate=0.5,
+    seed=None,
+    shuffle=True,
+    repeat=True,
+    input_context=None,
+    text_document="file",
+    pack_documents=False,
+):
     """Builds the BERT masked-LM + next-sentence pre-training dataset.
 
     Args:
@@ -225,44 +257,67 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
     ...                          corpus_format="text", seed=0)
     >>> features, labels, weights = next(iter(ds))
     """
-    _check(isinstance(seq_len, int) and seq_len >= MIN_SEQ_LEN,
-           f"`seq_len` must be an int >= {MIN_SEQ_LEN}. Received: "
-           f"seq_len={seq_len!r}")
-    _check(isinstance(max_predictions, int) and 1 <= max_predictions <= seq_len,
-           "`max_predictions` must be an int in [1, seq_len]. Received: "
-           f"max_predictions={max_predictions!r}, seq_len={seq_len}")
-    _check(isinstance(batch_size, int) and batch_size >= 1,
-           f"`batch_size` must be an int >= 1. Received: batch_size={batch_size!r}")
-    _check(0.0 < mask_rate < 1.0,
-           f"`mask_rate` must be in (0, 1). Received: mask_rate={mask_rate!r}")
-    _check(0.0 <= next_sentence_rate <= 1.0,
-           "`next_sentence_rate` must be in [0, 1]. Received: "
-           f"next_sentence_rate={next_sentence_rate!r}")
-    _check(0.0 <= short_seq_prob <= 1.0,
-           "`short_seq_prob` must be in [0, 1]. Received: "
-           f"short_seq_prob={short_seq_prob!r}")
-    _check(not pack_documents or next_sentence_rate == 0.0,
-           "`pack_documents` fills sequences across documents, so it needs "
-           "the next-sentence task off (`next_sentence_rate=0`). Received: "
-           f"next_sentence_rate={next_sentence_rate!r}")
+    _check(
+        isinstance(seq_len, int) and seq_len >= MIN_SEQ_LEN,
+        f"`seq_len` must be an int >= {MIN_SEQ_LEN}. Received: seq_len={seq_len!r}",
+    )
+    _check(
+        isinstance(max_predictions, int) and 1 <= max_predictions <= seq_len,
+        "`max_predictions` must be an int in [1, seq_len]. Received: "
+        f"max_predictions={max_predictions!r}, seq_len={seq_len}",
+    )
+    _check(
+        isinstance(batch_size, int) and batch_size >= 1,
+        f"`batch_size` must be an int >= 1. Received: batch_size={batch_size!r}",
+    )
+    _check(
+        0.0 < mask_rate < 1.0, f"`mask_rate` must be in (0, 1). Received: mask_rate={mask_rate!r}"
+    )
+    _check(
+        0.0 <= next_sentence_rate <= 1.0,
+        "`next_sentence_rate` must be in [0, 1]. Received: "
+        f"next_sentence_rate={next_sentence_rate!r}",
+    )
+    _check(
+        0.0 <= short_seq_prob <= 1.0,
+        f"`short_seq_prob` must be in [0, 1]. Received: short_seq_prob={short_seq_prob!r}",
+    )
+    _check(
+        not pack_documents or next_sentence_rate == 0.0,
+        "`pack_documents` fills sequences across documents, so it needs "
+        "the next-sentence task off (`next_sentence_rate=0`). Received: "
+        f"next_sentence_rate={next_sentence_rate!r}",
+    )
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
     files = corpus.list_files(file_pattern, corpus_format)
     if corpus_format == "tfrecord":
         shards.check_tfrecord_vocabulary(files, tokenizer.vocab_file)
-    logger.info("Pre-training data: %d %s file(s) from %r.", len(files),
-                corpus_format, file_pattern)
+    logger.info(
+        "Pre-training data: %d %s file(s) from %r.", len(files), corpus_format, file_pattern
+    )
 
     documents = corpus.documents_dataset(
-        files, tokenizer, corpus_format=corpus_format,
-        text_document=text_document, shuffle=shuffle,
-        seed=_sub_seed(seed, 1), repeat=repeat, input_context=input_context)
+        files,
+        tokenizer,
+        corpus_format=corpus_format,
+        text_document=text_document,
+        shuffle=shuffle,
+        seed=_sub_seed(seed, 1),
+        repeat=repeat,
+        input_context=input_context,
+    )
     if pack_documents:
-        pairs = _packed_sequences(documents, tokenizer, seq_len=seq_len,
-                                  shuffle=shuffle, seed=seed)
+        pairs = _packed_sequences(documents, tokenizer, seq_len=seq_len, shuffle=shuffle, seed=seed)
     else:
         pairs = _next_sentence_pairs(
-            documents, tokenizer, seq_len=seq_len, short_seq_prob=short_seq_prob,
-            next_sentence_rate=next_sentence_rate, shuffle=shuffle, seed=seed)
+            documents,
+            tokenizer,
+            seq_len=seq_len,
+            short_seq_prob=short_seq_prob,
+            next_sentence_rate=next_sentence_rate,
+            shuffle=shuffle,
+            seed=seed,
+        )
     if shuffle:
         pairs = pairs.shuffle(PAIR_SHUFFLE_BUFFER, seed=_sub_seed(seed, 4))
     # Masking runs on blocks of >= MASK_BLOCK sequences (whole batches), then
@@ -277,12 +332,17 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
 
     def mask(batch, mask_seed):
         token_ids, mask_positions, mask_ids, mask_weights = mask_batch(
-            batch["token_ids"], mask_seed, max_predictions=max_predictions,
-            mask_rate=mask_rate, mask_id=tokenizer.mask_id,
-            pad_id=tokenizer.pad_id, special_ids=special_ids,
+            batch["token_ids"],
+            mask_seed,
+            max_predictions=max_predictions,
+            mask_rate=mask_rate,
+            mask_id=tokenizer.mask_id,
+            pad_id=tokenizer.pad_id,
+            special_ids=special_ids,
             random_token_ids=tokenizer.random_token_ids,
             is_suffix=tokenizer.is_suffix,
-            whole_word_masking=whole_word_masking)
+            whole_word_masking=whole_word_masking,
+        )
         features = {
             "token_ids": token_ids,
             "segment_ids": batch["segment_ids"],
@@ -293,7 +353,8 @@ def pretraining_dataset(file_pattern, vocab_file, *, seq_len=128,
         return features, labels, {"mlm": mask_weights}
 
     batches = tf.data.Dataset.zip((batches, _seed_stream(seed, 5))).map(
-        no_autograph(mask), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        no_autograph(mask), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
     batches = batches.rebatch(batch_size, drop_remainder=True)
     options = tf.data.Options()
     options.deterministic = seed is not None

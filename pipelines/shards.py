@@ -29,35 +29,47 @@ def _vocab_sha256(vocab_file):
 
 def _check_output_dir(output_dir, num_shards):
     """Refuses what would mix runs or fail only after tokenizing."""
-    if isinstance(num_shards, bool) or not isinstance(num_shards, int) \
-            or num_shards < 1:
+    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
         raise CorpusError(
-            f"`num_shards` must be a positive integer. Received: "
-            f"num_shards={num_shards!r}")
+            f"`num_shards` must be a positive integer. Received: num_shards={num_shards!r}"
+        )
     if tf.io.gfile.exists(output_dir):
         if not tf.io.gfile.isdir(output_dir):
             raise CorpusError(
-                f"`output_dir` is a file, not a folder. Received: "
-                f"output_dir={output_dir!r}")
+                f"`output_dir` is a file, not a folder. Received: output_dir={output_dir!r}"
+            )
         # Shards of another run (maybe another vocabulary) would be read
         # together with these ones.
         held = tf.io.gfile.listdir(output_dir)
-        if held and TFRECORD_METADATA not in held and any(
-                name.endswith(".tfrecord") for name in held):
+        if (
+            held
+            and TFRECORD_METADATA not in held
+            and any(name.endswith(".tfrecord") for name in held)
+        ):
             raise CorpusError(
                 f"`output_dir` holds shards but no {TFRECORD_METADATA} (left "
                 "by a run that was stopped?); delete them or pick another "
-                f"folder. Received: output_dir={output_dir!r}")
+                f"folder. Received: output_dir={output_dir!r}"
+            )
         if held:
             raise CorpusError(
                 f"`output_dir` must be new or empty; it holds "
                 f"{', '.join(sorted(tf.io.gfile.listdir(output_dir))[:5])}. "
-                f"Received: output_dir={output_dir!r}")
+                f"Received: output_dir={output_dir!r}"
+            )
 
 
-def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
-                          corpus_format="sentences", lower_case=True,
-                          num_shards=16, text_document="file", progress=None):
+def write_tfrecord_shards(
+    file_pattern,
+    output_dir,
+    vocab_file,
+    *,
+    corpus_format="sentences",
+    lower_case=True,
+    num_shards=16,
+    text_document="file",
+    progress=None,
+):
     """Tokenizes a corpus once into TFRecord shards of documents.
 
     Masking and pair construction stay dynamic: read the shards back with
@@ -82,26 +94,30 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
     if corpus_format == "tfrecord" or corpus_format not in corpus.CORPUS_FORMATS:
         raise CorpusError(
             "`corpus_format` for writing shards must be 'sentences', 'text' "
-            f"or 'lines'. Received: corpus_format={corpus_format!r}")
+            f"or 'lines'. Received: corpus_format={corpus_format!r}"
+        )
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
     files = corpus.list_files(file_pattern, corpus_format)
     _check_output_dir(output_dir, num_shards)
     # Files tokenized in parallel and written in order, each as a whole.
     file_documents = tf.data.Dataset.from_tensor_slices(files).map(
         tf.autograph.experimental.do_not_convert(
-            lambda f: corpus.read_documents(
-                f, tokenizer, corpus_format, text_document)),
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    paths = [os.path.join(output_dir,
-                          f"part-{i:05d}-of-{num_shards:05d}.tfrecord")
-             for i in range(num_shards)]
+            lambda f: corpus.read_documents(f, tokenizer, corpus_format, text_document)
+        ),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    paths = [
+        os.path.join(output_dir, f"part-{i:05d}-of-{num_shards:05d}.tfrecord")
+        for i in range(num_shards)
+    ]
     try:  # Before the tokenizing pass, which the writers' loop drives.
         tf.io.gfile.makedirs(output_dir)
         writers = [tf.io.TFRecordWriter(p) for p in paths]
     except (tf.errors.OpError, OSError) as error:
         raise CorpusError(
-            f"`output_dir` cannot be written: {error}. Received: "
-            f"output_dir={output_dir!r}") from None
+            f"`output_dir` cannot be written: {error}. Received: output_dir={output_dir!r}"
+        ) from None
     counts = {"documents": 0, "sentences": 0, "tokens": 0}
     metadata_path = os.path.join(output_dir, TFRECORD_METADATA)
     try:
@@ -110,11 +126,13 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
             raise CorpusError(
                 f"No document in {len(files)} corpus file(s) matching "
                 f"{file_pattern!r}: their text tokenizes to nothing (only "
-                "control or zero-width characters?).")
+                "control or zero-width characters?)."
+            )
         metadata = {
             # A path with a scheme (gs://) is absolute already.
-            "vocab_file": (vocab_file if "://" in os.fspath(vocab_file)
-                           else os.path.abspath(vocab_file)),
+            "vocab_file": (
+                vocab_file if "://" in os.fspath(vocab_file) else os.path.abspath(vocab_file)
+            ),
             "vocab_sha256": _vocab_sha256(vocab_file),
             "vocab_size": tokenizer.vocab_size,
             "lower_case": tokenizer.lower_case,
@@ -137,7 +155,8 @@ def write_tfrecord_shards(file_pattern, output_dir, vocab_file, *,
         if isinstance(error, (OSError, tf.errors.OpError)):
             raise CorpusError(
                 f"Writing shards in {output_dir!r} failed, none kept: "
-                f"{getattr(error, 'strerror', None) or error}") from None
+                f"{getattr(error, 'strerror', None) or error}"
+            ) from None
         raise
     return {"shards": paths, **counts}
 
@@ -150,19 +169,25 @@ def _write_documents(file_documents, writers, counts, progress):
     files = int(file_documents.cardinality())
     try:
         for done, documents in enumerate(file_documents, 1):
-            sentence_splits, token_splits = (
-                s.numpy() for s in documents.nested_row_splits)
+            sentence_splits, token_splits = (s.numpy() for s in documents.nested_row_splits)
             tokens = documents.flat_values.numpy()
             for first, end in zip(sentence_splits[:-1], sentence_splits[1:]):
-                lengths = np.diff(token_splits[first:end + 1])
-                example = tf.train.Example(features=tf.train.Features(feature={
-                    "token_ids": tf.train.Feature(int64_list=tf.train.Int64List(
-                        value=tokens[token_splits[first]:token_splits[end]])),
-                    "sentence_lengths": tf.train.Feature(
-                        int64_list=tf.train.Int64List(value=lengths)),
-                }))
-                writers[counts["documents"] % num_shards].write(
-                    example.SerializeToString())
+                lengths = np.diff(token_splits[first : end + 1])
+                example = tf.train.Example(
+                    features=tf.train.Features(
+                        feature={
+                            "token_ids": tf.train.Feature(
+                                int64_list=tf.train.Int64List(
+                                    value=tokens[token_splits[first] : token_splits[end]]
+                                )
+                            ),
+                            "sentence_lengths": tf.train.Feature(
+                                int64_list=tf.train.Int64List(value=lengths)
+                            ),
+                        }
+                    )
+                )
+                writers[counts["documents"] % num_shards].write(example.SerializeToString())
                 counts["documents"] += 1
                 counts["sentences"] += len(lengths)
                 counts["tokens"] += int(lengths.sum())
@@ -189,14 +214,17 @@ def check_tfrecord_vocabulary(files, vocab_file):
             raise CorpusError(
                 f"TFRecord shard {file!r} has no {TFRECORD_METADATA} beside "
                 "it, so its vocabulary is unknown; write shards with "
-                "`python -m keras_bert.data`.")
+                "`python -m keras_bert.data`."
+            )
         if os.path.basename(file) not in meta.get("shards", ()):
             raise CorpusError(
                 f"TFRecord shard {file!r} is not one of the shards its "
                 f"{TFRECORD_METADATA} lists (left by another run?); rewrite "
-                "the shards into an empty `--output_dir`.")
+                "the shards into an empty `--output_dir`."
+            )
         if meta.get("vocab_sha256") != expected:
             raise CorpusError(
                 f"TFRecord shard {file!r} was written with vocabulary "
                 f"{meta.get('vocab_file')!r}, not {vocab_file!r} (SHA-256 "
-                "differs); rewrite it with `python -m keras_bert.data`.")
+                "differs); rewrite it with `python -m keras_bert.data`."
+            )

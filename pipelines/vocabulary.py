@@ -44,11 +44,9 @@ def load_vocabulary(vocab_file):
             raw = f.read()
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise VocabularyError(
-            f"Vocabulary file {vocab_file!r} is not valid UTF-8: {e}") from None
+        raise VocabularyError(f"Vocabulary file {vocab_file!r} is not valid UTF-8: {e}") from None
     except (OSError, tf.errors.OpError) as e:
-        raise VocabularyError(
-            f"Cannot read vocabulary file {vocab_file!r}: {e}") from None
+        raise VocabularyError(f"Cannot read vocabulary file {vocab_file!r}: {e}") from None
     # Like the original `load_vocab`, surrounding whitespace is stripped.
     tokens = [line.strip() for line in text.splitlines()]
     if not tokens:
@@ -57,19 +55,21 @@ def load_vocabulary(vocab_file):
     for index, token in enumerate(tokens):
         if not token:
             raise VocabularyError(
-                f"Vocabulary file {vocab_file!r} has an empty token on line "
-                f"{index + 1}.")
+                f"Vocabulary file {vocab_file!r} has an empty token on line {index + 1}."
+            )
         if token in seen:
             raise VocabularyError(
                 f"Vocabulary file {vocab_file!r} has duplicate token "
-                f"{token!r} on lines {seen[token] + 1} and {index + 1}.")
+                f"{token!r} on lines {seen[token] + 1} and {index + 1}."
+            )
         seen[token] = index
     missing = [t for t in SPECIAL_TOKENS if t not in seen]
     if missing:
         raise VocabularyError(
             f"Vocabulary file {vocab_file!r} lacks the special token(s) "
             f"{', '.join(missing)}; a BERT vocabulary needs all of "
-            f"{' '.join(SPECIAL_TOKENS)}.")
+            f"{' '.join(SPECIAL_TOKENS)}."
+        )
     return tokens
 
 

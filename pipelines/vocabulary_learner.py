@@ -22,9 +22,17 @@ from pipelines.vocabulary import (
 logger = logging.getLogger(__name__)
 
 
-def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
-                     corpus_format="text", max_word_chars=50,
-                     max_unique_chars=1000, min_count=10, progress=None):
+def learn_vocabulary(
+    file_pattern,
+    vocab_size=30522,
+    *,
+    lower_case=True,
+    corpus_format="text",
+    max_word_chars=50,
+    max_unique_chars=1000,
+    min_count=10,
+    progress=None,
+):
     """Learns a WordPiece vocabulary from text files.
 
     Words are produced by `BertTokenizer`'s own normalisation and splitting
@@ -62,25 +70,35 @@ def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
         VocabularyError: `vocab_size` is too small.
         CorpusError: no usable corpus file.
     """
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) \
-            or vocab_size < MIN_VOCAB_SIZE:
+    if (
+        isinstance(vocab_size, bool)
+        or not isinstance(vocab_size, int)
+        or vocab_size < MIN_VOCAB_SIZE
+    ):
         raise VocabularyError(
             f"`vocab_size` must be an int >= {MIN_VOCAB_SIZE} (the special "
             f"tokens {' '.join(SPECIAL_TOKENS)} and a few characters). "
-            f"Received: vocab_size={vocab_size!r}")
-    from tensorflow_text.tools.wordpiece_vocab import (
-        wordpiece_tokenizer_learner_lib as learner)
+            f"Received: vocab_size={vocab_size!r}"
+        )
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
     files = corpus.list_files(file_pattern, corpus_format=corpus_format)
     no_autograph = tf.autograph.experimental.do_not_convert
-    lines = tf.data.Dataset.from_tensor_slices(files).map(
-        no_autograph(lambda f: tf.strings.split(corpus.read_text_file(f), "\n"))
-    ).unbatch()
+    lines = (
+        tf.data.Dataset.from_tensor_slices(files)
+        .map(no_autograph(lambda f: tf.strings.split(corpus.read_text_file(f), "\n")))
+        .unbatch()
+    )
     lines = lines.batch(4096).map(
-        no_autograph(lambda x: (basic_split(x, lower_case=lower_case).flat_values,
-                                # The lines' bytes with their newlines.
-                                tf.reduce_sum(tf.strings.length(x) + 1))),
-        num_parallel_calls=tf.data.AUTOTUNE)
+        no_autograph(
+            lambda x: (
+                basic_split(x, lower_case=lower_case).flat_values,
+                # The lines' bytes with their newlines.
+                tf.reduce_sum(tf.strings.length(x) + 1),
+            )
+        ),
+        num_parallel_calls=tf.data.AUTOTUNE,
+    )
     total_bytes = sum(tf.io.gfile.stat(f).length for f in files) if progress else None
     counts, bytes_done = collections.Counter(), 0
     for words, size in lines.as_numpy_iterator():
@@ -94,12 +112,12 @@ def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
     if progress:
         progress(total_bytes, total_bytes)
     word_counts = [(w.decode("utf-8"), c) for w, c in counts.items()]
-    logger.info("Learning a %d-token vocabulary from %d distinct words.",
-                vocab_size, len(word_counts))
+    logger.info(
+        "Learning a %d-token vocabulary from %d distinct words.", vocab_size, len(word_counts)
+    )
     # Every character is two tokens (`x`, `##x`), which the learner keeps
     # whatever its target: a large alphabet alone could overflow it.
-    max_unique_chars = min(
-        max_unique_chars, (vocab_size - len(SPECIAL_TOKENS) - 1) // 2)
+    max_unique_chars = min(max_unique_chars, (vocab_size - len(SPECIAL_TOKENS) - 1) // 2)
     vocab = learner.learn(
         word_counts,
         vocab_size=vocab_size,
@@ -114,8 +132,7 @@ def learn_vocabulary(file_pattern, vocab_size=30522, *, lower_case=True,
 
 
 def _is_character(token):
-    return len(token[len(SUFFIX_INDICATOR):] if token.startswith(
-        SUFFIX_INDICATOR) else token) <= 1
+    return len(token[len(SUFFIX_INDICATOR) :] if token.startswith(SUFFIX_INDICATOR) else token) <= 1
 
 
 def _cap_size(vocab, vocab_size):
@@ -129,6 +146,6 @@ def _cap_size(vocab, vocab_size):
     if len(vocab) <= vocab_size:
         return vocab
     fixed = {t for t in vocab if t in SPECIAL_TOKENS or _is_character(t)}
-    pieces = [t for t in vocab if t not in fixed][:vocab_size - len(fixed)]
+    pieces = [t for t in vocab if t not in fixed][: vocab_size - len(fixed)]
     keep = fixed | set(pieces)
     return [t for t in vocab if t in keep]

@@ -28,8 +28,10 @@ def small_disk(tmp_path):
     def mount(size):
         mount_point = tmp_path / f"small_disk_{len(mounted)}"
         mount_point.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}",
-                               "tmpfs", str(mount_point)], capture_output=True)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount_point)],
+            capture_output=True,
+        )
         if done.returncode:
             pytest.skip("mounting a small tmpfs needs root")
         mounted.append(mount_point)

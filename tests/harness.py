@@ -6,8 +6,8 @@ forward and backward, and `.keras` save/load reproducing outputs exactly.
 The backend comes from `KERAS_BACKEND`; nothing here branches on it.
 """
 
-import numpy as np
 import keras
+import numpy as np
 from keras import ops
 
 
@@ -38,7 +38,10 @@ def run_model_test(build_model, inputs, tmp_path):
 
     # Symbolic call: the functional graph accepts KerasTensors.
     symbolic = model(
-        {k: keras.Input(shape=v.shape[1:], dtype=v.dtype, batch_size=v.shape[0]) for k, v in inputs.items()}
+        {
+            k: keras.Input(shape=v.shape[1:], dtype=v.dtype, batch_size=v.shape[0])
+            for k, v in inputs.items()
+        }
     )
     eager = model(inputs, training=False)
     for sym, real in zip(keras.tree.flatten(symbolic), keras.tree.flatten(eager)):
@@ -62,7 +65,10 @@ def run_model_test(build_model, inputs, tmp_path):
 
     # One `fit` step moves the weights.
     outputs = keras.tree.map_structure(np.asarray, _numpy(eager))
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=keras.tree.map_structure(lambda _: _SumOutputs(), outputs))
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1),
+        loss=keras.tree.map_structure(lambda _: _SumOutputs(), outputs),
+    )
     before = [np.array(w) for w in model.trainable_weights]
     model.fit(inputs, outputs, epochs=1, batch_size=len(next(iter(inputs.values()))), verbose=0)
     after = [np.array(w) for w in model.trainable_weights]
@@ -74,7 +80,12 @@ def run_model_test(build_model, inputs, tmp_path):
     assert all(w.dtype == "float32" for w in mixed.weights)
     mixed_out = mixed(inputs, training=True)
     assert all(np.isfinite(x).all() for x in keras.tree.flatten(_numpy(mixed_out)))
-    mixed.compile(optimizer=keras.optimizers.SGD(0.1), loss=keras.tree.map_structure(lambda _: _SumOutputs(), outputs))
-    history = mixed.fit(inputs, outputs, epochs=1, batch_size=len(next(iter(inputs.values()))), verbose=0)
+    mixed.compile(
+        optimizer=keras.optimizers.SGD(0.1),
+        loss=keras.tree.map_structure(lambda _: _SumOutputs(), outputs),
+    )
+    history = mixed.fit(
+        inputs, outputs, epochs=1, batch_size=len(next(iter(inputs.values()))), verbose=0
+    )
     assert np.isfinite(history.history["loss"][-1])
     return model

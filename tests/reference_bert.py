@@ -25,11 +25,7 @@ _erf = np.vectorize(math.erf, otypes=["float64"])
 def gelu(x, approximate=False):
     """GELU: x·Φ(x) with the erf CDF, or the tanh approximation."""
     if approximate:
-        return (
-            0.5
-            * x
-            * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
-        )
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
     return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
 
 
@@ -89,14 +85,10 @@ def bert_forward(
     hidden = x.shape[-1]
     head_dim = hidden // num_heads
     # The original adds -10000 to the scores of padded keys.
-    mask_bias = (1.0 - np.asarray(padding_mask, "float64"))[
-        :, None, None, :
-    ] * -10000.0
+    mask_bias = (1.0 - np.asarray(padding_mask, "float64"))[:, None, None, :] * -10000.0
 
     def split_heads(t):  # (B, T, H) -> (B, N, T, D)
-        return t.reshape(batch, length, num_heads, head_dim).transpose(
-            0, 2, 1, 3
-        )
+        return t.reshape(batch, length, num_heads, head_dim).transpose(0, 2, 1, 3)
 
     layer = 0
     while f"bert/encoder/layer_{layer}/attention/self/query/kernel" in weights:
@@ -104,9 +96,7 @@ def bert_forward(
         q = split_heads(_dense(weights, f"{scope}/attention/self/query", x))
         k = split_heads(_dense(weights, f"{scope}/attention/self/key", x))
         v = split_heads(_dense(weights, f"{scope}/attention/self/value", x))
-        scores = (
-            q @ k.transpose(0, 1, 3, 2) / math.sqrt(head_dim)
-        )  # (B, N, T, T)
+        scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(head_dim)  # (B, N, T, T)
         context = _softmax(scores + mask_bias) @ v  # (B, N, T, D)
         context = context.transpose(0, 2, 1, 3).reshape(batch, length, hidden)
         attended = _dense(weights, f"{scope}/attention/output/dense", context)
@@ -117,9 +107,7 @@ def bert_forward(
             _get(weights, f"{ln}/beta"),
             eps,
         )
-        inner = gelu(
-            _dense(weights, f"{scope}/intermediate/dense", x), approximate_gelu
-        )
+        inner = gelu(_dense(weights, f"{scope}/intermediate/dense", x), approximate_gelu)
         out = _dense(weights, f"{scope}/output/dense", inner)  # (B, T, H)
         ln = f"{scope}/output/LayerNorm"
         x = layer_norm(
@@ -129,9 +117,7 @@ def bert_forward(
             eps,
         )
         layer += 1
-    pooled = np.tanh(
-        _dense(weights, "bert/pooler/dense", x[:, 0])
-    )  # [CLS]: (B, H)
+    pooled = np.tanh(_dense(weights, "bert/pooler/dense", x[:, 0]))  # [CLS]: (B, H)
     return x, pooled
 
 

@@ -17,7 +17,14 @@ def test_turc_grid_and_paper_sizes_are_shipped():
             assert config["hidden_dim"] == hidden
             assert config["num_heads"] == hidden // 64
             assert config["intermediate_dim"] == 4 * hidden
-    assert {"bert_tiny", "bert_mini", "bert_small", "bert_medium", "bert_base", "bert_large"} <= names
+    assert {
+        "bert_tiny",
+        "bert_mini",
+        "bert_small",
+        "bert_medium",
+        "bert_base",
+        "bert_large",
+    } <= names
     large = load_model_config("bert_large")
     assert (large["num_layers"], large["hidden_dim"], large["num_heads"]) == (24, 1024, 16)
 

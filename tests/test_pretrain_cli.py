@@ -16,15 +16,17 @@ from tests.pretraining.conftest import write_corpus
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--set", "optimizer.lr=1"], "Unknown config key 'optimizer.lr'"),
-    (["--set", "precision=fp8"], "`precision` must be one of"),
-    (["--config", "bert_huge"], "No pre-training config 'bert_huge'"),
-    (["--set", "data.train_files=/nonexistent/*.txt"], "No corpus file matches"),
-    (["--set", "data.vocab_file=/nonexistent/vocab.txt"], "vocab"),
-    (["--strategy", "tpu", "--tpu", "my-tpu-that-does-not-exist"],
-     "No TPU could be reached"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--set", "optimizer.lr=1"], "Unknown config key 'optimizer.lr'"),
+        (["--set", "precision=fp8"], "`precision` must be one of"),
+        (["--config", "bert_huge"], "No pre-training config 'bert_huge'"),
+        (["--set", "data.train_files=/nonexistent/*.txt"], "No corpus file matches"),
+        (["--set", "data.vocab_file=/nonexistent/vocab.txt"], "vocab"),
+        (["--strategy", "tpu", "--tpu", "my-tpu-that-does-not-exist"], "No TPU could be reached"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys, tmp_path):
     code = pretrain.main(argv + ["--model_dir", str(tmp_path / "run")])
     err = capsys.readouterr().err.strip()
@@ -50,17 +52,23 @@ def start_without_a_backend(args, tmp_path):
     KERAS_BACKEND, nothing cached."""
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
-    return subprocess.run([sys.executable, "-m", "keras_bert.pretrain", *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "keras_bert.pretrain", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("args, code", [(["--help"], 0), (["--strategy", "gpus"], 2),
-                                        (["--no_such_flag"], 2)])
+@pytest.mark.parametrize(
+    "args, code", [(["--help"], 0), (["--strategy", "gpus"], 2), (["--no_such_flag"], 2)]
+)
 def test_help_and_bad_flags_answer_before_start_up(args, code, tmp_path):
     result = start_without_a_backend(args, tmp_path)
     assert result.returncode == code, result.stderr
-    assert ("usage: python -m keras_bert.pretrain" in result.stdout + result.stderr)
+    assert "usage: python -m keras_bert.pretrain" in result.stdout + result.stderr
     assert "Measuring which Keras backend" not in result.stderr
     assert not (tmp_path / "cache").exists()  # Nothing measured, nothing cached.
 
@@ -68,15 +76,18 @@ def test_help_and_bad_flags_answer_before_start_up(args, code, tmp_path):
 @pytest.mark.parametrize("args", [["--help"], ["--strategy", "gpus"]])
 def test_help_and_bad_flags_load_neither_tensorflow_nor_keras(args, tmp_path):
     # As `python -m` runs the command: sys.argv[0] is "-m" while keras_bert loads.
-    code = ("import sys; sys.argv = ['-m']; from keras_bert import pretrain\n"
-            "try:\n"
-            f"    pretrain.main({args!r})\n"
-            "except SystemExit:\n"
-            "    print(sorted({'tensorflow', 'keras', 'jax'} & set(sys.modules)))")
+    code = (
+        "import sys; sys.argv = ['-m']; from keras_bert import pretrain\n"
+        "try:\n"
+        f"    pretrain.main({args!r})\n"
+        "except SystemExit:\n"
+        "    print(sorted({'tensorflow', 'keras', 'jax'} & set(sys.modules)))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.stdout.strip().splitlines()[-1] == "[]", result.stderr
 
 
@@ -84,10 +95,13 @@ def run_cli(args, log=None):
     """Starts the CLI; output to the file `log` (a full pipe would block a
     long run) or to a pipe."""
     return subprocess.Popen(
-        [sys.executable, "-m", "keras_bert.pretrain", *args], cwd=ROOT,
+        [sys.executable, "-m", "keras_bert.pretrain", *args],
+        cwd=ROOT,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
         stdout=open(log, "w") if log else subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def test_subprocess_error_has_no_traceback(tmp_path):
@@ -100,19 +114,38 @@ def test_subprocess_error_has_no_traceback(tmp_path):
 
 def tiny_cli_args(tmp_path, corpus, steps=40):
     return [
-        "--model_dir", str(tmp_path / "run"),
-        "--set", "model_overrides={num_layers: 1, hidden_dim: 16, num_heads: 2,"
-                 " intermediate_dim: 32}",
-        "--set", f"data.train_files={corpus}",
-        "--set", "data.holdout_fraction=0.3",
-        "--set", "data.shuffle=false",
-        "--set", "phases.0.seq_len=32", "--set", "phases.0.max_predictions=5",
-        "--set", "phases.0.batch_size=4",
-        "--set", "phases.1.seq_len=64", "--set", "phases.1.max_predictions=10",
-        "--set", "phases.1.batch_size=2",
-        "--set", f"train_steps={steps}", "--set", "optimizer.warmup_steps=2",
-        "--set", "checkpoint.every_steps=5", "--set", "steps_per_loop=5",
-        "--set", "eval_steps=1",
+        "--model_dir",
+        str(tmp_path / "run"),
+        "--set",
+        "model_overrides={num_layers: 1, hidden_dim: 16, num_heads: 2, intermediate_dim: 32}",
+        "--set",
+        f"data.train_files={corpus}",
+        "--set",
+        "data.holdout_fraction=0.3",
+        "--set",
+        "data.shuffle=false",
+        "--set",
+        "phases.0.seq_len=32",
+        "--set",
+        "phases.0.max_predictions=5",
+        "--set",
+        "phases.0.batch_size=4",
+        "--set",
+        "phases.1.seq_len=64",
+        "--set",
+        "phases.1.max_predictions=10",
+        "--set",
+        "phases.1.batch_size=2",
+        "--set",
+        f"train_steps={steps}",
+        "--set",
+        "optimizer.warmup_steps=2",
+        "--set",
+        "checkpoint.every_steps=5",
+        "--set",
+        "steps_per_loop=5",
+        "--set",
+        "eval_steps=1",
     ]
 
 
@@ -120,8 +153,9 @@ def checkpoint_steps(model_dir):
     directory = model_dir / "checkpoints"
     if not directory.exists():
         return []
-    return sorted(int(p.name.split("-")[1]) for p in directory.glob("ckpt-*")
-                  if (p / "state.json").exists())
+    return sorted(
+        int(p.name.split("-")[1]) for p in directory.glob("ckpt-*") if (p / "state.json").exists()
+    )
 
 
 @pytest.mark.slow
@@ -133,8 +167,9 @@ def test_kill_9_then_rerun_resumes_and_finishes(tmp_path):
     deadline = time.time() + 400
     while time.time() < deadline and not [s for s in checkpoint_steps(model_dir) if s >= 10]:
         if process.poll() is not None:
-            pytest.fail("finished before it could be killed:\n"
-                        + (tmp_path / "first.log").read_text())
+            pytest.fail(
+                "finished before it could be killed:\n" + (tmp_path / "first.log").read_text()
+            )
         time.sleep(0.2)
     process.send_signal(signal.SIGKILL)
     process.wait()
@@ -178,11 +213,11 @@ def test_kill_9_during_export_then_rerun_finishes(tmp_path):
     process = run_cli(args, tmp_path / "first.log")
     # The SavedModel export writes into a temporary folder for seconds.
     deadline = time.time() + 400
-    while time.time() < deadline and not list(
-            model_dir.glob("saved_model/.tmp-*")):
+    while time.time() < deadline and not list(model_dir.glob("saved_model/.tmp-*")):
         if process.poll() is not None:
-            pytest.fail("finished before it could be killed:\n"
-                        + (tmp_path / "first.log").read_text())
+            pytest.fail(
+                "finished before it could be killed:\n" + (tmp_path / "first.log").read_text()
+            )
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()

@@ -29,7 +29,8 @@ def test_pretraining_refuses_a_finetuning_folder(tmp_path):
         refuse_another_run(model_dir)
     assert str(error.value) == (
         f"model_dir {model_dir!r} holds a fine-tuning run (task 'sst2'); "
-        "pre-train into another folder.")
+        "pre-train into another folder."
+    )
 
 
 @pytest.mark.parametrize("setup", [{}, {"config": "task: sst2\n"}])
@@ -37,16 +38,26 @@ def test_finetuning_reruns_into_its_own_or_a_new_folder(tmp_path, setup):
     refuse_another_run(folder(tmp_path, **setup), "sst2")
 
 
-@pytest.mark.parametrize("setup, message", [
-    ({"lock": True}, "holds a pre-training run; fine-tune into another folder "
-     "(--init_checkpoint takes its backbone.keras)"),
-    ({"checkpoints": True}, "holds a pre-training run"),
-    ({"config": "phases: []\ntask: sst2\n"}, "its config.yaml is not a fine-tuning run's; "
-     "pick another folder"),
-    ({"config": "{not yaml"}, "its config.yaml is not a fine-tuning run's"),
-    ({"config": "task: cola\n"}, "holds a fine-tuning run of task 'cola'; pick another "
-     "folder for 'sst2'"),
-])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (
+            {"lock": True},
+            "holds a pre-training run; fine-tune into another folder "
+            "(--init_checkpoint takes its backbone.keras)",
+        ),
+        ({"checkpoints": True}, "holds a pre-training run"),
+        (
+            {"config": "phases: []\ntask: sst2\n"},
+            "its config.yaml is not a fine-tuning run's; pick another folder",
+        ),
+        ({"config": "{not yaml"}, "its config.yaml is not a fine-tuning run's"),
+        (
+            {"config": "task: cola\n"},
+            "holds a fine-tuning run of task 'cola'; pick another folder for 'sst2'",
+        ),
+    ],
+)
 def test_finetuning_refuses_another_run(tmp_path, setup, message):
     model_dir = folder(tmp_path, **setup)
     with pytest.raises(FinetuneError) as error:

@@ -6,7 +6,6 @@ supported checkpoint into a `BertCheckpoint` (original variable names, see
 """
 
 from keras_bert.conversion.bert_checkpoint import BertCheckpoint
-from keras_bert.errors import CheckpointError
 from keras_bert.conversion.converter import convert, read_checkpoint
 from keras_bert.conversion.google_checkpoint import read_google_checkpoint
 from keras_bert.conversion.hugging_face import (
@@ -14,6 +13,7 @@ from keras_bert.conversion.hugging_face import (
     write_hugging_face,
 )
 from keras_bert.conversion.keras_hub_checkpoint import read_keras_hub
+from keras_bert.errors import CheckpointError
 
 __all__ = [
     "BertCheckpoint",

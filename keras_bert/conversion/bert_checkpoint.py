@@ -130,9 +130,7 @@ class BertCheckpoint:
         try:
             backbone = BertBackbone(**self.config)
         except ValueError as error:
-            raise CheckpointError(
-                f"{self.source}: bad config: {error}"
-            ) from None
+            raise CheckpointError(f"{self.source}: bad config: {error}") from None
         if pretrainer:
             model = BertPretrainer(backbone)
             mappings = bert_name_map.pretrainer_weight_map(model)
@@ -141,9 +139,7 @@ class BertCheckpoint:
             mappings = bert_name_map.backbone_weight_map(model)
         weights = self.weights
         if heads is False:
-            weights = {
-                k: v for k, v in weights.items() if not k.startswith("cls/")
-            }
+            weights = {k: v for k, v in weights.items() if not k.startswith("cls/")}
         self._check(mappings, weights)
         for mapping in mappings:
             if mapping.name in weights:
@@ -161,43 +157,33 @@ class BertCheckpoint:
         name = self.source_names.get
         problems = []
         if missing:
-            problems.append(
-                f"{len(missing)} missing: "
-                + _listing(name(n, n) for n in missing)
-            )
+            problems.append(f"{len(missing)} missing: " + _listing(name(n, n) for n in missing))
         unexpected = set(weights) - set(expected)
         if unexpected:
             problems.append(
-                f"{len(unexpected)} unexpected: "
-                + _listing(name(n, n) for n in unexpected)
+                f"{len(unexpected)} unexpected: " + _listing(name(n, n) for n in unexpected)
             )
         misshaped = [
-            f"{name(n, n)} {tuple(np.shape(weights[n]))} vs "
-            f"{expected[n].original_shape}"
+            f"{name(n, n)} {tuple(np.shape(weights[n]))} vs {expected[n].original_shape}"
             for n in sorted(set(weights) & set(expected))
             if tuple(np.shape(weights[n])) != expected[n].original_shape
         ]
         if misshaped:
             problems.append(
-                f"{len(misshaped)} mis-shaped (checkpoint vs config): "
-                + _listing(misshaped)
+                f"{len(misshaped)} mis-shaped (checkpoint vs config): " + _listing(misshaped)
             )
         if problems:
             raise CheckpointError(
                 f"{self.source}: checkpoint does not match a BERT with "
                 f"{self.describe()}: " + "; ".join(problems) + "."
             )
-        non_finite = [
-            name(n, n) for n in weights if not np.all(np.isfinite(weights[n]))
-        ]
+        non_finite = [name(n, n) for n in weights if not np.all(np.isfinite(weights[n]))]
         if non_finite:
             raise CheckpointError(
                 f"{self.source}: {len(non_finite)} variable(s) hold NaN or "
                 f"inf (corrupt checkpoint?): {_listing(non_finite)}."
             )
-        if self.vocabulary is not None and (
-            len(self.vocabulary) > self.config["vocabulary_size"]
-        ):
+        if self.vocabulary is not None and (len(self.vocabulary) > self.config["vocabulary_size"]):
             raise CheckpointError(
                 f"{self.source}: the vocabulary has {len(self.vocabulary)} "
                 f"tokens but the model only {self.config['vocabulary_size']} "

@@ -115,20 +115,14 @@ def backbone_weight_map(backbone):
         for part in ("query", "key", "value"):
             dense = getattr(attention, f"{part}_dense")
             mappings += _dense(f"{prefix}/attention/self/{part}", dense)
-        mappings += _dense(
-            f"{prefix}/attention/output/dense", attention.output_dense
-        )
+        mappings += _dense(f"{prefix}/attention/output/dense", attention.output_dense)
         mappings += _layer_norm(
             f"{prefix}/attention/output/LayerNorm",
             block.self_attention_layer_norm,
         )
-        mappings += _dense(
-            f"{prefix}/intermediate/dense", block.intermediate_dense
-        )
+        mappings += _dense(f"{prefix}/intermediate/dense", block.intermediate_dense)
         mappings += _dense(f"{prefix}/output/dense", block.output_dense)
-        mappings += _layer_norm(
-            f"{prefix}/output/LayerNorm", block.output_layer_norm
-        )
+        mappings += _layer_norm(f"{prefix}/output/LayerNorm", block.output_layer_norm)
     mappings += _dense("bert/pooler/dense", backbone.pooler_dense)
     return mappings
 
@@ -137,9 +131,7 @@ def pretrainer_weight_map(pretrainer):
     """`WeightMapping`s for a `BertPretrainer`: backbone plus both heads."""
     mlm_head = pretrainer.mlm_head
     return backbone_weight_map(pretrainer.backbone) + [
-        *_dense(
-            "cls/predictions/transform/dense", mlm_head._intermediate_dense
-        ),
+        *_dense("cls/predictions/transform/dense", mlm_head._intermediate_dense),
         *_layer_norm(
             "cls/predictions/transform/LayerNorm",
             mlm_head._intermediate_layer_norm,
@@ -173,9 +165,7 @@ def keras_hub_backbone_weight_map(backbone):
             "bert/embeddings/position_embeddings",
             backbone.position_embedding.position_embeddings,
         ),
-        *_layer_norm(
-            "bert/embeddings/LayerNorm", backbone.embeddings_layer_norm
-        ),
+        *_layer_norm("bert/embeddings/LayerNorm", backbone.embeddings_layer_norm),
     ]
     for i, block in enumerate(backbone.transformer_layers):
         prefix = f"bert/encoder/layer_{i}"
@@ -183,9 +173,7 @@ def keras_hub_backbone_weight_map(backbone):
         for part in ("query", "key", "value"):
             dense = getattr(attention, f"{part}_dense")
             mappings += _dense(f"{prefix}/attention/self/{part}", dense)
-        mappings += _dense(
-            f"{prefix}/attention/output/dense", attention.output_dense
-        )
+        mappings += _dense(f"{prefix}/attention/output/dense", attention.output_dense)
         mappings += _layer_norm(
             f"{prefix}/attention/output/LayerNorm",
             block._self_attention_layer_norm,
@@ -194,12 +182,8 @@ def keras_hub_backbone_weight_map(backbone):
             f"{prefix}/intermediate/dense",
             block._feedforward_intermediate_dense,
         )
-        mappings += _dense(
-            f"{prefix}/output/dense", block._feedforward_output_dense
-        )
-        mappings += _layer_norm(
-            f"{prefix}/output/LayerNorm", block._feedforward_layer_norm
-        )
+        mappings += _dense(f"{prefix}/output/dense", block._feedforward_output_dense)
+        mappings += _layer_norm(f"{prefix}/output/LayerNorm", block._feedforward_layer_norm)
     mappings += _dense("bert/pooler/dense", backbone.pooled_dense)
     return mappings
 

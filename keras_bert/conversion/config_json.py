@@ -38,9 +38,7 @@ def backbone_config_from_json(config, source="config"):
         raise CheckpointError(f"{source}: missing key(s) {missing}.")
     model_type = config.get("model_type", "bert")
     if model_type != "bert":
-        raise CheckpointError(
-            f"{source}: `model_type` must be 'bert'. Received: {model_type!r}"
-        )
+        raise CheckpointError(f"{source}: `model_type` must be 'bert'. Received: {model_type!r}")
     position_type = config.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise CheckpointError(
@@ -63,9 +61,7 @@ def backbone_config_from_json(config, source="config"):
         "intermediate_dim": int(config["intermediate_size"]),
         "dropout": dropout,
         # None: the attention rate follows `dropout` (BERT sets both to 0.1).
-        "attention_dropout": (
-            None if attention_dropout == dropout else attention_dropout
-        ),
+        "attention_dropout": (None if attention_dropout == dropout else attention_dropout),
         "max_sequence_length": int(config.get("max_position_embeddings", 512)),
         "num_segments": int(config.get("type_vocab_size", 2)),
         "hidden_activation": _ACTIVATIONS[activation],

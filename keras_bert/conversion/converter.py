@@ -13,7 +13,6 @@ import shutil
 import tempfile
 
 from keras_bert.conversion.bert_checkpoint import BertCheckpoint
-from keras_bert.errors import CheckpointError
 from keras_bert.conversion.google_checkpoint import (
     google_checkpoint_prefix,
     read_google_checkpoint,
@@ -29,6 +28,7 @@ from keras_bert.conversion.keras_hub_checkpoint import (
     read_keras_hub,
 )
 from keras_bert.conversion.vocabulary import read_vocabulary
+from keras_bert.errors import CheckpointError
 from keras_bert.file_io import (
     chmod_as_created,
     save_keras_atomically,
@@ -51,13 +51,9 @@ def _read_keras_bert(path):
     except Exception as error:  # keras raises many types for bad archives.
         message = str(error).strip().splitlines()[0]
         raise CheckpointError(f"{path}: cannot load: {message}") from None
-    checkpoint = BertCheckpoint.from_model(
-        model, source=f"keras_bert archive {path}"
-    )
+    checkpoint = BertCheckpoint.from_model(model, source=f"keras_bert archive {path}")
     count = len(checkpoint.vocabulary or ())
-    checkpoint.notes.append(
-        f"vocab: {count} tokens from the archive" if count else "vocab: none"
-    )
+    checkpoint.notes.append(f"vocab: {count} tokens from the archive" if count else "vocab: none")
     return checkpoint
 
 
@@ -100,14 +96,10 @@ def _check_replaceable(dst):
     swaps out only what this converter writes, never the user's files."""
     if dst.endswith(".keras"):
         if os.path.isdir(dst):
-            raise CheckpointError(
-                f"{dst}: is a folder, not a .keras file; not replaced."
-            )
+            raise CheckpointError(f"{dst}: is a folder, not a .keras file; not replaced.")
         return
     if not os.path.isdir(dst):
-        raise CheckpointError(
-            f"{dst}: is a file, not a Hugging Face folder; not replaced."
-        )
+        raise CheckpointError(f"{dst}: is a file, not a Hugging Face folder; not replaced.")
     foreign = sorted(set(os.listdir(dst)) - set(HUGGING_FACE_FILES))
     if foreign:
         raise CheckpointError(
@@ -129,9 +121,7 @@ def _write_hugging_face(checkpoint, dst):
             chmod_as_created(os.path.join(tmp, name))
         chmod_as_created(tmp)
         if os.path.exists(dst):  # Only with overwrite=True.
-            old = tempfile.mkdtemp(
-                prefix=f".{os.path.basename(dst)}.old.", dir=parent
-            )
+            old = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.old.", dir=parent)
             os.rmdir(old)
             os.rename(dst, old)
         try:
@@ -165,9 +155,7 @@ def _activation_line(checkpoint, hidden_activation):
     return f"activation: {name} ({_ACTIVATION_FORMS[name]}), {why}"
 
 
-def convert(
-    src, dst, heads=None, vocab=None, overwrite=False, hidden_activation=None
-):
+def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation=None):
     """Converts the checkpoint at `src` and writes it to `dst`.
 
     Args:
@@ -211,9 +199,7 @@ def convert(
         dst = os.path.realpath(dst)
     if os.path.exists(dst):
         if not overwrite:
-            raise CheckpointError(
-                f"{dst}: already exists (pass overwrite to replace it)."
-            )
+            raise CheckpointError(f"{dst}: already exists (pass overwrite to replace it).")
         _check_replaceable(dst)
     parent = os.path.dirname(os.path.abspath(dst))
     if not os.path.isdir(parent):
@@ -231,11 +217,10 @@ def convert(
             raise CheckpointError(
                 f"{vocab}: {len(tokens)} tokens, but {src} has {rows} token "
                 "embeddings; export and fine-tuning need one per token "
-                "(wrong vocab.txt?).")
+                "(wrong vocab.txt?)."
+            )
         checkpoint.vocabulary = tokens
-        checkpoint.notes = [
-            n for n in checkpoint.notes if not n.startswith("vocab:")
-        ]
+        checkpoint.notes = [n for n in checkpoint.notes if not n.startswith("vocab:")]
         checkpoint.notes.append(note)
 
     activation = _activation_line(checkpoint, hidden_activation)
@@ -246,23 +231,14 @@ def convert(
         activation,
         f"weights: {len(checkpoint.weights)} tensors checked and loaded",
     ]
-    report += [
-        f"         {note}"
-        for note in checkpoint.notes
-        if not note.startswith("vocab:")
-    ]
+    report += [f"         {note}" for note in checkpoint.notes if not note.startswith("vocab:")]
     status = checkpoint.part_status(heads)
-    report.append(
-        "parts:   "
-        + "; ".join(f"{part} {state}" for part, state in status.items())
-    )
+    report.append("parts:   " + "; ".join(f"{part} {state}" for part, state in status.items()))
     report += [note for note in checkpoint.notes if note.startswith("vocab:")]
     if dst.endswith(".keras"):
         save_keras_atomically(model, dst)
         report.append(f"wrote:   {dst} (keras_bert {type(model).__name__})")
     else:
-        architecture = _write_hugging_face(
-            BertCheckpoint.from_model(model), dst
-        )
+        architecture = _write_hugging_face(BertCheckpoint.from_model(model), dst)
         report.append(f"wrote:   {dst} (Hugging Face {architecture})")
     return report

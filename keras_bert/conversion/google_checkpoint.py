@@ -13,9 +13,9 @@ import os
 import numpy as np
 
 from keras_bert.conversion.bert_checkpoint import BertCheckpoint
-from keras_bert.errors import CheckpointError
 from keras_bert.conversion.config_json import backbone_config_from_json
 from keras_bert.conversion.vocabulary import read_vocabulary
+from keras_bert.errors import CheckpointError
 
 _TRAINING_STATE_SUFFIXES = ("/adam_m", "/adam_v")
 
@@ -54,16 +54,12 @@ def read_google_checkpoint(path):
     folder = os.path.dirname(prefix)
     config_path = os.path.join(folder, "bert_config.json")
     if not os.path.isfile(config_path):
-        raise CheckpointError(
-            f"{prefix}: no bert_config.json beside the checkpoint."
-        )
+        raise CheckpointError(f"{prefix}: no bert_config.json beside the checkpoint.")
     try:
         with open(config_path) as f:
             config = backbone_config_from_json(json.load(f), config_path)
     except json.JSONDecodeError as error:
-        raise CheckpointError(
-            f"{config_path}: not valid JSON: {error}"
-        ) from None
+        raise CheckpointError(f"{config_path}: not valid JSON: {error}") from None
     try:
         reader = tf.train.load_checkpoint(prefix)
         shapes = reader.get_variable_to_shape_map()
@@ -76,15 +72,11 @@ def read_google_checkpoint(path):
     except Exception as error:  # TF raises OpError, IndexError, ValueError...
         message = str(error).strip().splitlines()[0]
         raise CheckpointError(
-            f"{prefix}: unreadable TF checkpoint (corrupt or truncated?): "
-            f"{message}"
+            f"{prefix}: unreadable TF checkpoint (corrupt or truncated?): {message}"
         ) from None
     notes = []
     if skipped:
-        notes.append(
-            f"left out {skipped} training-state variables "
-            "(optimizer slots, global_step)"
-        )
+        notes.append(f"left out {skipped} training-state variables (optimizer slots, global_step)")
     vocabulary, vocab_note = read_vocabulary(os.path.join(folder, "vocab.txt"))
     notes.append(vocab_note)
     return BertCheckpoint(

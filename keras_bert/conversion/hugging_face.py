@@ -17,12 +17,12 @@ from keras_bert.conversion.bert_name_map import (
     hf_to_original_name,
     original_to_hf_name,
 )
-from keras_bert.errors import CheckpointError
 from keras_bert.conversion.config_json import (
     backbone_config_from_json,
     json_from_backbone_config,
 )
 from keras_bert.conversion.vocabulary import read_vocabulary
+from keras_bert.errors import CheckpointError
 
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -149,8 +149,7 @@ def read_hugging_face(folder):
         config=config,
         weights=weights,
         vocabulary=vocabulary,
-        source=f"Hugging Face folder {folder}"
-        + (" (`bert.` prefix)" if prefixed else ""),
+        source=f"Hugging Face folder {folder}" + (" (`bert.` prefix)" if prefixed else ""),
         source_names=source_names,
         notes=notes,
     )
@@ -174,16 +173,12 @@ def write_hugging_face(checkpoint, folder):
         value = np.asarray(value, "float32")
         tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
     architecture = "BertForPreTraining" if heads else "BertModel"
-    save_file(
-        tensors, os.path.join(folder, SAFETENSORS), metadata={"format": "pt"}
-    )
+    save_file(tensors, os.path.join(folder, SAFETENSORS), metadata={"format": "pt"})
     config = json_from_backbone_config(checkpoint.config, architecture)
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
         f.write("\n")
     if checkpoint.vocabulary is not None:
-        with open(
-            os.path.join(folder, "vocab.txt"), "w", encoding="utf-8"
-        ) as f:
+        with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
             f.write("".join(token + "\n" for token in checkpoint.vocabulary))
     return architecture

@@ -16,8 +16,8 @@ import zipfile
 
 from keras_bert.conversion.bert_checkpoint import BertCheckpoint
 from keras_bert.conversion.bert_name_map import keras_hub_backbone_weight_map
-from keras_bert.errors import CheckpointError
 from keras_bert.conversion.vocabulary import read_vocabulary
+from keras_bert.errors import CheckpointError
 
 _KERAS_HUB_CONFIG_KEYS = (
     "vocabulary_size",
@@ -45,9 +45,7 @@ def keras_archive_class(path):
         json.JSONDecodeError,
         OSError,
     ) as error:
-        raise CheckpointError(
-            f"{path}: not a readable .keras archive: {error}"
-        ) from None
+        raise CheckpointError(f"{path}: not a readable .keras archive: {error}") from None
     return config.get("registered_name") or config.get("class_name"), config
 
 
@@ -65,8 +63,7 @@ def _h5_layout(path):
             f.visititems(visit)
     except OSError as error:
         raise CheckpointError(
-            f"{path}: unreadable HDF5 weights file (corrupt or truncated?): "
-            f"{error}"
+            f"{path}: unreadable HDF5 weights file (corrupt or truncated?): {error}"
         ) from None
     return layout
 
@@ -74,23 +71,13 @@ def _h5_layout(path):
 def _infer_config(layout, path):
     """keras-hub config from the shapes in a bare `.weights.h5`."""
     try:
-        vocabulary_size, hidden_dim = layout[
-            "layers/reversible_embedding/vars/0"
-        ]
+        vocabulary_size, hidden_dim = layout["layers/reversible_embedding/vars/0"]
         max_sequence_length, _ = layout["layers/position_embedding/vars/0"]
         num_segments, _ = layout["layers/embedding/vars/0"]
-        blocks = {
-            p.split("/")[1]
-            for p in layout
-            if p.startswith("layers/transformer_encoder")
-        }
+        blocks = {p.split("/")[1] for p in layout if p.startswith("layers/transformer_encoder")}
         block = "layers/transformer_encoder"
-        _, num_heads, _ = layout[
-            f"{block}/_self_attention_layer/query_dense/vars/0"
-        ]
-        _, intermediate_dim = layout[
-            f"{block}/_feedforward_intermediate_dense/vars/0"
-        ]
+        _, num_heads, _ = layout[f"{block}/_self_attention_layer/query_dense/vars/0"]
+        _, intermediate_dim = layout[f"{block}/_feedforward_intermediate_dense/vars/0"]
     except (KeyError, ValueError) as error:
         raise CheckpointError(
             f"{path}: not a keras-hub BertBackbone weights file (no "
@@ -114,9 +101,7 @@ def _read(weights_path, config, source, vocab_path):
     try:
         backbone = keras_hub.models.BertBackbone(**config)
     except (TypeError, ValueError) as error:
-        raise CheckpointError(
-            f"{source}: bad keras-hub config: {error}"
-        ) from None
+        raise CheckpointError(f"{source}: bad keras-hub config: {error}") from None
     layout = _h5_layout(weights_path)
     with tempfile.TemporaryDirectory() as tmp:
         reference_path = os.path.join(tmp, "reference.weights.h5")
@@ -128,18 +113,14 @@ def _read(weights_path, config, source, vocab_path):
         ("unexpected", set(layout) - set(expected)),
     ):
         if paths:
-            problems.append(
-                f"{len(paths)} {label}: {', '.join(sorted(paths)[:8])}"
-            )
+            problems.append(f"{len(paths)} {label}: {', '.join(sorted(paths)[:8])}")
     misshaped = [
         f"{p} {layout[p]} vs {expected[p]}"
         for p in sorted(set(layout) & set(expected))
         if layout[p] != expected[p]
     ]
     if misshaped:
-        problems.append(
-            f"{len(misshaped)} mis-shaped: {', '.join(misshaped[:8])}"
-        )
+        problems.append(f"{len(misshaped)} mis-shaped: {', '.join(misshaped[:8])}")
     if problems:
         raise CheckpointError(
             f"{source}: weights do not match a keras-hub BertBackbone with "
@@ -172,9 +153,7 @@ def _read(weights_path, config, source, vocab_path):
 def _backbone_config(config_json, source):
     name = config_json.get("registered_name") or config_json.get("class_name")
     if name not in ("keras_hub>BertBackbone", "BertBackbone"):
-        raise CheckpointError(
-            f"{source}: expected a keras-hub BertBackbone. Received: {name}"
-        )
+        raise CheckpointError(f"{source}: expected a keras-hub BertBackbone. Received: {name}")
     return config_json["config"]
 
 
@@ -193,9 +172,7 @@ def read_keras_hub(path, vocab_path=None):
     folder = path if os.path.isdir(path) else os.path.dirname(path)
     if vocab_path is None:
         vocab_path = os.path.join(folder, "vocab.txt")
-        preset_vocab = os.path.join(
-            folder, "assets", "tokenizer", "vocabulary.txt"
-        )
+        preset_vocab = os.path.join(folder, "assets", "tokenizer", "vocabulary.txt")
         if os.path.isdir(path) and os.path.isfile(preset_vocab):
             vocab_path = preset_vocab
     if path.endswith(".keras"):

@@ -16,7 +16,5 @@ def read_vocabulary(path):
     except UnicodeDecodeError as error:
         raise CheckpointError(f"{path}: not UTF-8 text: {error}") from None
     if not tokens or len(set(tokens)) != len(tokens):
-        raise CheckpointError(
-            f"{path}: a vocabulary needs distinct tokens, one per line."
-        )
+        raise CheckpointError(f"{path}: a vocabulary needs distinct tokens, one per line.")
     return tokens, f"vocab: {len(tokens)} tokens from {path}"

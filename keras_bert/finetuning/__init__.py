@@ -28,5 +28,4 @@ __all__ = sorted(_PUBLIC)
 def __getattr__(name):
     if name in _PUBLIC:
         return getattr(importlib.import_module(_PUBLIC[name]), name)
-    raise AttributeError(
-        f"module 'keras_bert.finetuning' has no attribute {name!r}")
+    raise AttributeError(f"module 'keras_bert.finetuning' has no attribute {name!r}")

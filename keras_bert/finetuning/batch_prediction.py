@@ -25,15 +25,17 @@ def predict_batches(model, dataset, progress=True):
     """
     outputs = []
     batches = int(dataset.cardinality())
-    bar = StderrProgbar(batches if batches >= 0 else None,
-                        unit_name="batch") if progress else None
+    bar = StderrProgbar(batches if batches >= 0 else None, unit_name="batch") if progress else None
     # NumPy batches: the JAX and PyTorch backends do not take tf.Tensors.
     for batch in dataset.as_numpy_iterator():
         inputs = batch[0] if isinstance(batch, tuple) else batch
         result = tree.map_structure(np.asarray, model.predict_on_batch(inputs))
         # A metric of NaN predictions is a number that means nothing.
-        if not all(np.isfinite(x).all() for x in tree.flatten(result)
-                   if np.issubdtype(x.dtype, np.floating)):
+        if not all(
+            np.isfinite(x).all()
+            for x in tree.flatten(result)
+            if np.issubdtype(x.dtype, np.floating)
+        ):
             raise FinetuneError(
                 f"the model predicts non-finite values (NaN or inf) for "
                 f"dev batch {len(outputs) + 1}; no metric computed."

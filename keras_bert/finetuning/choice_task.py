@@ -40,17 +40,21 @@ class ChoiceTask:
     def predict(self, model, examples, progress=True):
         """A row per example: the chosen ending (index and text) and every
         ending's probability."""
-        outputs = predict_batches(model, self._dataset(examples, training=False),
-                                  progress)
+        outputs = predict_batches(model, self._dataset(examples, training=False), progress)
         logits = np.concatenate(outputs, axis=0) if outputs else np.zeros([0, tasks.NUM_CHOICES])
         rows = []
         for example, value in zip(examples, logits):
             probabilities = np.exp(value - value.max())
             probabilities /= probabilities.sum()
             choice = int(value.argmax())
-            rows.append({"guid": example.guid, "prediction": choice,
-                         "ending": example.endings[choice],
-                         "probabilities": probabilities.tolist()})
+            rows.append(
+                {
+                    "guid": example.guid,
+                    "prediction": choice,
+                    "ending": example.endings[choice],
+                    "probabilities": probabilities.tolist(),
+                }
+            )
         return rows
 
     def use_eval_file(self, path, model):
@@ -59,7 +63,9 @@ class ChoiceTask:
 
     def _dataset(self, examples, training):
         features = tasks.choice_features(examples, self.tokenizer, self.config.data.max_seq_length)
-        batch = self.config.training.batch_size if training else self.config.training.eval_batch_size
+        batch = (
+            self.config.training.batch_size if training else self.config.training.eval_batch_size
+        )
         return tasks.make_dataset(
             features,
             [e.label for e in examples] if training else None,
@@ -94,9 +100,15 @@ class ChoiceTask:
         predicted = [r["prediction"] for r in rows]
         results = {"accuracy": official.accuracy(gold, predicted), "eval_examples": len(gold)}
         path = os.path.join(model_dir, "predictions.jsonl")
-        write_atomically(path, lambda f: f.write("".join(
-            json.dumps({**row, "label": example.label}) + "\n"
-            for example, row in zip(self.dev_examples, rows))))
+        write_atomically(
+            path,
+            lambda f: f.write(
+                "".join(
+                    json.dumps({**row, "label": example.label}) + "\n"
+                    for example, row in zip(self.dev_examples, rows)
+                )
+            ),
+        )
         return results, path
 
 

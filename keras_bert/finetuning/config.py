@@ -24,8 +24,15 @@ from pipelines.tasks.features import MIN_SEQ_LEN
 CONFIG_DIR = CONFIGS / "finetune"
 # The optimizer keys fine-tuning takes, in the order config.yaml lists
 # them: the warmup is a share of the run, the rest as in pre-training.
-OPTIMIZER_KEYS = ("name", "decay_start", "learning_rate", "warmup_fraction",
-                  "weight_decay", "epsilon", "global_clipnorm")
+OPTIMIZER_KEYS = (
+    "name",
+    "decay_start",
+    "learning_rate",
+    "warmup_fraction",
+    "weight_decay",
+    "epsilon",
+    "global_clipnorm",
+)
 
 
 @dataclasses.dataclass
@@ -89,7 +96,8 @@ class FinetuneConfig:
     # `name` and `decay_start` as in pre-training (`adamw`,
     # `adam_weight_decay` or `lamb`; `warmup_end` or `step_0`).
     optimizer: OptimizerConfig = dataclasses.field(
-        default_factory=lambda: OptimizerConfig(learning_rate=2e-5, warmup_fraction=0.1))
+        default_factory=lambda: OptimizerConfig(learning_rate=2e-5, warmup_fraction=0.1)
+    )
     training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
     squad: SquadConfig = dataclasses.field(default_factory=SquadConfig)
     export: ExportConfig = dataclasses.field(default_factory=ExportConfig)
@@ -124,8 +132,11 @@ def load_saved_config(model_dir):
     if not isinstance(task, str) or "phases" in tree:
         raise FinetuneConfigError(f"{path}: not a fine-tuning run's config")
     config = FinetuneConfig(task=task)
-    SCHEMA.merge(config, {k: v for k, v in tree.items()
-                          if k not in ("task", "init_checkpoint", "data_dir")}, where=path)
+    SCHEMA.merge(
+        config,
+        {k: v for k, v in tree.items() if k not in ("task", "init_checkpoint", "data_dir")},
+        where=path,
+    )
     SCHEMA.check(config)
     return task, config
 
@@ -167,8 +178,10 @@ SCHEMA = Schema(
         "optimizer.weight_decay": (lambda v: 0 <= v < math.inf, "finite and >= 0"),
         "optimizer.warmup_fraction": (lambda v: 0 <= v <= 1, "between 0 and 1"),
         "optimizer.epsilon": (lambda v: 0 < v < math.inf, "finite and > 0"),
-        "optimizer.global_clipnorm": (lambda v: 0 < v < math.inf,
-                                      "finite and > 0 (or null: no clipping)"),
+        "optimizer.global_clipnorm": (
+            lambda v: 0 < v < math.inf,
+            "finite and > 0 (or null: no clipping)",
+        ),
         "training.epochs": (lambda v: 0 < v < math.inf, "finite and > 0"),
         "training.dropout": (lambda v: 0 <= v < 1, ">= 0 and < 1"),
     },

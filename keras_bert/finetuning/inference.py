@@ -11,6 +11,7 @@ import logging
 import os
 import time
 
+from keras_bert.errors import FinetuneError
 from keras_bert.file_io import (
     FILE_ERRORS,
     is_file,
@@ -19,7 +20,6 @@ from keras_bert.file_io import (
     write_json_atomically,
 )
 from keras_bert.finetuning.config import load_saved_config
-from keras_bert.errors import FinetuneError
 from keras_bert.finetuning.runner import infer_lower_case, load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.runtime.progress import StderrProgbar
@@ -31,8 +31,14 @@ logger = logging.getLogger(__name__)
 CHUNK = 2048
 # GLUE leaderboard file names; MNLI's depend on the test file (below).
 SUBMISSION_NAMES = {
-    "cola": "CoLA", "sst2": "SST-2", "mrpc": "MRPC", "stsb": "STS-B",
-    "qqp": "QQP", "qnli": "QNLI", "rte": "RTE", "wnli": "WNLI",
+    "cola": "CoLA",
+    "sst2": "SST-2",
+    "mrpc": "MRPC",
+    "stsb": "STS-B",
+    "qqp": "QQP",
+    "qnli": "QNLI",
+    "rte": "RTE",
+    "wnli": "WNLI",
 }
 
 
@@ -73,7 +79,8 @@ def run_evaluation(model_dir, eval_file, output_dir=None):
     task, handler, model = load_run(model_dir, eval_file)
     handler.use_eval_file(eval_file, model)
     output_dir = output_dir or os.path.join(
-        model_dir, "eval_" + os.path.basename(eval_file).replace(".", "_"))
+        model_dir, "eval_" + os.path.basename(eval_file).replace(".", "_")
+    )
     _makedirs(output_dir, "--output_dir")
     logger.info("Scoring %s (%s)", eval_file, task)
     start = time.time()
@@ -125,32 +132,34 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False):
             raise FinetuneError(
                 f"{input_file}: not an official GLUE test file (its first "
                 "column, 'index', numbers the examples the leaderboard "
-                "scores)")
-        default = os.path.join(model_dir, "glue_submission",
-                               submission_name(task, input_file))
+                "scores)"
+            )
+        default = os.path.join(model_dir, "glue_submission", submission_name(task, input_file))
         write = _write_submission
     else:
         stem = os.path.splitext(os.path.basename(input_file))[0]
         extension, write = {
-            "squad_v1": (".json", _write_squad), "squad_v2": (".json", _write_squad),
-            "conll2003": (".txt", _write_conll)}.get(task, (".jsonl", _write_jsonl))
+            "squad_v1": (".json", _write_squad),
+            "squad_v2": (".json", _write_squad),
+            "conll2003": (".txt", _write_conll),
+        }.get(task, (".jsonl", _write_jsonl))
         default = os.path.join(model_dir, f"predictions_{stem}{extension}")
     output = output or default
     _makedirs(os.path.dirname(output) or os.curdir, "--output")
     progress = StderrProgbar(len(examples), unit_name="example")
     rows = []
     for start in range(0, len(examples), CHUNK):
-        chunk = examples[start:start + CHUNK]
+        chunk = examples[start : start + CHUNK]
         rows += handler.predict(model, chunk, progress=False)
         progress.add(len(chunk))
     written = write(rows, output)
-    return {"task": task, "input_file": input_file, "examples": len(examples),
-            **written}
+    return {"task": task, "input_file": input_file, "examples": len(examples), **written}
 
 
 def _write_jsonl(rows, path):
-    write_atomically(path, lambda f: f.write("".join(
-        json.dumps(row, ensure_ascii=False) + "\n" for row in rows)))
+    write_atomically(
+        path, lambda f: f.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    )
     return {"output": path}
 
 
@@ -177,6 +186,10 @@ def _write_conll(rows, path):
 def _write_squad(rows, path):
     offsets = os.path.splitext(path)[0] + ".offsets.jsonl"
     _write_jsonl(rows, offsets)
-    write_atomically(path, lambda f: json.dump(
-        {row["id"]: row["answer"] for row in rows}, f, ensure_ascii=False, indent=1))
+    write_atomically(
+        path,
+        lambda f: json.dump(
+            {row["id"]: row["answer"] for row in rows}, f, ensure_ascii=False, indent=1
+        ),
+    )
     return {"output": path, "offsets": offsets}

@@ -23,7 +23,6 @@ import string
 
 import numpy as np
 
-
 # --- Classification and regression (GLUE) ---------------------------------
 
 
@@ -256,9 +255,7 @@ def entity_scores(gold_tags, predicted_tags):
     if len(gold_tags) != len(predicted_tags) or any(
         len(g) != len(p) for g, p in zip(gold_tags, predicted_tags)
     ):
-        raise ValueError(
-            "Gold and predicted tag sequences must have the same lengths."
-        )
+        raise ValueError("Gold and predicted tag sequences must have the same lengths.")
     gold = set(get_entities([list(s) for s in gold_tags]))
     predicted = set(get_entities([list(s) for s in predicted_tags]))
     correct = len(gold & predicted)

@@ -16,18 +16,19 @@ import keras
 import tensorflow as tf
 import yaml
 
-from keras_bert.file_io import archive_problem, save_keras_atomically
+from keras_bert.errors import FinetuneError
 from keras_bert.file_io import (
     FILE_ERRORS,
+    archive_problem,
     is_file,
     makedirs,
+    save_keras_atomically,
     write_atomically,
     write_json_atomically,
 )
 from keras_bert.finetuning.config import load_finetune_config
-from keras_bert.errors import FinetuneError
-from keras_bert.optimization import create_optimizer
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
+from keras_bert.optimization import create_optimizer
 from keras_bert.run_dir import FINETUNE_LOCK_FILE, RunLock, refuse_another_run
 
 logger = logging.getLogger("keras_bert.finetune")
@@ -43,7 +44,7 @@ def load_backbone(init_checkpoint):
         from keras_bert.model_configs import load_model_config
 
         try:
-            config = load_model_config(init_checkpoint[len("random:"):])
+            config = load_model_config(init_checkpoint[len("random:") :])
         except ValueError as error:  # An unknown name or a bad YAML file.
             raise FinetuneError(f"--init_checkpoint {init_checkpoint}: {error}") from None
         return BertBackbone(**config)
@@ -53,11 +54,8 @@ def load_backbone(init_checkpoint):
             return model
         if isinstance(getattr(model, "backbone", None), BertBackbone):
             return model.backbone
-        raise FinetuneError(
-            f"{init_checkpoint}: holds a {type(model).__name__}, not a BERT model"
-        )
-    if not (tf.io.gfile.exists(init_checkpoint)
-            or tf.io.gfile.exists(init_checkpoint + ".index")):
+        raise FinetuneError(f"{init_checkpoint}: holds a {type(model).__name__}, not a BERT model")
+    if not (tf.io.gfile.exists(init_checkpoint) or tf.io.gfile.exists(init_checkpoint + ".index")):
         raise FinetuneError(f"{init_checkpoint}: no such checkpoint file or folder")
     from keras_bert.conversion import read_checkpoint
 
@@ -93,9 +91,7 @@ def with_dropout(backbone, rate):
 
 def infer_lower_case(vocabulary):
     """Uncased vocabularies have no upper-case letters outside [SPECIAL]."""
-    return not any(
-        token != token.lower() for token in vocabulary if not token.startswith("[")
-    )
+    return not any(token != token.lower() for token in vocabulary if not token.startswith("["))
 
 
 def _tokenizer(backbone, vocab, model_dir, lower_case):
@@ -108,12 +104,11 @@ def _tokenizer(backbone, vocab, model_dir, lower_case):
             raise FinetuneError(f"--vocab {vocab_path}: no such file")
     elif backbone.vocabulary:
         vocab_path = copy
-        write_atomically(vocab_path, lambda f: f.write(
-            "".join(t + "\n" for t in backbone.vocabulary)))
-    else:
-        raise FinetuneError(
-            "The checkpoint carries no vocabulary: pass --vocab vocab.txt"
+        write_atomically(
+            vocab_path, lambda f: f.write("".join(t + "\n" for t in backbone.vocabulary))
         )
+    else:
+        raise FinetuneError("The checkpoint carries no vocabulary: pass --vocab vocab.txt")
     vocabulary = pipelines.load_vocabulary(vocab_path)
     if len(vocabulary) != backbone.vocabulary_size:
         raise FinetuneError(
@@ -166,9 +161,7 @@ def run_finetune(
 ):
     """Fine-tunes, evaluates, predicts and exports; returns the results dict."""
     if task not in TASKS:
-        raise FinetuneError(
-            f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}"
-        )
+        raise FinetuneError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
     if not tf.io.gfile.isdir(data_dir):
         raise FinetuneError(f"--data_dir {data_dir}: no such directory")
     config = load_finetune_config(task, config_file or default_config_file(task), overrides)
@@ -185,11 +178,14 @@ def run_finetune(
 
 def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config):
     try:  # The first write: an unwritable model_dir fails before training.
-        write_atomically(os.path.join(model_dir, "config.yaml"), lambda f: yaml.safe_dump(
-            {**config.to_dict(), "init_checkpoint": init_checkpoint, "data_dir": data_dir},
-            f,
-            sort_keys=False,
-        ))
+        write_atomically(
+            os.path.join(model_dir, "config.yaml"),
+            lambda f: yaml.safe_dump(
+                {**config.to_dict(), "init_checkpoint": init_checkpoint, "data_dir": data_dir},
+                f,
+                sort_keys=False,
+            ),
+        )
     except FILE_ERRORS as error:
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
     keras.utils.set_random_seed(config.training.seed)
@@ -217,7 +213,10 @@ def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config):
     )
     logger.info(
         "%s: %d training examples, %d steps (batch %d), lr %g",
-        task, handler.num_train_examples, total_steps, batch_size,
+        task,
+        handler.num_train_examples,
+        total_steps,
+        batch_size,
         config.optimizer.learning_rate,
     )
     start = time.time()

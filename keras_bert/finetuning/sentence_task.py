@@ -52,16 +52,27 @@ class SentenceTask:
             dev_names = [data.dev_file] if data.dev_file else list(tasks.GLUE_TASKS[name].dev_files)
         else:
             self.data_dir = data_dir
-            train_path = os.path.join(data_dir, data.train_file) if data.train_file else tasks.find_split_file(data_dir, "train")
-            dev_names = [data.dev_file] if data.dev_file else [os.path.basename(tasks.find_split_file(data_dir, "dev"))]
-        self.train_examples = take_limit(self._read(train_path), data.train_limit, config.training.seed)
+            train_path = (
+                os.path.join(data_dir, data.train_file)
+                if data.train_file
+                else tasks.find_split_file(data_dir, "train")
+            )
+            dev_names = (
+                [data.dev_file]
+                if data.dev_file
+                else [os.path.basename(tasks.find_split_file(data_dir, "dev"))]
+            )
+        self.train_examples = take_limit(
+            self._read(train_path), data.train_limit, config.training.seed
+        )
         self.dev_sets = {
             n: take_limit(self._read(os.path.join(self.data_dir, n)), data.eval_limit, 0)
             for n in dev_names
         }
         if not self.regression and self.label_names is None:
             self.label_names = (
-                [tasks.canonical_label(n) for n in data.label_names] if data.label_names
+                [tasks.canonical_label(n) for n in data.label_names]
+                if data.label_names
                 else sorted({str(e.label) for e in self.train_examples})
             )
         files = [(train_path, self.train_examples)] + [
@@ -86,8 +97,9 @@ class SentenceTask:
             return tasks.read_glue(self.name, path)
         data = self.config.data
         text_b = data.text_b_column or ("text_b" if self.name == "pair_classification" else None)
-        return tasks.read_table(path, data.text_column, text_b,
-                                data.label_column if labelled else None)
+        return tasks.read_table(
+            path, data.text_column, text_b, data.label_column if labelled else None
+        )
 
     def use_model(self, model):
         """Without training files, the classes are those `model` learned."""
@@ -139,7 +151,9 @@ class SentenceTask:
         features = tasks.classification_features(
             examples, self.tokenizer, self.config.data.max_seq_length
         )
-        batch = self.config.training.batch_size if training else self.config.training.eval_batch_size
+        batch = (
+            self.config.training.batch_size if training else self.config.training.eval_batch_size
+        )
         return tasks.make_dataset(
             features,
             self._labels(examples) if training else None,
@@ -178,8 +192,7 @@ class SentenceTask:
     def predict(self, model, examples, progress=True):
         """A row per example: guid, texts and the prediction, a label with
         every class's probability, or a score."""
-        outputs = predict_batches(model, self._dataset(examples, training=False),
-                                  progress)
+        outputs = predict_batches(model, self._dataset(examples, training=False), progress)
         values = np.concatenate(outputs, axis=0) if outputs else np.zeros([0])
         rows = []
         for example, value in zip(examples, values):
@@ -207,11 +220,15 @@ class SentenceTask:
             suffix = "" if index == 0 else "_" + dev_name.rsplit(".", 1)[0].split("_")[-1]
             results.update({k + suffix: v for k, v in scores.items()})
             results["eval_examples" + suffix] = len(examples)
-            rows += [{"file": dev_name, **row, "label": example.label}
-                     for example, row in zip(examples, predicted)]
+            rows += [
+                {"file": dev_name, **row, "label": example.label}
+                for example, row in zip(examples, predicted)
+            ]
         path = os.path.join(model_dir, "predictions.jsonl")
-        write_atomically(path, lambda f: f.write("".join(
-            json.dumps(row, ensure_ascii=False) + "\n" for row in rows)))
+        write_atomically(
+            path,
+            lambda f: f.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)),
+        )
         return results, path
 
     def _score(self, gold, predicted):
@@ -224,7 +241,9 @@ class SentenceTask:
         predicted = np.array([index[p] for p in predicted], dtype=np.int64)
         names = GLUE_METRICS.get(self.name, ("accuracy",))
         if self.name in GENERIC:
-            names = ("accuracy", "matthews_corrcoef") + (("f1",) if len(self.label_names) == 2 else ())
+            names = ("accuracy", "matthews_corrcoef") + (
+                ("f1",) if len(self.label_names) == 2 else ()
+            )
         functions = {
             "accuracy": official.accuracy,
             "f1": official.binary_f1,

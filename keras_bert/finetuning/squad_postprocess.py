@@ -17,7 +17,6 @@ import numpy as np
 
 from pipelines.bert_tokenizer import basic_split
 
-
 Candidate = collections.namedtuple("Candidate", "score feature start end")
 
 

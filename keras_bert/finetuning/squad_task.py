@@ -62,7 +62,8 @@ class SquadTask:
         if unanswered and not self.version_2:
             raise tasks.TaskDataError(
                 f"{path}: {unanswered} of {len(self.dev_examples)} questions "
-                "have no answers to score against")
+                "have no answers to score against"
+            )
 
     def _features(self, examples, training):
         data = self.config.data
@@ -85,7 +86,10 @@ class SquadTask:
     def train_dataset(self):
         features = self._train_features or self._features(self.train_examples, True)
         return tasks.make_dataset(
-            {"token_ids": [f.token_ids for f in features], "segment_ids": [f.segment_ids for f in features]},
+            {
+                "token_ids": [f.token_ids for f in features],
+                "segment_ids": [f.segment_ids for f in features],
+            },
             {
                 "start_logits": [f.start_position for f in features],
                 "end_logits": [f.end_position for f in features],
@@ -120,7 +124,10 @@ class SquadTask:
     def _answers(self, model, examples, starts=None, progress=True):
         features = self._features(examples, training=False)
         dataset = tasks.make_dataset(
-            {"token_ids": [f.token_ids for f in features], "segment_ids": [f.segment_ids for f in features]},
+            {
+                "token_ids": [f.token_ids for f in features],
+                "segment_ids": [f.segment_ids for f in features],
+            },
             batch_size=self.config.training.eval_batch_size,
             pad_id=self.tokenizer.pad_id,
         )
@@ -159,8 +166,14 @@ class SquadTask:
                 word_start = char_to_word.index(first_words[example.qid])
                 found = example.context.find(text, word_start)
                 start = found if found >= 0 else None
-            rows.append({"id": example.qid, "answer": text, "answer_start": start,
-                         "answer_end": None if start is None else start + len(text)})
+            rows.append(
+                {
+                    "id": example.qid,
+                    "answer": text,
+                    "answer_start": start,
+                    "answer_end": None if start is None else start + len(text),
+                }
+            )
         return rows
 
     def evaluate(self, model, model_dir):
@@ -174,9 +187,10 @@ class SquadTask:
         results["eval_examples"] = len(self.dev_examples)
         results["eval_features"] = len(features)
         path = os.path.join(model_dir, "predictions.json")
-        write_atomically(path, lambda f: json.dump(
-            predictions, f, ensure_ascii=False, indent=1))
+        write_atomically(path, lambda f: json.dump(predictions, f, ensure_ascii=False, indent=1))
         if self.version_2:
-            write_atomically(os.path.join(model_dir, "null_odds.json"),
-                             lambda f: json.dump(null_odds, f, indent=1))
+            write_atomically(
+                os.path.join(model_dir, "null_odds.json"),
+                lambda f: json.dump(null_odds, f, indent=1),
+            )
         return results, path

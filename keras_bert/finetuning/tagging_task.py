@@ -56,18 +56,19 @@ class TaggingTask:
         with the tags `model` was trained on."""
         self.use_model(model)
         self.dev_sentences = tasks.read_conll(path)
-        unknown = sorted({t for s in self.dev_sentences for t in s.tags}
-                         - set(self.label_names))
+        unknown = sorted({t for s in self.dev_sentences for t in s.tags} - set(self.label_names))
         if unknown:
             raise tasks.TaskDataError(
-                f"{path}: tags {unknown} are not among the model's "
-                f"{self.label_names}")
+                f"{path}: tags {unknown} are not among the model's {self.label_names}"
+            )
 
     def _dataset(self, sentences, training):
         features, labels, starts = tasks.tagging_features(
             sentences, self.tokenizer, self.config.data.max_seq_length, self.label_names
         )
-        batch = self.config.training.batch_size if training else self.config.training.eval_batch_size
+        batch = (
+            self.config.training.batch_size if training else self.config.training.eval_batch_size
+        )
         dataset = tasks.make_dataset(
             features,
             labels,
@@ -107,9 +108,7 @@ class TaggingTask:
         predicted, i = [], 0
         for logits in predict_batches(model, dataset, progress):
             for row in np.asarray(logits).argmax(axis=-1):
-                predicted.append(
-                    [self.label_names[row[p]] if p >= 0 else "O" for p in starts[i]]
-                )
+                predicted.append([self.label_names[row[p]] if p >= 0 else "O" for p in starts[i]])
                 i += 1
         return predicted
 

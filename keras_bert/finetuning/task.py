@@ -66,8 +66,7 @@ class FinetuningTask(typing.Protocol):
         """The examples of `path`, a file in the task's format whose labels
         are not needed; what `predict` takes."""
 
-    def predict(self, model: keras.Model, examples: list,
-                progress: bool = True) -> list[dict]:
+    def predict(self, model: keras.Model, examples: list, progress: bool = True) -> list[dict]:
         """One JSON-ready dict per example, in order, with its prediction
         (a label and the class probabilities, a score, an answer span, a
         tag a word, an ending); `progress` shows a progress bar."""

@@ -87,9 +87,7 @@ class BertEmbeddings(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="layer_norm",
         )
-        self.dropout_layer = keras.layers.Dropout(
-            dropout, dtype=self.dtype_policy, name="dropout"
-        )
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)

@@ -41,9 +41,7 @@ class Float32SoftmaxAttention(keras.layers.MultiHeadAttention):
 
     def _build_attention(self, rank):
         super()._build_attention(rank)
-        self._softmax = keras.layers.Softmax(
-            axis=self._softmax.axis, dtype="float32"
-        )
+        self._softmax = keras.layers.Softmax(axis=self._softmax.axis, dtype="float32")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -113,9 +111,7 @@ class BertEncoderBlock(keras.layers.Layer):
                 "The hidden size must be divisible by `num_heads`. "
                 f"Received: hidden_dim={hidden_dim}, num_heads={self.num_heads}"
             )
-        common = dict(
-            kernel_initializer=bert_initializer(), dtype=self.dtype_policy
-        )
+        common = dict(kernel_initializer=bert_initializer(), dtype=self.dtype_policy)
         self.self_attention = Float32SoftmaxAttention(
             num_heads=self.num_heads,
             key_dim=hidden_dim // self.num_heads,
@@ -140,9 +136,7 @@ class BertEncoderBlock(keras.layers.Layer):
             **common,
         )
         self.intermediate_dense.build(x_shape)
-        self.output_dense = keras.layers.Dense(
-            hidden_dim, name="output_dense", **common
-        )
+        self.output_dense = keras.layers.Dense(hidden_dim, name="output_dense", **common)
         self.output_dense.build(tuple(x_shape[:-1]) + (self.intermediate_dim,))
         self.output_dropout = keras.layers.Dropout(
             self.dropout, dtype=self.dtype_policy, name="output_dropout"

@@ -58,8 +58,7 @@ class BertClassifier(BertTaskModel):
     ):
         if not isinstance(num_classes, int) or num_classes < 2:
             raise ValueError(
-                "`num_classes` must be an integer >= 2. "
-                f"Received: num_classes={num_classes!r}"
+                f"`num_classes` must be an integer >= 2. Received: num_classes={num_classes!r}"
             )
         if label_names is not None and len(label_names) != num_classes:
             raise ValueError(
@@ -69,9 +68,7 @@ class BertClassifier(BertTaskModel):
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        output_dropout = keras.layers.Dropout(
-            dropout, dtype=dtype, name="output_dropout"
-        )
+        output_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="output_dropout")
         output_dense = keras.layers.Dense(
             num_classes,
             kernel_initializer=bert_initializer(),
@@ -83,9 +80,7 @@ class BertClassifier(BertTaskModel):
         inputs = dict(backbone.input)
         pooled = backbone(inputs)["pooled_output"]  # (B, H)
         logits = output_dense(output_dropout(pooled))  # (B, C)
-        logits = keras.layers.Activation(
-            "linear", dtype="float32", name="logits"
-        )(logits)
+        logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)
         super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
         # Attached after `super().__init__()` (the torch backend requires it).
         self.backbone = backbone

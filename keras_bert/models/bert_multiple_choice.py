@@ -58,20 +58,15 @@ class BertMultipleChoice(BertTaskModel):
     (2, 4)
     """
 
-    def __init__(
-        self, backbone, num_choices, dropout=0.1, dtype=None, **kwargs
-    ):
+    def __init__(self, backbone, num_choices, dropout=0.1, dtype=None, **kwargs):
         if not isinstance(num_choices, int) or num_choices < 2:
             raise ValueError(
-                "`num_choices` must be an integer >= 2. "
-                f"Received: num_choices={num_choices!r}"
+                f"`num_choices` must be an integer >= 2. Received: num_choices={num_choices!r}"
             )
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        output_dropout = keras.layers.Dropout(
-            dropout, dtype=dtype, name="output_dropout"
-        )
+        output_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="output_dropout")
         output_dense = keras.layers.Dense(
             1,
             kernel_initializer=bert_initializer(),
@@ -85,15 +80,12 @@ class BertMultipleChoice(BertTaskModel):
             for name in ("token_ids", "segment_ids", "padding_mask")
         }
         flat = {
-            name: FoldChoices(dtype="int32", name=f"fold_{name}")(x)
-            for name, x in inputs.items()
+            name: FoldChoices(dtype="int32", name=f"fold_{name}")(x) for name, x in inputs.items()
         }  # (B, C, T) -> (B * C, T)
         pooled = backbone(flat)["pooled_output"]  # (B * C, H)
         scores = output_dense(output_dropout(pooled))  # (B * C, 1)
         logits = keras.ops.reshape(scores, (-1, num_choices))  # (B, C)
-        logits = keras.layers.Activation(
-            "linear", dtype="float32", name="logits"
-        )(logits)
+        logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)
         super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
         # Attached after `super().__init__()` (the torch backend requires it).
         self.backbone = backbone

@@ -8,8 +8,8 @@ import keras
 from keras_hub.layers import MaskedLMHead
 
 from keras_bert.layers.bert_embeddings import bert_initializer
-from keras_bert.models.bert_task_model import BertTaskModel
 from keras_bert.layers.bert_encoder_block import get_activation
+from keras_bert.models.bert_task_model import BertTaskModel
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -69,12 +69,8 @@ class BertPretrainer(BertTaskModel):
 
         # === Functional Model ===
         inputs = dict(backbone.input)
-        inputs["mask_positions"] = keras.Input(
-            shape=(None,), dtype="int32", name="mask_positions"
-        )
-        encoded = backbone(
-            {key: inputs[key] for key in backbone.input}
-        )
+        inputs["mask_positions"] = keras.Input(shape=(None,), dtype="int32", name="mask_positions")
+        encoded = backbone({key: inputs[key] for key in backbone.input})
         mlm_logits = mlm_head(
             encoded["sequence_output"], mask_positions=inputs["mask_positions"]
         )  # (B, P, V)
@@ -83,12 +79,8 @@ class BertPretrainer(BertTaskModel):
         super().__init__(
             inputs=inputs,
             outputs={
-                "mlm": keras.layers.Activation(**to_float32, name="mlm")(
-                    mlm_logits
-                ),
-                "nsp": keras.layers.Activation(**to_float32, name="nsp")(
-                    nsp_logits
-                ),
+                "mlm": keras.layers.Activation(**to_float32, name="mlm")(mlm_logits),
+                "nsp": keras.layers.Activation(**to_float32, name="nsp")(nsp_logits),
             },
             dtype=dtype,
             **kwargs,

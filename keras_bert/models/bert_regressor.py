@@ -46,9 +46,7 @@ class BertRegressor(BertTaskModel):
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        output_dropout = keras.layers.Dropout(
-            dropout, dtype=dtype, name="output_dropout"
-        )
+        output_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="output_dropout")
         output_dense = keras.layers.Dense(
             1,
             kernel_initializer=bert_initializer(),
@@ -60,9 +58,9 @@ class BertRegressor(BertTaskModel):
         inputs = dict(backbone.input)
         pooled = backbone(inputs)["pooled_output"]  # (B, H)
         score = output_dense(output_dropout(pooled))  # (B, 1)
-        score = keras.layers.Activation(
-            "linear", dtype="float32", name="score"
-        )(score[:, 0])  # (B,)
+        score = keras.layers.Activation("linear", dtype="float32", name="score")(
+            score[:, 0]
+        )  # (B,)
         super().__init__(inputs=inputs, outputs=score, dtype=dtype, **kwargs)
         # Attached after `super().__init__()` (the torch backend requires it).
         self.backbone = backbone

@@ -63,12 +63,12 @@ class BertSpanLabeler(BertTaskModel):
         logits = output_dense(sequence)  # (B, T, 2)
         to_float32 = dict(activation="linear", dtype="float32")
         outputs = {
-            "start_logits": keras.layers.Activation(
-                **to_float32, name="start_logits"
-            )(logits[:, :, 0]),  # (B, T)
-            "end_logits": keras.layers.Activation(
-                **to_float32, name="end_logits"
-            )(logits[:, :, 1]),  # (B, T)
+            "start_logits": keras.layers.Activation(**to_float32, name="start_logits")(
+                logits[:, :, 0]
+            ),  # (B, T)
+            "end_logits": keras.layers.Activation(**to_float32, name="end_logits")(
+                logits[:, :, 1]
+            ),  # (B, T)
         }
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
         # Attached after `super().__init__()` (the torch backend requires it).

@@ -27,7 +27,5 @@ class BertTaskModel(keras.Model):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        config["backbone"] = keras.saving.deserialize_keras_object(
-            config["backbone"]
-        )
+        config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
         return cls(**config)

@@ -56,8 +56,7 @@ class BertTokenClassifier(BertTaskModel):
     ):
         if not isinstance(num_labels, int) or num_labels < 2:
             raise ValueError(
-                "`num_labels` must be an integer >= 2. "
-                f"Received: num_labels={num_labels!r}"
+                f"`num_labels` must be an integer >= 2. Received: num_labels={num_labels!r}"
             )
         if label_names is not None and len(label_names) != num_labels:
             raise ValueError(
@@ -67,9 +66,7 @@ class BertTokenClassifier(BertTaskModel):
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        output_dropout = keras.layers.Dropout(
-            dropout, dtype=dtype, name="output_dropout"
-        )
+        output_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="output_dropout")
         output_dense = keras.layers.Dense(
             num_labels,
             kernel_initializer=bert_initializer(),
@@ -81,9 +78,7 @@ class BertTokenClassifier(BertTaskModel):
         inputs = dict(backbone.input)
         sequence = backbone(inputs)["sequence_output"]  # (B, T, H)
         logits = output_dense(output_dropout(sequence))  # (B, T, N)
-        logits = keras.layers.Activation(
-            "linear", dtype="float32", name="logits"
-        )(logits)
+        logits = keras.layers.Activation("linear", dtype="float32", name="logits")(logits)
         super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
         # Attached after `super().__init__()` (the torch backend requires it).
         self.backbone = backbone

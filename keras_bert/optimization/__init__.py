@@ -6,4 +6,10 @@ from keras_bert.optimization.optimizer_config import OptimizerConfig
 from keras_bert.optimization.optimizers import create_optimizer, create_schedule
 from keras_bert.optimization.warmup_linear_decay import WarmupLinearDecay
 
-__all__ = ["AdamWeightDecay", "OptimizerConfig", "WarmupLinearDecay", "create_optimizer", "create_schedule"]
+__all__ = [
+    "AdamWeightDecay",
+    "OptimizerConfig",
+    "WarmupLinearDecay",
+    "create_optimizer",
+    "create_schedule",
+]

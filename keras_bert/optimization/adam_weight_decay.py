@@ -105,9 +105,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         m = self._momentums[self._get_variable_index(variable)]
         v = self._velocities[self._get_variable_index(variable)]
         self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
-        self.assign(
-            v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient)
-        )
+        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
         # No bias correction: the original divides the raw moments.
         update = m / (ops.sqrt(v) + self.epsilon)
         # `_use_weight_decay` is decided per variable in Python, so an

@@ -62,25 +62,19 @@ def create_optimizer(config, total_steps, schedule=None):
         epsilon=config.epsilon,
         global_clipnorm=config.global_clipnorm,
         gradient_accumulation_steps=(
-            config.gradient_accumulation_steps
-            if config.gradient_accumulation_steps > 1
-            else None
+            config.gradient_accumulation_steps if config.gradient_accumulation_steps > 1 else None
         ),
     )
     if config.name == "adam_weight_decay":
-        optimizer = AdamWeightDecay(
-            weight_decay_rate=config.weight_decay, **common)
+        optimizer = AdamWeightDecay(weight_decay_rate=config.weight_decay, **common)
     elif config.name == "lamb":
-        optimizer = keras.optimizers.Lamb(
-            weight_decay=config.weight_decay, **common)
+        optimizer = keras.optimizers.Lamb(weight_decay=config.weight_decay, **common)
     elif config.name == "adamw":
-        optimizer = keras.optimizers.AdamW(
-            weight_decay=config.weight_decay, **common)
+        optimizer = keras.optimizers.AdamW(weight_decay=config.weight_decay, **common)
     else:
         raise ValueError(
             f"`optimizer.name` must be one of {OPTIMIZERS}. "
-            f"Received: optimizer.name={config.name!r}")
-    optimizer.exclude_from_weight_decay(
-        var_names=list(config.exclude_from_weight_decay)
-    )
+            f"Received: optimizer.name={config.name!r}"
+        )
+    optimizer.exclude_from_weight_decay(var_names=list(config.exclude_from_weight_decay))
     return optimizer

@@ -79,9 +79,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.decay_start = decay_start
 
     def __call__(self, step):
-        step = ops.floor_divide(
-            ops.cast(step, "int32"), self.gradient_accumulation_steps
-        )
+        step = ops.floor_divide(ops.cast(step, "int32"), self.gradient_accumulation_steps)
         step = ops.cast(step, "float32")
         peak = ops.cast(self.peak_learning_rate, "float32")
         warmup = ops.cast(self.warmup_steps, "float32")
@@ -91,9 +89,7 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
             decaying = peak * (total - step) / total
         else:
             decaying = peak * (total - step) / ops.maximum(total - warmup, 1.0)
-        return ops.where(
-            step < warmup, warming, ops.clip(decaying, 0.0, peak)
-        )
+        return ops.where(step < warmup, warming, ops.clip(decaying, 0.0, peak))
 
     def get_config(self):
         return {

@@ -1,16 +1,8 @@
 """Pre-training: configs, objective, distribution, checkpoints, monitoring,
 and the resumable runner (the optimizer is `keras_bert.optimization`)."""
 
-from keras_bert.pretraining.checkpoint_manager import CheckpointManager
 from keras_bert.errors import ConfigError
-from keras_bert.pretraining.pretraining import (
-    Pretraining,
-    PretrainingPhase,
-    build_backbone,
-    build_pretraining,
-    plan_phases,
-)
-from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
+from keras_bert.pretraining.checkpoint_manager import CheckpointManager
 from keras_bert.pretraining.config import (
     CheckpointConfig,
     DataConfig,
@@ -25,6 +17,14 @@ from keras_bert.pretraining.objective import (
     pretraining_metrics,
     to_keras_batch,
 )
+from keras_bert.pretraining.pretraining import (
+    Pretraining,
+    PretrainingPhase,
+    build_backbone,
+    build_pretraining,
+    plan_phases,
+)
+from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
 from keras_bert.pretraining.runner import run_pretraining
 from keras_bert.pretraining.training_distribution import (
     TrainingDistribution,

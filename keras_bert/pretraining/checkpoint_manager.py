@@ -48,8 +48,7 @@ class CheckpointManager:
             makedirs(directory)
             for name in listdir(directory):
                 path = os.path.join(directory, name)
-                if name.startswith(".tmp-") or (
-                        _CHECKPOINT_RE.match(name) and not _complete(path)):
+                if name.startswith(".tmp-") or (_CHECKPOINT_RE.match(name) and not _complete(path)):
                     remove(path, ignore_errors=True)
 
     def checkpoints(self):
@@ -80,8 +79,7 @@ class CheckpointManager:
         with atomic_directory(path, last=STATE_FILE) as temp:
             makedirs(temp)
             model.save_weights(os.path.join(temp, WEIGHTS_FILE))
-            seeds = [keras.ops.convert_to_numpy(v).tolist()
-                     for v in _seed_states(model)]
+            seeds = [keras.ops.convert_to_numpy(v).tolist() for v in _seed_states(model)]
             with tf.io.gfile.GFile(os.path.join(temp, SEEDS_FILE), "w") as f:
                 json.dump(seeds, f)
             # state.json last: its presence marks a checkpoint complete.
@@ -111,13 +109,17 @@ class CheckpointManager:
             if len(seeds) != len(states):
                 raise ValueError(
                     f"{seeds_path} holds {len(seeds)} seed states; the model "
-                    f"has {len(states)} SeedGenerators.")
+                    f"has {len(states)} SeedGenerators."
+                )
             for variable, value in zip(states, seeds):
                 variable.assign(np.asarray(value, variable.dtype))
         elif states:  # Older checkpoints have none; a lost one is the same.
-            print(f"warning: {path} has no {SEEDS_FILE}: resuming with fresh "
-                  "dropout seeds, so the run will not repeat an uninterrupted "
-                  "one exactly.", flush=True)
+            print(
+                f"warning: {path} has no {SEEDS_FILE}: resuming with fresh "
+                "dropout seeds, so the run will not repeat an uninterrupted "
+                "one exactly.",
+                flush=True,
+            )
         return CheckpointManager.read_state(path)
 
 

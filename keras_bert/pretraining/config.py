@@ -24,8 +24,9 @@ CONFIG_DIR = CONFIGS / "pretrain"
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
 # Pre-training gives the warmup in steps; `warmup_fraction` is fine-tuning's.
-OPTIMIZER_KEYS = tuple(f.name for f in dataclasses.fields(OptimizerConfig)
-                       if f.name != "warmup_fraction")
+OPTIMIZER_KEYS = tuple(
+    f.name for f in dataclasses.fields(OptimizerConfig) if f.name != "warmup_fraction"
+)
 
 
 @dataclasses.dataclass
@@ -136,12 +137,8 @@ class PretrainingConfig:
         ]
     )
     train_steps: int = 1_000_000
-    optimizer: OptimizerConfig = dataclasses.field(
-        default_factory=OptimizerConfig
-    )
-    checkpoint: CheckpointConfig = dataclasses.field(
-        default_factory=CheckpointConfig
-    )
+    optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
+    checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
     precision: str = "float32"
     strategy: str = "auto"
     tpu: typing.Optional[str] = None
@@ -180,62 +177,84 @@ class PretrainingConfig:
             if not ok:
                 raise ConfigError(message)
 
-        check(self.data.eval_files is not None
-              or 0 < self.data.holdout_fraction < 1,
-              "`data.holdout_fraction` (the share of train_files held out for "
-              "evaluation when data.eval_files is not given) must be in (0, 1). "
-              f"Received: data.holdout_fraction={self.data.holdout_fraction}")
-        check(self.eval_every_steps % self.steps_per_loop == 0,
-              "`eval_every_steps` must be a multiple of `steps_per_loop`. "
-              f"Received: eval_every_steps={self.eval_every_steps}, "
-              f"steps_per_loop={self.steps_per_loop}")
-        check(all(isinstance(p, str) and "[MASK]" in p
-                  for p in self.fill_mask_probes),
-              "Every `fill_mask_probes` entry must be a string with [MASK]. "
-              f"Received: {self.fill_mask_probes!r}")
-        check(not self.data.pack_documents or self.data.next_sentence_rate == 0,
-              "`data.pack_documents` fills sequences across documents, so it "
-              "needs the next-sentence task off (`data.next_sentence_rate: 0`). "
-              f"Received: data.next_sentence_rate={self.data.next_sentence_rate!r}")
+        check(
+            self.data.eval_files is not None or 0 < self.data.holdout_fraction < 1,
+            "`data.holdout_fraction` (the share of train_files held out for "
+            "evaluation when data.eval_files is not given) must be in (0, 1). "
+            f"Received: data.holdout_fraction={self.data.holdout_fraction}",
+        )
+        check(
+            self.eval_every_steps % self.steps_per_loop == 0,
+            "`eval_every_steps` must be a multiple of `steps_per_loop`. "
+            f"Received: eval_every_steps={self.eval_every_steps}, "
+            f"steps_per_loop={self.steps_per_loop}",
+        )
+        check(
+            all(isinstance(p, str) and "[MASK]" in p for p in self.fill_mask_probes),
+            "Every `fill_mask_probes` entry must be a string with [MASK]. "
+            f"Received: {self.fill_mask_probes!r}",
+        )
+        check(
+            not self.data.pack_documents or self.data.next_sentence_rate == 0,
+            "`data.pack_documents` fills sequences across documents, so it "
+            "needs the next-sentence task off (`data.next_sentence_rate: 0`). "
+            f"Received: data.next_sentence_rate={self.data.next_sentence_rate!r}",
+        )
         # Imported here, like every pipeline use in keras_bert.pretraining: the
         # package must import where tensorflow-text is absent.
         from pipelines.tasks.features import MIN_SEQ_LEN
 
         check(self.phases, "`phases` must list at least one phase.")
         for i, phase in enumerate(self.phases):
-            check(phase.seq_len >= MIN_SEQ_LEN,
-                  f"phases.{i}: `seq_len` must be >= {MIN_SEQ_LEN} ([CLS] A [SEP] B "
-                  f"[SEP]). Received: seq_len={phase.seq_len}")
-            check((phase.steps is None) != (phase.fraction is None),
-                  f"phases.{i}: give exactly one of `steps` and `fraction`. "
-                  f"Received: steps={phase.steps}, fraction={phase.fraction}")
-            check(1 <= phase.max_predictions <= phase.seq_len,
-                  f"phases.{i}: `max_predictions` must be in [1, seq_len]. "
-                  f"Received: max_predictions={phase.max_predictions}, "
-                  f"seq_len={phase.seq_len}")
-            check(phase.batch_size >= 1,
-                  f"phases.{i}: `batch_size` must be >= 1. "
-                  f"Received: batch_size={phase.batch_size}")
+            check(
+                phase.seq_len >= MIN_SEQ_LEN,
+                f"phases.{i}: `seq_len` must be >= {MIN_SEQ_LEN} ([CLS] A [SEP] B "
+                f"[SEP]). Received: seq_len={phase.seq_len}",
+            )
+            check(
+                (phase.steps is None) != (phase.fraction is None),
+                f"phases.{i}: give exactly one of `steps` and `fraction`. "
+                f"Received: steps={phase.steps}, fraction={phase.fraction}",
+            )
+            check(
+                1 <= phase.max_predictions <= phase.seq_len,
+                f"phases.{i}: `max_predictions` must be in [1, seq_len]. "
+                f"Received: max_predictions={phase.max_predictions}, "
+                f"seq_len={phase.seq_len}",
+            )
+            check(
+                phase.batch_size >= 1,
+                f"phases.{i}: `batch_size` must be >= 1. Received: batch_size={phase.batch_size}",
+            )
         fractions = [p.fraction for p in self.phases if p.fraction is not None]
-        check(all(0 < f <= 1 for f in fractions)
-              and (not fractions or math.isclose(sum(fractions), 1.0)),
-              "The phases' `fraction`s share what `steps` phases leave of "
-              "train_steps: each in (0, 1], summing to 1. Received: "
-              f"fractions={fractions}")
+        check(
+            all(0 < f <= 1 for f in fractions)
+            and (not fractions or math.isclose(sum(fractions), 1.0)),
+            "The phases' `fraction`s share what `steps` phases leave of "
+            "train_steps: each in (0, 1], summing to 1. Received: "
+            f"fractions={fractions}",
+        )
         steps = self.phase_steps()
-        check(all(s >= 1 for s in steps),
-              f"Every phase needs >= 1 step. Received: train_steps="
-              f"{self.train_steps}, phase steps={steps}")
-        check(0 <= self.optimizer.warmup_steps <= self.train_steps,
-              "`optimizer.warmup_steps` must be in [0, train_steps]. Received: "
-              f"warmup_steps={self.optimizer.warmup_steps}, "
-              f"train_steps={self.train_steps}")
+        check(
+            all(s >= 1 for s in steps),
+            f"Every phase needs >= 1 step. Received: train_steps="
+            f"{self.train_steps}, phase steps={steps}",
+        )
+        check(
+            0 <= self.optimizer.warmup_steps <= self.train_steps,
+            "`optimizer.warmup_steps` must be in [0, train_steps]. Received: "
+            f"warmup_steps={self.optimizer.warmup_steps}, "
+            f"train_steps={self.train_steps}",
+        )
         if self.profile_steps is not None:
             parts = str(self.profile_steps).split(",")
-            check(len(parts) == 2 and all(p.strip().isdigit() for p in parts)
-                  and int(parts[0]) <= int(parts[1]),
-                  "`profile_steps` must be 'first,last' step numbers. "
-                  f"Received: profile_steps={self.profile_steps!r}")
+            check(
+                len(parts) == 2
+                and all(p.strip().isdigit() for p in parts)
+                and int(parts[0]) <= int(parts[1]),
+                "`profile_steps` must be 'first,last' step numbers. "
+                f"Received: profile_steps={self.profile_steps!r}",
+            )
 
     def to_dict(self):
         """The config as YAML-ready values, as `config.yaml` records it."""
@@ -244,8 +263,10 @@ class PretrainingConfig:
 
 def _share(low, high, closed):
     brackets = "[]" if closed else "()"
-    return (lambda v: low <= v <= high if closed else low < v < high,
-            f"in {brackets[0]}{low}, {high}{brackets[1]}")
+    return (
+        lambda v: low <= v <= high if closed else low < v < high,
+        f"in {brackets[0]}{low}, {high}{brackets[1]}",
+    )
 
 
 # What each key may hold; `validate` adds the checks across keys.
@@ -288,7 +309,8 @@ def resolve_config_path(name_or_path):
         shipped = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
         raise ConfigError(
             f"No pre-training config {str(name_or_path)!r} (looked for "
-            f"{path}). Shipped: {', '.join(shipped)}")
+            f"{path}). Shipped: {', '.join(shipped)}"
+        )
     return path
 
 
@@ -318,8 +340,7 @@ def load_pretraining_config(name_or_path="default", overrides=()):
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path} is not UTF-8 text: {error}") from None
     config = SCHEMA.merge(PretrainingConfig(), values, where=path)
-    pairs = overrides.items() if isinstance(overrides, dict) else map(
-        parse_override, overrides)
+    pairs = overrides.items() if isinstance(overrides, dict) else map(parse_override, overrides)
     for key, value in pairs:
         SCHEMA.set(config, key, value)
     config.validate()
@@ -346,8 +367,7 @@ def _find_bundled_data(data):
         if isinstance(value, str):
             setattr(data, name, bundled(value))
         elif isinstance(value, list):
-            setattr(data, name, [bundled(v) if isinstance(v, str) else v
-                                 for v in value])
+            setattr(data, name, [bundled(v) if isinstance(v, str) else v for v in value])
 
 
 def _same_files(value):
@@ -365,9 +385,18 @@ def _same_files(value):
 # watched, saved and placed, not what it learns. (`init_checkpoint` is
 # read only before the first checkpoint; reruns are checked after it.)
 RERUN_MAY_CHANGE = (
-    "checkpoint.every_steps", "checkpoint.keep", "eval_every_steps",
-    "eval_steps", "fill_mask_probes", "init_checkpoint", "jit_compile",
-    "model_dir", "profile_steps", "steps_per_loop", "strategy", "tpu",
+    "checkpoint.every_steps",
+    "checkpoint.keep",
+    "eval_every_steps",
+    "eval_steps",
+    "fill_mask_probes",
+    "init_checkpoint",
+    "jit_compile",
+    "model_dir",
+    "profile_steps",
+    "steps_per_loop",
+    "strategy",
+    "tpu",
 )
 
 
@@ -388,15 +417,15 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
     for tree in (before, now):
         for name in _DATA_KEYS:
             tree["data"][name] = _same_files(tree["data"][name])
-    extended = (allow_longer_train_steps
-                and config.train_steps > recorded.train_steps)
+    extended = allow_longer_train_steps and config.train_steps > recorded.train_steps
     if extended:
         if config.phase_steps()[:-1] != recorded.phase_steps()[:-1]:
             raise ConfigError(
                 "Only the last phase may grow when train_steps is extended. "
                 f"Received: train_steps={config.train_steps} gives phase "
                 f"steps {config.phase_steps()}; {path} has "
-                f"{recorded.phase_steps()}")
+                f"{recorded.phase_steps()}"
+            )
         # Phase lengths were compared above as steps: a phase given by
         # `fraction` may be rewritten as the same number of `steps`.
         for tree in (before, now):
@@ -404,15 +433,18 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
             for phase in tree["phases"]:
                 phase.pop("steps"), phase.pop("fraction")
     changed = [
-        f"{key}: {old!r} -> {new!r}" for key, old, new in diff(before, now)
-        if not any(key == k or key.startswith(k + ".") for k in RERUN_MAY_CHANGE)]
+        f"{key}: {old!r} -> {new!r}"
+        for key, old, new in diff(before, now)
+        if not any(key == k or key.startswith(k + ".") for k in RERUN_MAY_CHANGE)
+    ]
     if changed:
         raise ConfigError(
             f"{config.model_dir} holds checkpoints of another config "
             f"({path}); this run changes {'; '.join(changed)}. Use a new "
             "model_dir, or the recorded values. A rerun may change only "
             f"{', '.join(RERUN_MAY_CHANGE)}, and raise train_steps with "
-            "--allow_longer_train_steps.")
+            "--allow_longer_train_steps."
+        )
     return extended
 
 

@@ -38,18 +38,22 @@ def fill_mask(model, tokenizer, sentences, top_k=5):
                 ids.append(tokenizer.mask_id)
             ids.extend(piece)
         ids.append(tokenizer.sep_id)
-        token_ids = np.array([ids], "int32")                     # (1, T)
-        logits = model.predict_on_batch({
-            "token_ids": token_ids,
-            "segment_ids": np.zeros_like(token_ids),
-            "padding_mask": np.ones_like(token_ids),
-            "mask_positions": np.array([positions], "int32"),    # (1, P)
-        })["mlm"][0]                                             # (P, V)
+        token_ids = np.array([ids], "int32")  # (1, T)
+        logits = model.predict_on_batch(
+            {
+                "token_ids": token_ids,
+                "segment_ids": np.zeros_like(token_ids),
+                "padding_mask": np.ones_like(token_ids),
+                "mask_positions": np.array([positions], "int32"),  # (1, P)
+            }
+        )["mlm"][0]  # (P, V)
         logits = np.asarray(logits, "float64")
         probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
         probabilities /= probabilities.sum(axis=-1, keepdims=True)
-        results.append([
-            [(tokenizer.id_to_token(int(i)), float(row[i]))
-             for i in np.argsort(-row)[:top_k]]
-            for row in probabilities])
+        results.append(
+            [
+                [(tokenizer.id_to_token(int(i)), float(row[i])) for i in np.argsort(-row)[:top_k]]
+                for row in probabilities
+            ]
+        )
     return results

@@ -26,12 +26,10 @@ _original_reduce_per_replica = tf_trainer.reduce_per_replica
 
 
 def _reduce_per_replica(values, strategy, reduction):
-    if reduction in ("auto", "mean") and tf_trainer._collective_all_reduce_multi_worker(
-            strategy):
+    if reduction in ("auto", "mean") and tf_trainer._collective_all_reduce_multi_worker(strategy):
         return tree.map_structure(
-            lambda v: strategy.reduce(
-                "MEAN", v, axis=None if v.shape.rank == 0 else 0),
-            values)
+            lambda v: strategy.reduce("MEAN", v, axis=None if v.shape.rank == 0 else 0), values
+        )
     return _original_reduce_per_replica(values, strategy, reduction)
 
 
@@ -41,8 +39,8 @@ def _maybe_symbolic_build(self, iterator=None, data_batch=None):
     if iterator is not None:
         for _, _, it in iterator:
             data_batch = tree.map_structure(
-                lambda v: self._distribute_strategy.experimental_local_results(v)[0],
-                next(it))
+                lambda v: self._distribute_strategy.experimental_local_results(v)[0], next(it)
+            )
             break
     with self._distribute_strategy.scope():
         self._symbolic_build(data_batch=data_batch)

@@ -22,9 +22,7 @@ def pretraining_losses():
         "mlm": keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight", name="mlm"
         ),
-        "nsp": keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, name="nsp"
-        ),
+        "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True, name="nsp"),
     }
 
 
@@ -53,14 +51,13 @@ def to_keras_batch(features, labels, sample_weights):
     features = dict(features)
     features["padding_mask"] = tf.cast(features["padding_mask"], tf.int32)
     sample_weights = dict(sample_weights)
-    sample_weights.setdefault(
-        "nsp", tf.ones_like(labels["nsp"], dtype=tf.float32)
-    )
+    sample_weights.setdefault("nsp", tf.ones_like(labels["nsp"], dtype=tf.float32))
     return features, labels, sample_weights
 
 
-def compile_pretrainer(model, optimizer, jit_compile="auto",
-                       steps_per_execution=1, next_sentence_prediction=True):
+def compile_pretrainer(
+    model, optimizer, jit_compile="auto", steps_per_execution=1, next_sentence_prediction=True
+):
     """Compiles a `BertPretrainer` with the BERT losses and metrics.
 
     With `next_sentence_prediction=False` (the pipeline's

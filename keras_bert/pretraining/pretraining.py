@@ -17,10 +17,10 @@ import zipfile
 import keras
 import tensorflow as tf
 
+from keras_bert.errors import ConfigError
 from keras_bert.file_io import FILE_ERRORS, error_reason
 from keras_bert.model_configs import load_model_config
 from keras_bert.models import BertBackbone, BertPretrainer
-from keras_bert.errors import ConfigError
 from keras_bert.optimization.optimizers import create_optimizer, create_schedule
 from keras_bert.pretraining.objective import (
     compile_pretrainer,
@@ -94,8 +94,13 @@ class Pretraining:
         every call (fixed seed, no shuffling)."""
         phase = self.phases[phase_index]
         return _distributed_dataset(
-            self.config, phase.config, self.eval_files, self.distribution,
-            shuffle=False, seed=self.config.data.seed + 1)
+            self.config,
+            phase.config,
+            self.eval_files,
+            self.distribution,
+            shuffle=False,
+            seed=self.config.data.seed + 1,
+        )
 
 
 def _read_vocabulary(path):
@@ -103,8 +108,7 @@ def _read_vocabulary(path):
         with tf.io.gfile.GFile(path) as f:
             return f.read().splitlines()
     except FILE_ERRORS as error:
-        raise ConfigError(f"Cannot read data.vocab_file {path!r}: "
-                          f"{error_reason(error)}") from None
+        raise ConfigError(f"Cannot read data.vocab_file {path!r}: {error_reason(error)}") from None
 
 
 def build_backbone(config):
@@ -122,14 +126,15 @@ def build_backbone(config):
     unknown = sorted(set(config.model_overrides) - known)
     if unknown:
         raise ConfigError(
-            f"model_overrides: unknown key {unknown[0]!r} (known: "
-            f"{', '.join(sorted(known))}).")
+            f"model_overrides: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})."
+        )
     kwargs.update(config.model_overrides)
     longest = max(phase.seq_len for phase in config.phases)
     if kwargs.get("max_sequence_length", 512) < longest:
         raise ConfigError(
             f"The model's max_sequence_length={kwargs['max_sequence_length']}"
-            f" is shorter than the longest phase, seq_len={longest}.")
+            f" is shorter than the longest phase, seq_len={longest}."
+        )
     vocabulary = _read_vocabulary(config.data.vocab_file)
     # Export and fine-tuning need exactly one row per token, so a custom
     # vocabulary sizes the model unless an override says otherwise.
@@ -138,33 +143,43 @@ def build_backbone(config):
         raise ConfigError(
             f"data.vocab_file has {len(vocabulary)} tokens but "
             f"model_overrides.vocabulary_size is {requested}; drop the "
-            "override (the model takes its size from the vocabulary).")
+            "override (the model takes its size from the vocabulary)."
+        )
     kwargs["vocabulary_size"] = len(vocabulary)
     try:
-        backbone = BertBackbone(**kwargs, dtype=resolve_precision(
-            config.precision, kwargs.get("hidden_dim")))
+        backbone = BertBackbone(
+            **kwargs, dtype=resolve_precision(config.precision, kwargs.get("hidden_dim"))
+        )
     except (TypeError, ValueError) as error:
         raise ConfigError(f"model_overrides: {error}") from None
     backbone.vocabulary = vocabulary
     return backbone
 
 
-def _dataset(config, phase, files, batch_size, input_context, *, shuffle=None,
-             seed=None, skip_batches=0):
+def _dataset(
+    config, phase, files, batch_size, input_context, *, shuffle=None, seed=None, skip_batches=0
+):
     import pipelines
 
     data = config.data
     dataset = pipelines.pretraining_dataset(
-        files, data.vocab_file, seq_len=phase.seq_len,
-        max_predictions=phase.max_predictions, batch_size=batch_size,
-        corpus_format=data.corpus_format, lower_case=data.lower_case,
-        mask_rate=data.mask_rate, short_seq_prob=data.short_seq_prob,
+        files,
+        data.vocab_file,
+        seq_len=phase.seq_len,
+        max_predictions=phase.max_predictions,
+        batch_size=batch_size,
+        corpus_format=data.corpus_format,
+        lower_case=data.lower_case,
+        mask_rate=data.mask_rate,
+        short_seq_prob=data.short_seq_prob,
         whole_word_masking=data.whole_word_masking,
         next_sentence_rate=data.next_sentence_rate,
         pack_documents=data.pack_documents,
         seed=data.seed if seed is None else seed,
         shuffle=data.shuffle if shuffle is None else shuffle,
-        repeat=True, input_context=input_context)
+        repeat=True,
+        input_context=input_context,
+    )
     if skip_batches:
         # The data position on resume: the seeded stream, minus what the
         # interrupted run consumed.
@@ -174,9 +189,9 @@ def _dataset(config, phase, files, batch_size, input_context, *, shuffle=None,
 
 def _distributed_dataset(config, phase, files, distribution, **kwargs):
     return distribution.distribute_datasets(
-        lambda batch_size, context: _dataset(
-            config, phase, files, batch_size, context, **kwargs),
-        phase.batch_size)
+        lambda batch_size, context: _dataset(config, phase, files, batch_size, context, **kwargs),
+        phase.batch_size,
+    )
 
 
 def split_corpus(data):
@@ -184,21 +199,21 @@ def split_corpus(data):
     import pipelines
 
     if data.eval_files is not None:
-        return (pipelines.list_files(data.train_files, data.corpus_format),
-                pipelines.list_files(data.eval_files, data.corpus_format))
+        return (
+            pipelines.list_files(data.train_files, data.corpus_format),
+            pipelines.list_files(data.eval_files, data.corpus_format),
+        )
     return pipelines.split_files(
-        data.train_files, data.holdout_fraction, seed=data.seed,
-        corpus_format=data.corpus_format)
+        data.train_files, data.holdout_fraction, seed=data.seed, corpus_format=data.corpus_format
+    )
 
 
 def plan_phases(config):
     """`PretrainingPhase`s (without datasets) for `config.phases`."""
     accumulation = config.optimizer.gradient_accumulation_steps
     phases, first = [], 0
-    for index, (phase, steps) in enumerate(
-            zip(config.phases, config.phase_steps())):
-        phases.append(PretrainingPhase(
-            index, phase, steps, steps * accumulation, first))
+    for index, (phase, steps) in enumerate(zip(config.phases, config.phase_steps())):
+        phases.append(PretrainingPhase(index, phase, steps, steps * accumulation, first))
         first += steps
     return phases
 
@@ -233,7 +248,8 @@ def build_pretraining(config, distribution=None):
         raise ConfigError(
             "precision=mixed_float16 needs a GPU (CPUs and TPUs have no fast "
             "float16 matmul, and XLA's CPU code has none at all); use "
-            "mixed_bfloat16 or float32.")
+            "mixed_bfloat16 or float32."
+        )
     train_files, eval_files = split_corpus(config.data)
     phases = plan_phases(config)
     total_steps = sum(phase.steps for phase in phases)
@@ -243,18 +259,21 @@ def build_pretraining(config, distribution=None):
         schedule = create_schedule(config.optimizer, total_steps)
         optimizer = create_optimizer(config.optimizer, total_steps, schedule)
         compile_pretrainer(
-            model, optimizer,
+            model,
+            optimizer,
             jit_compile=resolve_jit_compile(config.jit_compile),
-            next_sentence_prediction=config.data.next_sentence_rate > 0)
+            next_sentence_prediction=config.data.next_sentence_rate > 0,
+        )
     for phase in phases:
         phase.dataset = functools.partial(
             lambda phase_config, skip_batches=0: _distributed_dataset(
-                config, phase_config, train_files, distribution,
-                skip_batches=skip_batches),
-            phase.config)
-    return Pretraining(config, distribution, backbone, model,
-                       schedule, phases,
-                       train_files, eval_files)
+                config, phase_config, train_files, distribution, skip_batches=skip_batches
+            ),
+            phase.config,
+        )
+    return Pretraining(
+        config, distribution, backbone, model, schedule, phases, train_files, eval_files
+    )
 
 
 def load_initial_weights(pretraining, path):
@@ -266,16 +285,14 @@ def load_initial_weights(pretraining, path):
     )
 
     if tf.io.gfile.isdir(path):
-        latest = CheckpointManager(os.path.join(path, "checkpoints"),
-                                   is_chief=False).latest()
+        latest = CheckpointManager(os.path.join(path, "checkpoints"), is_chief=False).latest()
         path = os.path.join(latest or path, WEIGHTS_FILE)
     if not tf.io.gfile.exists(path):
         raise ConfigError(f"init_checkpoint {path!r} does not exist.")
     try:
         if path.endswith(".keras"):
             source = keras.saving.load_model(path, compile=False)
-            target = (pretraining.backbone if isinstance(source, BertBackbone)
-                      else pretraining.model)
+            target = pretraining.backbone if isinstance(source, BertBackbone) else pretraining.model
             target.set_weights(source.get_weights())
             return
         # A training checkpoint also holds optimizer variables: load it into
@@ -283,10 +300,9 @@ def load_initial_weights(pretraining, path):
         twin = BertPretrainer(build_backbone(pretraining.config))
         twin.load_weights(path)
         pretraining.model.set_weights(twin.get_weights())
-    except (zipfile.BadZipFile, *FILE_ERRORS, EOFError, KeyError,
-            ValueError) as error:
+    except (zipfile.BadZipFile, *FILE_ERRORS, EOFError, KeyError, ValueError) as error:
         # A copy cut short or corrupted on the way (bad CRC), or weights of
         # another architecture.
         raise ConfigError(
-            f"init_checkpoint {path!r} cannot be loaded: "
-            f"{type(error).__name__}: {error}") from None
+            f"init_checkpoint {path!r} cannot be loaded: {type(error).__name__}: {error}"
+        ) from None

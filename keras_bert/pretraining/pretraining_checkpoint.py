@@ -25,8 +25,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
         gradient_accumulation_steps: int. Batches per optimizer update.
     """
 
-    def __init__(self, manager, state, every_steps,
-                 gradient_accumulation_steps=1):
+    def __init__(self, manager, state, every_steps, gradient_accumulation_steps=1):
         super().__init__()
         self.manager = manager
         self.state = state
@@ -38,19 +37,23 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
 
     def install_signal_handlers(self):
         """Returns `{signal: previous handler}` for `signal.signal`."""
+
         def on_signal(signum, frame):
             if signum == signal.SIGINT:
                 if self.preempted:  # The second Ctrl-C.
                     raise KeyboardInterrupt
-                print("Ctrl-C: saving a checkpoint at the next step boundary "
-                      "(Ctrl-C again stops without saving).", flush=True)
+                print(
+                    "Ctrl-C: saving a checkpoint at the next step boundary "
+                    "(Ctrl-C again stops without saving).",
+                    flush=True,
+                )
             else:
-                print("SIGTERM: saving a checkpoint at the next step "
-                      "boundary.", flush=True)
+                print("SIGTERM: saving a checkpoint at the next step boundary.", flush=True)
             self.preempted = True
 
-        return {signum: signal.signal(signum, on_signal)
-                for signum in (signal.SIGTERM, signal.SIGINT)}
+        return {
+            signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)
+        }
 
     def start_phase(self, phase_micro_steps):
         """Batches the current phase has in total (the stop point)."""
@@ -73,6 +76,5 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
             return
         if update and state.step % self.every_steps == 0:
             self.save()
-        if (self.phase_micro_steps is not None
-                and state.phase_micro_step >= self.phase_micro_steps):
+        if self.phase_micro_steps is not None and state.phase_micro_step >= self.phase_micro_steps:
             self.model.stop_training = True

@@ -8,17 +8,21 @@ import time
 import keras
 import tensorflow as tf
 
-from keras_bert.file_io import save_keras_atomically
+from keras_bert.errors import ConfigError
 from keras_bert.file_io import (
     FILE_ERRORS,
     atomic_directory,
     error_reason,
     makedirs,
     remove,
+    save_keras_atomically,
 )
-from keras_bert.pretraining.checkpoint_manager import CheckpointManager
-from keras_bert.errors import ConfigError
 from keras_bert.models import BertPretrainer
+from keras_bert.pretraining.checkpoint_manager import CheckpointManager
+from keras_bert.pretraining.config import (
+    check_rerun_config,
+    write_config,
+)
 from keras_bert.pretraining.fill_mask import fill_mask
 from keras_bert.pretraining.pretraining import (
     build_backbone,
@@ -26,19 +30,16 @@ from keras_bert.pretraining.pretraining import (
     load_initial_weights,
 )
 from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
-from keras_bert.pretraining.config import (
-    check_rerun_config,
-    write_config,
-)
-from keras_bert.run_dir import RunLock, refuse_another_run
 from keras_bert.pretraining.training_monitor import TrainingMonitor
 from keras_bert.pretraining.training_state import TrainingState
+from keras_bert.run_dir import RunLock, refuse_another_run
 from pipelines import CorpusError
 from pipelines.corpus import NO_DOCUMENT
 
 
-def run_pretraining(config, distribution=None, verbose="auto", callbacks=(),
-                    allow_longer_train_steps=False):
+def run_pretraining(
+    config, distribution=None, verbose="auto", callbacks=(), allow_longer_train_steps=False
+):
     """Pre-trains BERT as `config` says, resuming from `model_dir` if it can.
 
     Steps: build the model and optimizer (seeded by `data.seed`); lock
@@ -76,9 +77,10 @@ def run_pretraining(config, distribution=None, verbose="auto", callbacks=(),
         try:
             makedirs(config.model_dir)
         except FILE_ERRORS as error:
-            raise ConfigError(f"Cannot create model_dir: {error_reason(error)}"
-                              f". Received: model_dir={config.model_dir!r}"
-                              ) from None
+            raise ConfigError(
+                f"Cannot create model_dir: {error_reason(error)}"
+                f". Received: model_dir={config.model_dir!r}"
+            ) from None
         lock = RunLock(config.model_dir)
     with lock:
         if pretraining.distribution.is_chief:
@@ -93,18 +95,20 @@ def _resume_and_train(pretraining, verbose, callbacks):
     chief = distribution.is_chief
     model_dir = config.model_dir
     model = pretraining.model
-    manager = CheckpointManager(os.path.join(model_dir, "checkpoints"),
-                                keep=config.checkpoint.keep, is_chief=chief)
+    manager = CheckpointManager(
+        os.path.join(model_dir, "checkpoints"), keep=config.checkpoint.keep, is_chief=chief
+    )
     latest, state = restore_newest_readable(manager, model, distribution)
     if latest:
-        print(f"Resuming from {latest}: step {state.step}, phase "
-              f"{state.phase}, {state.phase_micro_step} batches into it.",
-              flush=True)
+        print(
+            f"Resuming from {latest}: step {state.step}, phase "
+            f"{state.phase}, {state.phase_micro_step} batches into it.",
+            flush=True,
+        )
     elif config.init_checkpoint:
         load_initial_weights(pretraining, config.init_checkpoint)
         print(f"Initial weights from {config.init_checkpoint}.", flush=True)
-    results = {"state": state, "eval": {}, "preempted": False,
-               "pretraining": pretraining}
+    results = {"state": state, "eval": {}, "preempted": False, "pretraining": pretraining}
     accumulation = config.optimizer.gradient_accumulation_steps
     last = pretraining.phases[-1]
     if state.finished and state.step < last.first_step + last.steps:
@@ -112,16 +116,15 @@ def _resume_and_train(pretraining, verbose, callbacks):
         # last phase, whose first step did not move.
         state.finished = False
         state.phase = last.index
-        state.phase_micro_step = (state.micro_step
-                                  - last.first_step * accumulation)
+        state.phase_micro_step = state.micro_step - last.first_step * accumulation
     if state.finished:
-        print(f"Already finished at step {state.step}; outputs are in "
-              f"{model_dir}.", flush=True)
+        print(f"Already finished at step {state.step}; outputs are in {model_dir}.", flush=True)
         return results
 
     schedule = pretraining.schedule
     checkpointer = PretrainingCheckpoint(
-        manager, state, config.checkpoint.every_steps, accumulation)
+        manager, state, config.checkpoint.every_steps, accumulation
+    )
     # A run killed after its last phase resumes straight into evaluation
     # and export, with no `fit` to hand the callback its model.
     checkpointer.set_model(model)
@@ -129,19 +132,27 @@ def _resume_and_train(pretraining, verbose, callbacks):
     if config.profile_steps:
         profile = tuple(int(s) for s in config.profile_steps.split(","))
     monitor = TrainingMonitor(
-        os.path.join(model_dir, "logs"), state,
-        learning_rate_fn=lambda step: float(keras.ops.convert_to_numpy(
-            schedule(step * accumulation))),
-        total_steps=config.train_steps, profile_steps=profile,
-        enabled=chief, verbose=bool(verbose))
+        os.path.join(model_dir, "logs"),
+        state,
+        learning_rate_fn=lambda step: float(
+            keras.ops.convert_to_numpy(schedule(step * accumulation))
+        ),
+        total_steps=config.train_steps,
+        profile_steps=profile,
+        enabled=chief,
+        verbose=bool(verbose),
+    )
     previous_handlers = checkpointer.install_signal_handlers()
     try:
-        for phase in pretraining.phases[state.phase:]:
+        for phase in pretraining.phases[state.phase :]:
             seq = phase.config
-            print(f"Phase {phase.index}: seq_len={seq.seq_len}, "
-                  f"max_predictions={seq.max_predictions}, global batch "
-                  f"{seq.batch_size}, steps {phase.first_step}.."
-                  f"{phase.first_step + phase.steps}", flush=True)
+            print(
+                f"Phase {phase.index}: seq_len={seq.seq_len}, "
+                f"max_predictions={seq.max_predictions}, global batch "
+                f"{seq.batch_size}, steps {phase.first_step}.."
+                f"{phase.first_step + phase.steps}",
+                flush=True,
+            )
             done = state.phase_micro_step
             if done < phase.micro_steps:
                 checkpointer.start_phase(phase.micro_steps)
@@ -159,14 +170,16 @@ def _resume_and_train(pretraining, verbose, callbacks):
                 if checkpointer.preempted:
                     if checkpointer.last_saved_step != state.step:
                         checkpointer.save()
-                    print(f"Stopped at step {state.step}; checkpoint saved. "
-                          "Run the same command to resume.", flush=True)
+                    print(
+                        f"Stopped at step {state.step}; checkpoint saved. "
+                        "Run the same command to resume.",
+                        flush=True,
+                    )
                     results["preempted"] = True
                     return results
                 if checkpointer.last_saved_step != state.step:
                     checkpointer.save()
-            results["eval"][phase.index] = evaluate(pretraining, phase.index,
-                                                    monitor, state.step)
+            results["eval"][phase.index] = evaluate(pretraining, phase.index, monitor, state.step)
             state.phase += 1
             state.phase_micro_step = 0
         state.finished = True
@@ -190,8 +203,7 @@ def _no_document_is_a_corpus_error(config):
     except tf.errors.InvalidArgumentError as error:
         if NO_DOCUMENT not in str(error):
             raise
-        raise CorpusError(
-            f"{config.data.train_files!r}: {NO_DOCUMENT}.") from None
+        raise CorpusError(f"{config.data.train_files!r}: {NO_DOCUMENT}.") from None
 
 
 def record_config(config, allow_longer_train_steps=False):
@@ -200,10 +212,12 @@ def record_config(config, allow_longer_train_steps=False):
     so the file always describes what was trained."""
     path = os.path.join(config.model_dir, "config.yaml")
     refuse_another_run(config.model_dir)
-    trained = CheckpointManager(os.path.join(config.model_dir, "checkpoints"),
-                                is_chief=False).checkpoints()
+    trained = CheckpointManager(
+        os.path.join(config.model_dir, "checkpoints"), is_chief=False
+    ).checkpoints()
     if not (trained and tf.io.gfile.exists(path)) or check_rerun_config(
-            config, path, allow_longer_train_steps):
+        config, path, allow_longer_train_steps
+    ):
         write_config(config, path)
 
 
@@ -218,16 +232,19 @@ def restore_newest_readable(manager, model, distribution):
     for path in reversed(checkpoints):
         try:
             with distribution.scope():
-                return path, TrainingState(
-                    **CheckpointManager.restore(model, path))
+                return path, TrainingState(**CheckpointManager.restore(model, path))
         except (*FILE_ERRORS, ValueError, KeyError, TypeError) as error:
-            print(f"warning: checkpoint {path} is unreadable "
-                  f"({type(error).__name__}: {error}); trying the one "
-                  "before it.", flush=True)
+            print(
+                f"warning: checkpoint {path} is unreadable "
+                f"({type(error).__name__}: {error}); trying the one "
+                "before it.",
+                flush=True,
+            )
     if checkpoints:
         raise ConfigError(
             f"No readable checkpoint in {manager.directory} (tried "
-            f"{len(checkpoints)}). Move them away to start afresh.")
+            f"{len(checkpoints)}). Move them away to start afresh."
+        )
     return None, TrainingState()
 
 
@@ -243,13 +260,18 @@ def held_out_kwargs(pretraining, phase, step):
         return {}
     loop = config.steps_per_loop
     end = phase.first_step + phase.steps
-    epochs = [e for e in range(1, (end - step) // loop + 1)
-              if (step + e * loop) % every == 0 and step + e * loop < end]
+    epochs = [
+        e
+        for e in range(1, (end - step) // loop + 1)
+        if (step + e * loop) % every == 0 and step + e * loop < end
+    ]
     if not epochs:
         return {}
-    return {"validation_data": pretraining.eval_dataset(phase.index),
-            "validation_steps": config.eval_steps,
-            "validation_freq": epochs}
+    return {
+        "validation_data": pretraining.eval_dataset(phase.index),
+        "validation_steps": config.eval_steps,
+        "validation_freq": epochs,
+    }
 
 
 def evaluate(pretraining, phase_index, monitor, step):
@@ -259,17 +281,17 @@ def evaluate(pretraining, phase_index, monitor, step):
         return {}
     seq = pretraining.phases[phase_index].config
     metrics = pretraining.model.evaluate(
-        pretraining.eval_dataset(phase_index), steps=config.eval_steps,
-        return_dict=True, verbose=0)
+        pretraining.eval_dataset(phase_index), steps=config.eval_steps, return_dict=True, verbose=0
+    )
     metrics = {k: float(v) for k, v in metrics.items()}
-    print(f"Held-out at seq_len={seq.seq_len} (step {step}): "
-          f"MLM accuracy {metrics.get('mlm_accuracy', float('nan')):.4f}, "
-          + (f"NSP accuracy {metrics['nsp_accuracy']:.4f}, "
-             if "nsp_accuracy" in metrics else "")
-          + f"loss {metrics.get('loss', float('nan')):.4f}", flush=True)
-    monitor.write_scalars(
-        "eval", {f"{k}_seq{seq.seq_len}": v for k, v in metrics.items()},
-        step)
+    print(
+        f"Held-out at seq_len={seq.seq_len} (step {step}): "
+        f"MLM accuracy {metrics.get('mlm_accuracy', float('nan')):.4f}, "
+        + (f"NSP accuracy {metrics['nsp_accuracy']:.4f}, " if "nsp_accuracy" in metrics else "")
+        + f"loss {metrics.get('loss', float('nan')):.4f}",
+        flush=True,
+    )
+    monitor.write_scalars("eval", {f"{k}_seq{seq.seq_len}": v for k, v in metrics.items()}, step)
     return metrics
 
 
@@ -279,14 +301,13 @@ def fill_mask_report(pretraining):
     import pipelines
 
     config = pretraining.config
-    tokenizer = pipelines.BertTokenizer(config.data.vocab_file,
-                                        lower_case=config.data.lower_case)
+    tokenizer = pipelines.BertTokenizer(config.data.vocab_file, lower_case=config.data.lower_case)
     untrained = BertPretrainer(build_backbone(config))
-    report = {name: fill_mask(model, tokenizer, config.fill_mask_probes)
-              for name, model in (("trained", pretraining.model),
-                                  ("untrained", untrained))}
-    print("Fill-mask, top 5 (trained model | freshly initialised model):",
-          flush=True)
+    report = {
+        name: fill_mask(model, tokenizer, config.fill_mask_probes)
+        for name, model in (("trained", pretraining.model), ("untrained", untrained))
+    }
+    print("Fill-mask, top 5 (trained model | freshly initialised model):", flush=True)
     for i, sentence in enumerate(config.fill_mask_probes):
         print(f"  {sentence}")
         for name in ("trained", "untrained"):
@@ -303,9 +324,9 @@ def export_models(pretraining, model_dir):
     Each is written to a hidden temporary sibling and moved into place; a
     run killed mid-export leaves those siblings, removed here when the
     rerun exports again."""
-    leftovers = (
-        tf.io.gfile.glob(os.path.join(model_dir, ".*.tmp.keras"))
-        + tf.io.gfile.glob(os.path.join(model_dir, "saved_model", ".tmp-*")))
+    leftovers = tf.io.gfile.glob(os.path.join(model_dir, ".*.tmp.keras")) + tf.io.gfile.glob(
+        os.path.join(model_dir, "saved_model", ".tmp-*")
+    )
     for path in leftovers:
         remove(path)
     start = time.time()
@@ -313,24 +334,31 @@ def export_models(pretraining, model_dir):
     save_keras_atomically(pretraining.backbone, os.path.join(model_dir, "backbone.keras"))
     save_keras_atomically(pretraining.model, os.path.join(model_dir, "pretrainer.keras"))
     if keras.backend.backend() == "torch":
-        print("SavedModel export needs the tensorflow or jax backend; "
-              "wrote the .keras files only.", flush=True)
+        print(
+            "SavedModel export needs the tensorflow or jax backend; wrote the .keras files only.",
+            flush=True,
+        )
         return
     kwargs = {}
-    for name, model in (("backbone", pretraining.backbone),
-                        ("pretrainer", pretraining.model)):
+    for name, model in (("backbone", pretraining.backbone), ("pretrainer", pretraining.model)):
         if keras.backend.backend() == "jax":
             # jax2tf cannot trace keras-hub's PositionEmbedding with a
             # symbolic sequence length: export at the longest phase's.
             seq_len = max(p.seq_len for p in pretraining.config.phases)
-            kwargs["input_signature"] = [{
-                key: tf.TensorSpec(
-                    (None, None if key == "mask_positions" else seq_len),
-                    tf.int32, name=key)
-                for key in model.input}]
-        with atomic_directory(os.path.join(model_dir, "saved_model", name),
-                              last="saved_model.pb") as temp:
-            model.export(temp, format="tf_saved_model", verbose=False,
-                         **kwargs)
-    print(f"Exported backbone and pretrainer (.keras, SavedModel) to "
-          f"{model_dir} in {time.time() - start:.0f}s.", flush=True)
+            kwargs["input_signature"] = [
+                {
+                    key: tf.TensorSpec(
+                        (None, None if key == "mask_positions" else seq_len), tf.int32, name=key
+                    )
+                    for key in model.input
+                }
+            ]
+        with atomic_directory(
+            os.path.join(model_dir, "saved_model", name), last="saved_model.pb"
+        ) as temp:
+            model.export(temp, format="tf_saved_model", verbose=False, **kwargs)
+    print(
+        f"Exported backbone and pretrainer (.keras, SavedModel) to "
+        f"{model_dir} in {time.time() - start:.0f}s.",
+        flush=True,
+    )

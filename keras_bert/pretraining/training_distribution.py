@@ -71,8 +71,10 @@ class TrainingDistribution:
         )
 
     def __repr__(self):
-        return (f"TrainingDistribution({self.name!r}, replicas="
-                f"{self.num_replicas}, chief={self.is_chief})")
+        return (
+            f"TrainingDistribution({self.name!r}, replicas="
+            f"{self.num_replicas}, chief={self.is_chief})"
+        )
 
 
 def create_distribution(name="auto", tpu=None):
@@ -93,7 +95,8 @@ def create_distribution(name="auto", tpu=None):
     if name == "tpu":
         raise ConfigError(
             f"No TPU could be reached: the {backend} backend trains on one "
-            "device; use the tensorflow or jax backend for TPUs.")
+            "device; use the tensorflow or jax backend for TPUs."
+        )
     if name not in ("auto", "cpu", "gpu"):
         raise ConfigError(
             f"strategy={name!r} needs the tensorflow or jax backend; the "
@@ -118,7 +121,8 @@ def _tf_config_workers():
         if not isinstance(index, int) or not 0 <= index < members:
             raise ConfigError(
                 f"TF_CONFIG's task {kind}:{index} is not in its cluster "
-                f"({members} {kind!s} address(es)); task.index counts from 0.")
+                f"({members} {kind!s} address(es)); task.index counts from 0."
+            )
     return workers
 
 
@@ -136,36 +140,35 @@ def _tensorflow_distribution(name, tpu):
             name = "default"
     if name == "tpu":
         strategy = tf.distribute.TPUStrategy(_connect_tpu(tpu))
-        return TrainingDistribution(
-            "tpu", strategy, strategy.num_replicas_in_sync)
+        return TrainingDistribution("tpu", strategy, strategy.num_replicas_in_sync)
     if name == "multi_worker":
         if _tf_config_workers() < 1:
             raise ConfigError(
                 "strategy=multi_worker needs TF_CONFIG with a `cluster` of "
-                "workers and this process's `task`.")
+                "workers and this process's `task`."
+            )
         from keras_bert.pretraining import multi_worker_compat
 
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
         multi_worker_compat.apply()
         resolver = strategy.cluster_resolver
         is_chief = resolver.task_type == "chief" or (
-            resolver.task_type == "worker" and resolver.task_id == 0
+            resolver.task_type == "worker"
+            and resolver.task_id == 0
             and "chief" not in resolver.cluster_spec().as_dict()
         )
         return TrainingDistribution(
-            "multi_worker", strategy, strategy.num_replicas_in_sync, is_chief)
+            "multi_worker", strategy, strategy.num_replicas_in_sync, is_chief
+        )
     if name == "mirrored":
         strategy = tf.distribute.MirroredStrategy()
-        return TrainingDistribution(
-            "mirrored", strategy, strategy.num_replicas_in_sync)
+        return TrainingDistribution("mirrored", strategy, strategy.num_replicas_in_sync)
     if name == "gpu":
         if not tf.config.list_physical_devices("GPU"):
             raise ConfigError("strategy=gpu but TensorFlow sees no GPU.")
-        return TrainingDistribution(
-            "gpu", tf.distribute.OneDeviceStrategy("/gpu:0"))
+        return TrainingDistribution("gpu", tf.distribute.OneDeviceStrategy("/gpu:0"))
     if name == "cpu":
-        return TrainingDistribution(
-            "cpu", tf.distribute.OneDeviceStrategy("/cpu:0"))
+        return TrainingDistribution("cpu", tf.distribute.OneDeviceStrategy("/cpu:0"))
     return TrainingDistribution("default")
 
 
@@ -182,20 +185,21 @@ def _connect_tpu(tpu):
         try:
             socket.create_connection((host, int(port)), timeout=10).close()
         except (OSError, ValueError) as error:
-            raise ConfigError(
-                f"No TPU could be reached at {tpu!r}: {error}") from None
+            raise ConfigError(f"No TPU could be reached at {tpu!r}: {error}") from None
         tpu = f"grpc://{address}"
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
         tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except Exception as error:  # The resolver raises many unrelated types.
-        message = str(error).strip().splitlines()[0] if str(error).strip() else (
-            type(error).__name__)
+        message = (
+            str(error).strip().splitlines()[0] if str(error).strip() else (type(error).__name__)
+        )
         raise ConfigError(
             f"No TPU could be reached (tpu={tpu!r}): {message}. Pass --tpu "
             "NAME_OR_ADDRESS, or run where TPU_NAME is set (Cloud TPU VM, "
-            "Colab TPU runtime).") from None
+            "Colab TPU runtime)."
+        ) from None
     return resolver
 
 
@@ -209,7 +213,8 @@ def _jax_distribution(name):
             f"TF_CONFIG lists {workers} workers, but the jax backend does not "
             "read it: start every process with jax.distributed.initialize() "
             "(then strategy=mirrored), or train multi-worker on the "
-            "tensorflow backend (strategy=multi_worker).")
+            "tensorflow backend (strategy=multi_worker)."
+        )
     devices = jax.devices()
     platform = devices[0].platform
     if name == "auto":
@@ -218,16 +223,15 @@ def _jax_distribution(name):
         raise ConfigError(
             "strategy=multi_worker is TensorFlow's MultiWorkerMirroredStrategy; "
             "on JAX start every process with jax.distributed.initialize() and "
-            "use strategy=mirrored (DataParallel over all devices).")
+            "use strategy=mirrored (DataParallel over all devices)."
+        )
     if name == "tpu" and platform != "tpu":
-        raise ConfigError(
-            f"No TPU could be reached: JAX sees only {platform} devices.")
+        raise ConfigError(f"No TPU could be reached: JAX sees only {platform} devices.")
     if name == "gpu" and platform != "gpu":
         raise ConfigError(f"strategy=gpu but JAX sees no GPU ({platform}).")
     if name in ("mirrored", "tpu", "gpu") and len(devices) > 1:
-        keras.distribution.set_distribution(
-            keras.distribution.DataParallel(devices=devices))
+        keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
         return TrainingDistribution(
-            name, num_replicas=len(devices),
-            is_chief=jax.process_index() == 0)
+            name, num_replicas=len(devices), is_chief=jax.process_index() == 0
+        )
     return TrainingDistribution(name if name != "auto" else "default")

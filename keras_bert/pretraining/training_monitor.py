@@ -32,8 +32,16 @@ class TrainingMonitor(keras.callbacks.Callback):
         verbose: bool. Print the console line.
     """
 
-    def __init__(self, log_dir, state, learning_rate_fn, total_steps,
-                 profile_steps=None, enabled=True, verbose=True):
+    def __init__(
+        self,
+        log_dir,
+        state,
+        learning_rate_fn,
+        total_steps,
+        profile_steps=None,
+        enabled=True,
+        verbose=True,
+    ):
         super().__init__()
         self.log_dir = log_dir
         self.state = state
@@ -51,8 +59,7 @@ class TrainingMonitor(keras.callbacks.Callback):
         import tensorflow as tf
 
         if name not in self._writers:
-            self._writers[name] = tf.summary.create_file_writer(
-                os.path.join(self.log_dir, name))
+            self._writers[name] = tf.summary.create_file_writer(os.path.join(self.log_dir, name))
         return self._writers[name]
 
     def write_scalars(self, name, scalars, step):
@@ -89,35 +96,40 @@ class TrainingMonitor(keras.callbacks.Callback):
             phase=self.phase,
         )
         self.write_scalars("train", scalars, self.state.step)
-        held_out = {k[len("val_"):]: logs[k] for k in logs
-                    if k.startswith("val_")}
+        held_out = {k[len("val_") :]: logs[k] for k in logs if k.startswith("val_")}
         if held_out:
-            self.write_scalars("eval", {f"{k}_seq{self.seq_len}": v
-                                        for k, v in held_out.items()},
-                               self.state.step)
+            self.write_scalars(
+                "eval", {f"{k}_seq{self.seq_len}": v for k, v in held_out.items()}, self.state.step
+            )
         if self.enabled and self.verbose:
             print(self.console_line(scalars, held_out), flush=True)
 
     def console_line(self, scalars, held_out):
-        line = (f"step {self.state.step}/{self.total_steps}  phase "
-                f"{self.phase} (seq {self.seq_len})  "
-                f"loss {scalars.get('loss', float('nan')):.3f}  "
-                f"mlm_accuracy {scalars.get('mlm_accuracy', float('nan')):.3f}  "
-                + (f"nsp_accuracy {scalars['nsp_accuracy']:.3f}  "
-                   if "nsp_accuracy" in scalars else "")
-                + f"lr {scalars['learning_rate']:.2e}  "
-                f"{scalars['examples_per_second']:.0f} seq/s")
+        line = (
+            f"step {self.state.step}/{self.total_steps}  phase "
+            f"{self.phase} (seq {self.seq_len})  "
+            f"loss {scalars.get('loss', float('nan')):.3f}  "
+            f"mlm_accuracy {scalars.get('mlm_accuracy', float('nan')):.3f}  "
+            + (f"nsp_accuracy {scalars['nsp_accuracy']:.3f}  " if "nsp_accuracy" in scalars else "")
+            + f"lr {scalars['learning_rate']:.2e}  "
+            f"{scalars['examples_per_second']:.0f} seq/s"
+        )
         if held_out:
-            line += (f"  | held-out mlm_accuracy "
-                     f"{held_out.get('mlm_accuracy', float('nan')):.3f} "
-                     f"mlm_loss {held_out.get('mlm_loss', float('nan')):.3f}")
+            line += (
+                f"  | held-out mlm_accuracy "
+                f"{held_out.get('mlm_accuracy', float('nan')):.3f} "
+                f"mlm_loss {held_out.get('mlm_loss', float('nan')):.3f}"
+            )
         return line
 
     def on_train_batch_begin(self, batch, logs=None):
-        if (self.enabled and self.profile_steps and not self._profiling
-                and self.state.step == self.profile_steps[0]):
-            self._profiling = _start_profiler(
-                os.path.join(self.log_dir, "train"))
+        if (
+            self.enabled
+            and self.profile_steps
+            and not self._profiling
+            and self.state.step == self.profile_steps[0]
+        ):
+            self._profiling = _start_profiler(os.path.join(self.log_dir, "train"))
 
     def on_train_batch_end(self, batch, logs=None):
         self._last_batch_end = time.perf_counter()

@@ -26,14 +26,25 @@ from keras_bert.runtime.hardware import accelerator_devices
 
 CANDIDATES = ("tensorflow", "jax")
 # The default run's second phase: BERT-Tiny, 128 tokens, batch 32.
-PROBE = dict(num_layers=2, hidden_dim=128, num_heads=2, seq_len=128,
-             batch_size=32, warmup_steps=2, timed_steps=6)
-PROBE_COMMAND = ("from keras_bert.runtime.backend import PROBE; "
-                 "from keras_bert.pretraining.step_probe import "
-                 "probe_seconds_per_step; print(probe_seconds_per_step(**PROBE))")
+PROBE = dict(
+    num_layers=2,
+    hidden_dim=128,
+    num_heads=2,
+    seq_len=128,
+    batch_size=32,
+    warmup_steps=2,
+    timed_steps=6,
+)
+PROBE_COMMAND = (
+    "from keras_bert.runtime.backend import PROBE; "
+    "from keras_bert.pretraining.step_probe import "
+    "probe_seconds_per_step; print(probe_seconds_per_step(**PROBE))"
+)
 CACHE_FILE = os.path.join(
     os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
-    "keras_bert", "fastest_backend.json")
+    "keras_bert",
+    "fastest_backend.json",
+)
 
 
 def machine_key():
@@ -41,8 +52,7 @@ def machine_key():
     the versions of the packages that compile the step."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            cpu = sorted({line for line in f
-                          if line.startswith(("model name", "flags"))})
+            cpu = sorted({line for line in f if line.startswith(("model name", "flags"))})
     except OSError:
         cpu = []
     versions = []
@@ -69,7 +79,11 @@ def measure_step(backend, timeout=600):
     try:
         done = subprocess.run(
             [sys.executable, "-c", PROBE_COMMAND],
-            env=env, capture_output=True, text=True, timeout=timeout)
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         print(f"  {backend}: no result within {timeout} s", file=sys.stderr)
         return None
@@ -112,13 +126,21 @@ def fastest_backend(measure=None):
     cached = read_cache(key)
     if cached is not None:
         return cached["backend"], cached
-    print("Measuring which Keras backend trains fastest on this machine "
-          f"(once; cached in {CACHE_FILE}) ...", file=sys.stderr, flush=True)
+    print(
+        "Measuring which Keras backend trains fastest on this machine "
+        f"(once; cached in {CACHE_FILE}) ...",
+        file=sys.stderr,
+        flush=True,
+    )
     measure = measure or measure_step
     seconds = {backend: measure(backend) for backend in CANDIDATES}
     backend = pick_fastest(seconds)
-    record = {"machine": key, "backend": backend or "tensorflow",
-              "seconds_per_step": seconds, "probe": PROBE}
+    record = {
+        "machine": key,
+        "backend": backend or "tensorflow",
+        "seconds_per_step": seconds,
+        "probe": PROBE,
+    }
     if backend is not None:
         try:
             write_cache(record)
@@ -130,9 +152,12 @@ def fastest_backend(measure=None):
 def describe(record):
     times = ", ".join(
         f"{b} {s * 1000:.0f} ms" if s is not None else f"{b} failed"
-        for b, s in record["seconds_per_step"].items())
-    return (f"Keras backend: {record['backend']} (fastest here; BERT-Tiny "
-            f"step: {times}; set KERAS_BACKEND to choose another)")
+        for b, s in record["seconds_per_step"].items()
+    )
+    return (
+        f"Keras backend: {record['backend']} (fastest here; BERT-Tiny "
+        f"step: {times}; set KERAS_BACKEND to choose another)"
+    )
 
 
 def use_fastest_backend():

@@ -92,9 +92,7 @@ def run_command(
         except Exception as error:
             if is_disk_full(error):
                 where = output() if callable(output) else output
-                _one_line(
-                    f"{error_prefix}no space left on device in {where}{full_disk_advice}", 1
-                )
+                _one_line(f"{error_prefix}no space left on device in {where}{full_disk_advice}", 1)
                 os._exit(1)
             line = user_file_error(error)
             if line is None:

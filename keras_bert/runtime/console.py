@@ -36,7 +36,8 @@ STARTUP_NOTICES = re.compile(
     r"|cuda_platform\.cc:\d+\] failed call to cuInit"
     r"|cpu_feature_guard\.cc:\d+\] This TensorFlow binary is optimized"
     r"|util\.cc:\d+\] oneDNN supports DT_\w+ only on platforms with AVX-512"
-    r"|^To enable the following instructions: .* rebuild TensorFlow")
+    r"|^To enable the following instructions: .* rebuild TensorFlow"
+)
 
 
 def verbose_requested(argv=None):
@@ -48,8 +49,7 @@ def import_tensorflow_quietly():
     """Imports TensorFlow and lists its devices, dropping the start-up
     notices when no accelerator is expected. A no-op once TensorFlow is
     imported."""
-    if ("tensorflow" in sys.modules or verbose_requested()
-            or accelerator_expected()):
+    if "tensorflow" in sys.modules or verbose_requested() or accelerator_expected():
         return
     sys.stderr.flush()
     saved_stderr = os.dup(2)
@@ -65,8 +65,7 @@ def import_tensorflow_quietly():
             os.close(saved_stderr)
             captured.seek(0)
             lines = captured.read().decode("utf-8", "replace").splitlines(True)
-            sys.stderr.writelines(
-                line for line in lines if not STARTUP_NOTICES.search(line))
+            sys.stderr.writelines(line for line in lines if not STARTUP_NOTICES.search(line))
             sys.stderr.flush()
 
 
@@ -74,9 +73,10 @@ def add_verbose_argument(parser):
     """`--verbose`, read by `verbose_requested` when the command starts up
     (`runtime.command`)."""
     parser.add_argument(
-        "--verbose", action="store_true",
-        help="show TensorFlow's start-up notices (hidden when no GPU or TPU "
-             "is expected)")
+        "--verbose",
+        action="store_true",
+        help="show TensorFlow's start-up notices (hidden when no GPU or TPU is expected)",
+    )
 
 
 def configure_logging(format="%(message)s"):
@@ -84,7 +84,7 @@ def configure_logging(format="%(message)s"):
     "Unable to initialize backend 'tpu'" on a CPU) from WARNING up, unless
     verbose."""
     logging.basicConfig(
-        level=logging.INFO if verbose_requested() else logging.WARNING,
-        format=format)
+        level=logging.INFO if verbose_requested() else logging.WARNING, format=format
+    )
     for name in ("keras_bert", "pipelines"):
         logging.getLogger(name).setLevel(logging.INFO)

@@ -31,9 +31,11 @@ def accelerator_devices():
 
 def accelerator_expected():
     """Whether this machine shows a GPU or TPU, or the environment names one."""
-    return bool(accelerator_devices()
-                or os.environ.get("CUDA_VISIBLE_DEVICES")
-                or os.environ.get("TPU_NAME"))
+    return bool(
+        accelerator_devices()
+        or os.environ.get("CUDA_VISIBLE_DEVICES")
+        or os.environ.get("TPU_NAME")
+    )
 
 
 def keras_backend():
@@ -44,7 +46,7 @@ def keras_backend():
 
 
 def accelerator():
-    """"gpu", "tpu" or None: what the Keras backend computes on."""
+    """ "gpu", "tpu" or None: what the Keras backend computes on."""
     backend = keras_backend()
     if backend == "jax":
         import jax
@@ -60,8 +62,7 @@ def accelerator():
     if tf.config.list_physical_devices("GPU"):
         return "gpu"
     # Physical on a TPU VM; logical once a remote TPU is connected.
-    tpu = (tf.config.list_physical_devices("TPU")
-           or tf.config.list_logical_devices("TPU"))
+    tpu = tf.config.list_physical_devices("TPU") or tf.config.list_logical_devices("TPU")
     return "tpu" if tpu else None
 
 
@@ -69,8 +70,9 @@ def cpu_has_bfloat16_arithmetic():
     """Whether /proc/cpuinfo lists a bf16 arithmetic extension."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f
-                          if line.startswith("flags")), [])
+            flags = next(
+                (line.split(":", 1)[1].split() for line in f if line.startswith("flags")), []
+            )
     except OSError:  # Not Linux: no such file to read.
         return False
     return any(flag in flags for flag in BFLOAT16_CPU_FLAGS)

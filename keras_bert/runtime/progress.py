@@ -33,7 +33,6 @@ def progress_callback(unit_name, unit=1):
         if bar is None:
             bar = StderrProgbar(max(1, round(total / unit)), unit_name=unit_name)
         # Whole units, and the whole bar at the end however `total` rounds.
-        bar.update(bar.target if done >= total
-                   else min(round(done / unit), bar.target - 1))
+        bar.update(bar.target if done >= total else min(round(done / unit), bar.target - 1))
 
     return progress

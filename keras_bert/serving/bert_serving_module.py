@@ -23,8 +23,7 @@ import functools
 
 import tensorflow as tf
 
-from keras_bert.serving import packing
-from keras_bert.serving import task_adapters
+from keras_bert.serving import packing, task_adapters
 from keras_bert.serving.core_ops_bert_tokenizer import CoreOpsBertTokenizer
 
 MASK_IN_TEXT = "[MASK]"
@@ -49,8 +48,7 @@ def _whole_words(segment, budget):
     cut = word.to_tensor(default_value=tf.int32.max, shape=[None, budget + 1])
     keep = word < cut[:, budget][:, None]
     return {
-        k: tf.ragged.boolean_mask(v, keep) if k in PIECE_FEATURES else v
-        for k, v in segment.items()
+        k: tf.ragged.boolean_mask(v, keep) if k in PIECE_FEATURES else v for k, v in segment.items()
     }
 
 
@@ -171,9 +169,7 @@ class BertServingModule(tf.Module):
         pieces = self.tokenize(parts.flat_values)["token_ids"]  # (sum S, None)
         # Every segment but the last of its row is followed by a [MASK].
         segment = tf.range(tf.size(parts.flat_values, out_type=tf.int64))
-        is_last = segment == tf.gather(
-            parts.row_limits() - 1, parts.value_rowids()
-        )
+        is_last = segment == tf.gather(parts.row_limits() - 1, parts.value_rowids())
         mask_ids = tf.RaggedTensor.from_row_lengths(
             tf.fill(
                 [tf.reduce_sum(tf.cast(~is_last, tf.int32))],
@@ -183,9 +179,7 @@ class BertServingModule(tf.Module):
             validate=False,
         )
         joined = tf.concat([pieces, mask_ids], axis=1)
-        ids = tf.RaggedTensor.from_row_splits(
-            joined, parts.row_splits, validate=False
-        )
+        ids = tf.RaggedTensor.from_row_splits(joined, parts.row_splits, validate=False)
         return {"token_ids": ids.merge_dims(1, 2)}
 
     def preprocess(
@@ -222,9 +216,7 @@ class BertServingModule(tf.Module):
         features = self.pack(seg_a, seg_b, has_b, extras)
         if "word_index" in extras:  # Taggers answer per word of text A.
             for name in ("word_start_offsets", "word_end_offsets"):
-                features[name] = seg_a[name].to_tensor(
-                    default_value=-1, shape=[None, self.seq_len]
-                )
+                features[name] = seg_a[name].to_tensor(default_value=-1, shape=[None, self.seq_len])
         return features
 
     def pack(self, seg_a, seg_b, has_b, extras=(), max_len_a=None):
@@ -278,8 +270,7 @@ class BertServingModule(tf.Module):
             size, shown = sizes[name]
             message = f"{name} must be in [0, {shown})"
             checks.append(tf.debugging.assert_non_negative(value, message))
-            checks.append(tf.debugging.assert_less(
-                value, tf.cast(size, value.dtype), message))
+            checks.append(tf.debugging.assert_less(value, tf.cast(size, value.dtype), message))
         with tf.control_dependencies(checks):
             return {name: tf.identity(value) for name, value in inputs.items()}
 
@@ -299,18 +290,14 @@ class BertServingModule(tf.Module):
         signatures = {}
         if kind == "pair":
             signatures["serving_default"] = _function(
-                lambda text_a, text_b: self.adapter.serve_text(
-                    self, text_a, text_b
-                )
+                lambda text_a, text_b: self.adapter.serve_text(self, text_a, text_b)
             ).get_concrete_function(text_a=text, text_b=text)
             signatures["serve_text"] = _function(
                 lambda text_a: self.adapter.serve_text(self, text_a, None)
             ).get_concrete_function(text_a=text)
         elif kind == "question_context":
             signatures["serving_default"] = _function(
-                lambda text_a, text_b: self.adapter.serve_text(
-                    self, text_a, text_b
-                )
+                lambda text_a, text_b: self.adapter.serve_text(self, text_a, text_b)
             ).get_concrete_function(text_a=text, text_b=text)
         elif kind == "single":
             signatures["serving_default"] = _function(
@@ -318,25 +305,21 @@ class BertServingModule(tf.Module):
             ).get_concrete_function(text_a=text)
         elif kind == "choices":
             signatures["serving_default"] = _function(
-                lambda text_a, text_b: self.adapter.serve_text(
-                    self, text_a, text_b
-                )
-            ).get_concrete_function(
-                text_a=text, text_b=tf.TensorSpec([None, None], tf.string)
-            )
+                lambda text_a, text_b: self.adapter.serve_text(self, text_a, text_b)
+            ).get_concrete_function(text_a=text, text_b=tf.TensorSpec([None, None], tf.string))
         ids = tf.TensorSpec(self.adapter.ids_shape, tf.int32)
         if self.adapter.mask_positions:
             signatures["serve_token_ids"] = _function(
-                lambda token_ids, segment_ids, padding_mask, mask_positions: (
-                    self.adapter.serve_ids(
-                        self,
-                        self.checked_ids({
+                lambda token_ids, segment_ids, padding_mask, mask_positions: self.adapter.serve_ids(
+                    self,
+                    self.checked_ids(
+                        {
                             "token_ids": token_ids,
                             "segment_ids": segment_ids,
                             "padding_mask": padding_mask,
                             "mask_positions": mask_positions,
-                        }),
-                    )
+                        }
+                    ),
                 )
             ).get_concrete_function(
                 token_ids=ids,
@@ -346,19 +329,17 @@ class BertServingModule(tf.Module):
             )
         else:
             signatures["serve_token_ids"] = _function(
-                lambda token_ids, segment_ids, padding_mask: (
-                    self.adapter.serve_ids(
-                        self,
-                        self.checked_ids({
+                lambda token_ids, segment_ids, padding_mask: self.adapter.serve_ids(
+                    self,
+                    self.checked_ids(
+                        {
                             "token_ids": token_ids,
                             "segment_ids": segment_ids,
                             "padding_mask": padding_mask,
-                        }),
-                    )
+                        }
+                    ),
                 )
-            ).get_concrete_function(
-                token_ids=ids, segment_ids=ids, padding_mask=ids
-            )
+            ).get_concrete_function(token_ids=ids, segment_ids=ids, padding_mask=ids)
         captured = {}
         for function in signatures.values():
             for variable in function.variables:

@@ -106,13 +106,9 @@ class CoreOpsBertTokenizer(tf.Module):
             default_value=tf.constant(-1, tf.int64),
         )
         tables = ut.unicode_tables()
-        self.class_table = _int64_table(
-            tables["class_keys"], tables["class_values"], 0
-        )
+        self.class_table = _int64_table(tables["class_keys"], tables["class_values"], 0)
         self.ccc_table = _int64_table(tables["ccc_keys"], tables["ccc_values"], 0)
-        self.map_table = _int64_table(
-            tables["map_keys"], range(len(tables["map_keys"])), -1
-        )
+        self.map_table = _int64_table(tables["map_keys"], range(len(tables["map_keys"])), -1)
         self.map_splits = tf.constant(tables["map_splits"], tf.int64)
         self.map_values = tf.constant(tables["map_values"], tf.int64)
         self.unidata_version = tables["unidata_version"]
@@ -130,7 +126,6 @@ class CoreOpsBertTokenizer(tf.Module):
 
     def _final_sigmas(self, cp, word, flags):
         """True where U+03A3 lowers to final sigma (CPython's str.lower)."""
-        n = tf.shape(cp, out_type=tf.int64)[0]
         solid = (flags & ut.CASE_IGNORABLE) == 0
         solid_positions = tf.where(solid)[:, 0]  # Non-ignorable chars, sorted.
         num_solid = tf.shape(solid_positions, out_type=tf.int64)[0]
@@ -160,9 +155,7 @@ class CoreOpsBertTokenizer(tf.Module):
         mapped = row >= 0
         safe_row = tf.maximum(row, 0)
         begin = tf.where(mapped, tf.gather(self.map_splits, safe_row), 0)
-        limit = tf.where(
-            mapped, tf.gather(self.map_splits, safe_row + 1), begin + 1
-        )
+        limit = tf.where(mapped, tf.gather(self.map_splits, safe_row + 1), begin + 1)
         take = tf.ragged.range(begin, limit)
         owner = take.value_rowids()  # (M,) index into the N chars.
         out_cp = tf.where(
@@ -209,9 +202,7 @@ class CoreOpsBertTokenizer(tf.Module):
         next_rows = tf.concat([rows[1:], [-1]], axis=0)
         next_starts = tf.concat([starts[1:], [0]], axis=0)
         byte_lengths = tf.cast(tf.strings.length(text), tf.int64)
-        ends = tf.where(
-            next_rows == rows, next_starts, tf.gather(byte_lengths, rows)
-        )
+        ends = tf.where(next_rows == rows, next_starts, tf.gather(byte_lengths, rows))
 
         flags = self._flags(cp)
         keep = (flags & ut.DELETE) == 0
@@ -223,14 +214,11 @@ class CoreOpsBertTokenizer(tf.Module):
         # A word starts at a non-space char after a space, a row start, or a
         # CJK ideograph, and at every CJK ideograph (they stand alone).
         new_row = rows != _shift_right(rows, -1)
-        word_start = ~space & (
-            new_row | _shift_right(space, True) | _shift_right(cjk, True) | cjk
-        )
+        word_start = ~space & (new_row | _shift_right(space, True) | _shift_right(cjk, True) | cjk)
         word = tf.cumsum(tf.cast(word_start, tf.int64)) - 1  # (N,) word id.
         solid = ~space
         cp, rows, starts, ends, flags, word = [
-            tf.boolean_mask(x, solid)
-            for x in (cp, rows, starts, ends, flags, word)
+            tf.boolean_mask(x, solid) for x in (cp, rows, starts, ends, flags, word)
         ]
         src = tf.range(tf.shape(cp, out_type=tf.int64)[0])
         char_word = word
@@ -248,11 +236,7 @@ class CoreOpsBertTokenizer(tf.Module):
         # Split around punctuation: each punctuation char is its own piece
         # of text. Words left empty by accent stripping vanish here.
         punct = (self._flags(cp) & ut.PUNCT) != 0
-        split = (
-            (word != _shift_right(word, -1))
-            | punct
-            | _shift_right(punct, False)
-        )
+        split = (word != _shift_right(word, -1)) | punct | _shift_right(punct, False)
         piece_word = tf.cumsum(tf.cast(split, tf.int64)) - 1  # (M,)
         return {
             "text": text,
@@ -277,7 +261,6 @@ class CoreOpsBertTokenizer(tf.Module):
         """
         num_words = tf.shape(words, out_type=tf.int64)[0]
         too_long = num_chars > MAX_CHARS_PER_WORD
-        spec = tf.TensorSpec([None], tf.int64)
 
         def body(step, active, start, failed, acc):
             idx = tf.where(active)[:, 0]  # (A,)
@@ -320,9 +303,7 @@ class CoreOpsBertTokenizer(tf.Module):
                     ],
                 )
             ]
-            failed = tf.tensor_scatter_nd_update(
-                failed, idx[:, None], ~found
-            )
+            failed = tf.tensor_scatter_nd_update(failed, idx[:, None], ~found)
             start = tf.tensor_scatter_nd_update(start, idx[:, None], end)
             active = ~failed & (start < num_chars) & ~too_long
             return step + 1, active, start, failed, acc
@@ -365,15 +346,14 @@ class CoreOpsBertTokenizer(tf.Module):
         unk_words = tf.where(unk)[:, 0]
         word_idx = tf.concat([tf.boolean_mask(word_idx, keep), unk_words], 0)
         ids = tf.concat(
-            [tf.boolean_mask(ids, keep), tf.fill(tf.shape(unk_words), tf.cast(self.unk_id, tf.int64))],
+            [
+                tf.boolean_mask(ids, keep),
+                tf.fill(tf.shape(unk_words), tf.cast(self.unk_id, tf.int64)),
+            ],
             0,
         )
-        begin = tf.concat(
-            [tf.boolean_mask(begin, keep), tf.zeros_like(unk_words)], 0
-        )
-        end = tf.concat(
-            [tf.boolean_mask(end, keep), tf.gather(num_chars, unk_words)], 0
-        )
+        begin = tf.concat([tf.boolean_mask(begin, keep), tf.zeros_like(unk_words)], 0)
+        end = tf.concat([tf.boolean_mask(end, keep), tf.gather(num_chars, unk_words)], 0)
         order = tf.argsort(word_idx * (MAX_CHARS_PER_WORD + 1) + begin, stable=True)
         return [tf.gather(x, order) for x in (word_idx, ids, begin, end)]
 
@@ -412,12 +392,8 @@ class CoreOpsBertTokenizer(tf.Module):
             kept = tf.ones_like(rank, tf.bool)
         kept_idx = tf.where(kept)[:, 0]
         kept_chars = tf.gather(chars, kept_idx)
-        strings = tf.strings.unicode_encode(
-            tf.cast(kept_chars, tf.int32), "UTF-8"
-        )
-        p_word, p_id, p_begin, p_end = self._wordpiece(
-            strings, kept_chars.row_lengths()
-        )
+        strings = tf.strings.unicode_encode(tf.cast(kept_chars, tf.int32), "UTF-8")
+        p_word, p_id, p_begin, p_end = self._wordpiece(strings, kept_chars.row_lengths())
         p_word = tf.gather(kept_idx, p_word)  # Back to ids over all W words.
         # Bytes each piece covers: the span of the source chars of its chars.
         base = tf.gather(first_char, p_word)
@@ -430,15 +406,9 @@ class CoreOpsBertTokenizer(tf.Module):
         # Whitespace words of each row, and each piece's index among them.
         ws_ids = w["char_word"]
         ws_count = _num_ids(ws_ids)
-        ws_start = tf.math.unsorted_segment_min(
-            w["starts"], ws_ids, tf.cast(ws_count, tf.int32)
-        )
-        ws_end = tf.math.unsorted_segment_max(
-            w["ends"], ws_ids, tf.cast(ws_count, tf.int32)
-        )
-        ws_row = tf.math.unsorted_segment_min(
-            w["rows"], ws_ids, tf.cast(ws_count, tf.int32)
-        )
+        ws_start = tf.math.unsorted_segment_min(w["starts"], ws_ids, tf.cast(ws_count, tf.int32))
+        ws_end = tf.math.unsorted_segment_max(w["ends"], ws_ids, tf.cast(ws_count, tf.int32))
+        ws_row = tf.math.unsorted_segment_min(w["rows"], ws_ids, tf.cast(ws_count, tf.int32))
         row_first_ws = tf.math.unsorted_segment_min(
             tf.range(ws_count), ws_row, tf.cast(batch, tf.int32)
         )

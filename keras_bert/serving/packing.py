@@ -60,9 +60,7 @@ def pack(segment_a, segment_b, has_b, seq_len, fills, max_len_a=None):
     if max_len_a is None:
         keep_a, keep_b = truncated_lengths(len_a, len_b, has_b, seq_len)
     else:
-        keep_a, keep_b = question_first_lengths(
-            len_a, len_b, has_b, seq_len, max_len_a
-        )
+        keep_a, keep_b = question_first_lengths(len_a, len_b, has_b, seq_len, max_len_a)
     # Where each output position reads from, computed once for all features.
     t = tf.range(seq_len, dtype=tf.int64)[None, :]  # (1, T)
     sep_a = keep_a[:, None] + 1  # (B, 1)

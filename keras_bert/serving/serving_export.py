@@ -27,8 +27,7 @@ import time
 
 import tensorflow as tf
 
-from keras_bert.file_io import archive_problem
-from keras_bert.file_io import atomic_directory, listdir, makedirs, remove
+from keras_bert.file_io import archive_problem, atomic_directory, listdir, makedirs, remove
 
 logger = logging.getLogger(__name__)
 
@@ -96,9 +95,7 @@ def _backbone_of(model):
 def infer_lower_case(vocabulary):
     """Uncased unless a token outside [SPECIAL] ones has an upper-case
     letter (the fine-tuning runner's rule, so both sides agree)."""
-    return not any(
-        token != token.lower() for token in vocabulary if not token.startswith("[")
-    )
+    return not any(token != token.lower() for token in vocabulary if not token.startswith("["))
 
 
 def _read_vocabulary(path):
@@ -173,9 +170,7 @@ def export_for_serving(
     )
     for name, value in options.items():
         if not isinstance(value, int) or value < 1:
-            raise ValueError(
-                f"`{name}` must be a positive int. Received: {name}={value!r}"
-            )
+            raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
     # Imported here: serving needs no tensorflow-text (CoreOpsBertTokenizer),
     # and `pipelines` imports it.
     from pipelines.tasks.features import MIN_SEQ_LEN
@@ -189,9 +184,7 @@ def export_for_serving(
     if version is not None and (
         isinstance(version, bool) or not isinstance(version, int) or version < 0
     ):
-        raise ValueError(
-            f"`version` must be a non-negative int. Received: version={version!r}"
-        )
+        raise ValueError(f"`version` must be a non-negative int. Received: version={version!r}")
     model_path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
     # Checked here too, before a JAX/PyTorch process hands it to a child.
     problem = model_path and archive_problem(model_path)
@@ -203,8 +196,9 @@ def export_for_serving(
     logger.info("Exporting a TF Serving SavedModel into %s ...", output_dir)
     start = time.time()
     try:
-        path = _export_version(model, model_path, output_dir, version,
-                               vocabulary, lower_case, options)
+        path = _export_version(
+            model, model_path, output_dir, version, vocabulary, lower_case, options
+        )
         logger.info("Exported %s in %.0fs.", path, time.time() - start)
         return path
     except BaseException:
@@ -214,8 +208,7 @@ def export_for_serving(
         raise
 
 
-def _export_version(model, model_path, output_dir, version, vocabulary,
-                    lower_case, options):
+def _export_version(model, model_path, output_dir, version, vocabulary, lower_case, options):
     """`export_for_serving` once the arguments are checked and
     `output_dir` exists."""
     import keras
@@ -225,8 +218,7 @@ def _export_version(model, model_path, output_dir, version, vocabulary,
     final_dir = os.path.join(output_dir, str(version))
     if tf.io.gfile.exists(final_dir):
         raise FileExistsError(
-            f"`version` must be new; {final_dir!r} already exists. "
-            f"Received: version={version}"
+            f"`version` must be new; {final_dir!r} already exists. Received: version={version}"
         )
     if isinstance(vocabulary, (str, os.PathLike)):
         vocabulary = _read_vocabulary(vocabulary)
@@ -269,11 +261,7 @@ def _export_version(model, model_path, output_dir, version, vocabulary,
             f"`top_k` must be at most the vocabulary size ({vocab_size}). "
             f"Received: top_k={options['top_k']}"
         )
-    missing = [
-        t
-        for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-        if t not in vocabulary
-    ]
+    missing = [t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") if t not in vocabulary]
     if missing:
         raise ValueError(
             f"`vocabulary` must contain {missing}. Received: "
@@ -306,9 +294,7 @@ def _write_saved_model(model, path, vocabulary, lower_case, options):
         vocab_file = os.path.join(scratch, "vocab.txt")
         with open(vocab_file, "w", encoding="utf-8") as f:
             f.write("".join(token + "\n" for token in vocabulary))
-        module = BertServingModule(
-            model, vocabulary, vocab_file, lower_case, **options
-        )
+        module = BertServingModule(model, vocabulary, vocab_file, lower_case, **options)
         signatures = module.signatures()
         # Smoke-test the raw-text signature before anything is written.
         smoke = tf.constant(SMOKE_TEXTS)
@@ -356,8 +342,9 @@ def _export_in_subprocess(model, output_dir, version, vocabulary, lower_case, op
         env = dict(os.environ, KERAS_BACKEND="tensorflow")
         result = subprocess.run(command, env=env, capture_output=True, text=True)
     prefix = "python -m keras_bert.export: error: "
-    user_errors = [line[len(prefix):] for line in result.stderr.splitlines()
-                   if line.startswith(prefix)]
+    user_errors = [
+        line[len(prefix) :] for line in result.stderr.splitlines() if line.startswith(prefix)
+    ]
     if result.returncode == 2 and user_errors:  # Bad arguments: the child's line.
         raise ValueError(user_errors[-1])
     if result.returncode:

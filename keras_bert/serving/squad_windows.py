@@ -43,16 +43,12 @@ def doc_windows(query_len, doc_len, seq_len, doc_stride):
     window = seq_len - 3 - query_len  # (B,)
     stride = tf.minimum(tf.cast(doc_stride, tf.int64), window)
     # -((window - doc_len) // stride) is ceil((doc_len - window) / stride).
-    num_windows = 1 + tf.maximum(
-        tf.constant(0, tf.int64), -((window - doc_len) // stride)
-    )  # (B,)
+    num_windows = 1 + tf.maximum(tf.constant(0, tf.int64), -((window - doc_len) // stride))  # (B,)
     ranks = tf.ragged.range(num_windows)  # (B, None)
     request = ranks.value_rowids()  # (N,)
     index = ranks.flat_values  # (N,)
     start = index * tf.gather(stride, request)
-    length = tf.minimum(
-        tf.gather(doc_len, request) - start, tf.gather(window, request)
-    )
+    length = tf.minimum(tf.gather(doc_len, request) - start, tf.gather(window, request))
     return {
         "request": request,
         "index": index,
@@ -93,9 +89,7 @@ def max_context(windows, query_len, doc_len, seq_len, doc_stride):
     piece_position = first_piece[:, None] + tf.range(seq_len, dtype=tf.int64)
     offsets = tf.range(-(reach - 1), reach, dtype=tf.int64)  # (D,)
     neighbour = windows["index"][:, None] + offsets  # (N, D)
-    exists = (neighbour >= 0) & (
-        neighbour < tf.gather(windows["num_windows"], request)[:, None]
-    )
+    exists = (neighbour >= 0) & (neighbour < tf.gather(windows["num_windows"], request)[:, None])
     n_start = neighbour * tf.gather(windows["stride"], request)[:, None]
     n_length = tf.minimum(
         tf.gather(doc_len, request)[:, None] - n_start,

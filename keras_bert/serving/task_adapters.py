@@ -69,9 +69,7 @@ def _backbone_text(module, text_a, text_b):
 def _fill_mask_text(module, text_a, text_b):
     features = module.preprocess(text_a, text_b, split_masks=True)
     token_ids = features["token_ids"]  # (B, T)
-    positions = tf.broadcast_to(
-        tf.range(module.seq_len, dtype=tf.int32), tf.shape(token_ids)
-    )
+    positions = tf.broadcast_to(tf.range(module.seq_len, dtype=tf.int32), tf.shape(token_ids))
     is_mask = token_ids == module.special_ids["mask"]
     positions = tf.ragged.boolean_mask(positions, is_mask)[:, : module.max_masks]
     mask_positions = positions.to_tensor(
@@ -129,12 +127,8 @@ def _span_text(module, question, context):
     query = {k: pieces[k][:batch] for k in names}  # (B, None)
     doc = {k: pieces[k][batch:] for k in names}
     doc_len = doc["token_ids"].row_lengths()  # (B,)
-    query_len = tf.minimum(
-        query["token_ids"].row_lengths(), module.max_query_length
-    )
-    windows = squad_windows.doc_windows(
-        query_len, doc_len, module.seq_len, module.doc_stride
-    )
+    query_len = tf.minimum(query["token_ids"].row_lengths(), module.max_query_length)
+    windows = squad_windows.doc_windows(query_len, doc_len, module.seq_len, module.doc_stride)
     request = windows["request"]  # (N,)
     # Window n: its request's question, then context pieces
     # [start, start + length), gathered from the flat pieces of the batch.
@@ -171,9 +165,7 @@ def _span_text(module, question, context):
     end = tf.gather_nd(ends, tf.stack([window, best["end"]], 1))
     start = tf.where(found, start, -1)
     end = tf.where(found, end, -1)
-    answer = tf.strings.substr(
-        context, tf.maximum(start, 0), tf.maximum(end - start, 0)
-    )
+    answer = tf.strings.substr(context, tf.maximum(start, 0), tf.maximum(end - start, 0))
     return {
         "answer": tf.where(found, answer, ""),
         "start_offset": start,  # UTF-8 bytes into text_b; -1 = no answer.
@@ -187,9 +179,7 @@ def _span_text(module, question, context):
 
 def _tagger_text(module, text_a, text_b):
     del text_b  # Taggers read one segment.
-    features = module.preprocess(
-        text_a, extras=("word_index",), whole_words=True
-    )
+    features = module.preprocess(text_a, extras=("word_index",), whole_words=True)
     logits = _call(module, module.model_inputs(features))  # (B, T, N)
     label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (B, T)
     word = features["word_index"]  # (B, T), -1 for special tokens.
@@ -209,9 +199,7 @@ def _tagger_text(module, text_a, text_b):
     starts = tf.where(in_row, features["word_start_offsets"], -1)
     ends = tf.where(in_row, features["word_end_offsets"], -1)
     text = tf.broadcast_to(text_a[:, None], tf.shape(word))
-    words = tf.strings.substr(
-        text, tf.maximum(starts, 0), tf.maximum(ends - starts, 0)
-    )
+    words = tf.strings.substr(text, tf.maximum(starts, 0), tf.maximum(ends - starts, 0))
     names = _label_names(module.model, module.model.num_labels)
     labels = tf.gather(names, tf.maximum(word_label, 0))
     return {
@@ -286,22 +274,14 @@ class TaskAdapter:
 
 ADAPTERS = {
     "BertBackbone": TaskAdapter("pair", _backbone_text, _ids_outputs("")),
-    "BertPretrainer": TaskAdapter(
-        "pair", _fill_mask_text, _ids_outputs(""), mask_positions=True
-    ),
-    "BertClassifier": TaskAdapter(
-        "pair", _classifier_text, _ids_outputs("logits")
-    ),
+    "BertPretrainer": TaskAdapter("pair", _fill_mask_text, _ids_outputs(""), mask_positions=True),
+    "BertClassifier": TaskAdapter("pair", _classifier_text, _ids_outputs("logits")),
     "BertRegressor": TaskAdapter("pair", _regressor_text, _ids_outputs("score")),
     "BertSpanLabeler": TaskAdapter(
         "question_context", _span_text, _ids_outputs(""), whole_text=True
     ),
-    "BertTokenClassifier": TaskAdapter(
-        "single", _tagger_text, _ids_outputs("logits")
-    ),
-    "BertMultipleChoice": TaskAdapter(
-        "choices", _multiple_choice_text, _ids_outputs("logits")
-    ),
+    "BertTokenClassifier": TaskAdapter("single", _tagger_text, _ids_outputs("logits")),
+    "BertMultipleChoice": TaskAdapter("choices", _multiple_choice_text, _ids_outputs("logits")),
 }
 
 
@@ -311,9 +291,7 @@ def adapter_for(model):
         if cls.__name__ in ADAPTERS:
             adapter = ADAPTERS[cls.__name__]
             if cls.__name__ == "BertMultipleChoice":
-                adapter = dataclasses.replace(
-                    adapter, ids_shape=(None, model.num_choices, None)
-                )
+                adapter = dataclasses.replace(adapter, ids_shape=(None, model.num_choices, None))
             return adapter
     raise ValueError(
         "`model` must be one of " + ", ".join(sorted(ADAPTERS)) + " (or a "

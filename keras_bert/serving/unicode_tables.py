@@ -81,9 +81,7 @@ def unicode_tables():
         if category in ("Cn", "Co", "Cs"):  # Unassigned, private, surrogate.
             continue
         flags = 0
-        if cp in (0, 0xFFFD) or (
-            category in ("Cc", "Cf") and ch not in "\t\n\r"
-        ):
+        if cp in (0, 0xFFFD) or (category in ("Cc", "Cf") and ch not in "\t\n\r"):
             flags |= DELETE
         elif ch in " \t\n\r" or category == "Zs" or ch.isspace():
             flags |= SPACE

@@ -48,13 +48,11 @@ def read_conll(path, tagged=True):
                 continue
             if len(columns) < 2:
                 raise TaskDataError(
-                    f"{path}:{line_number}: expected a word and a tag, "
-                    f"found {line.strip()!r}"
+                    f"{path}:{line_number}: expected a word and a tag, found {line.strip()!r}"
                 )
             if not _TAG.match(columns[-1]):
                 raise TaskDataError(
-                    f"{path}:{line_number}: {columns[-1]!r} is not an "
-                    "IOB tag (O, B-TYPE, I-TYPE)"
+                    f"{path}:{line_number}: {columns[-1]!r} is not an IOB tag (O, B-TYPE, I-TYPE)"
                 )
             words.append(columns[0])
             tags.append(columns[-1])
@@ -93,7 +91,7 @@ def tagging_features(sentences, tokenizer, max_seq_length, label_names):
         tokens, token_labels, starts = [tokenizer.cls_id], [IGNORED_LABEL], []
         full = False
         tags = sentence.tags or ["O"] * len(sentence.words)  # Untagged: unused.
-        for word, tag in zip(sentence.words, tags):
+        for _word, tag in zip(sentence.words, tags):
             word_pieces = next(pieces)
             # Once a word does not fit, the rest of the sentence is cut.
             full = full or len(tokens) - 1 + len(word_pieces) > budget

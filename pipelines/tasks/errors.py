@@ -21,8 +21,7 @@ def text_file_errors(path):
     except UnicodeDecodeError as error:
         # `error.start` counts from the decoder's chunk, not the file.
         raise TaskDataError(
-            f"{path}: not UTF-8 text ({error.reason} "
-            f"0x{error.object[error.start]:02x})"
+            f"{path}: not UTF-8 text ({error.reason} 0x{error.object[error.start]:02x})"
         ) from None
     except csv.Error as error:
         raise TaskDataError(f"{path}: not a text table: {error}") from None

@@ -137,7 +137,10 @@ def make_dataset(
     else:
         ds = ds.map(with_mask)
     if num_choices:
-        fold = lambda x: {k: tf.reshape(v, [num_choices, -1]) for k, v in x.items()}
+
+        def fold(x):
+            return {k: tf.reshape(v, [num_choices, -1]) for k, v in x.items()}
+
         ds = ds.map((lambda x, y: (fold(x), y)) if labels is not None else fold)
     pad_values = tf.nest.map_structure(
         lambda v: tf.constant(v, tf.int32) if isinstance(v, int) else tf.constant(v, tf.float32),
@@ -152,11 +155,9 @@ def make_dataset(
                 bucket_batch_sizes=[batch_size] * (len(bucket_boundaries) + 1),
                 padding_values=pad_values,
             )
-            return _round_lengths(ds, pad_values, length_multiple).prefetch(
-                tf.data.AUTOTUNE)
+            return _round_lengths(ds, pad_values, length_multiple).prefetch(tf.data.AUTOTUNE)
     ds = ds.padded_batch(batch_size, padding_values=pad_values)
-    return _round_lengths(ds, pad_values, length_multiple).prefetch(
-        tf.data.AUTOTUNE)
+    return _round_lengths(ds, pad_values, length_multiple).prefetch(tf.data.AUTOTUNE)
 
 
 def _round_lengths(ds, pad_values, multiple):
@@ -174,8 +175,7 @@ def _round_lengths(ds, pad_values, multiple):
         return tf.pad(t, paddings, constant_values=tf.cast(value, t.dtype))
 
     def pad_batch(*batch):  # (x, y) with labels, x without.
-        return tf.nest.map_structure(
-            pad, batch if len(batch) > 1 else batch[0], pad_values)
+        return tf.nest.map_structure(pad, batch if len(batch) > 1 else batch[0], pad_values)
 
     return ds.map(pad_batch)
 

@@ -18,10 +18,10 @@ import json
 import logging
 
 from pipelines.tasks.errors import TaskDataError, text_file_errors
-
-logger = logging.getLogger(__name__)
 from pipelines.tasks.features import tokenize_texts
 from pipelines.tasks.task_files import is_file, open_text
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
@@ -101,8 +101,9 @@ def read_squad(path, version_2=False, training=False):
                 raise TaskDataError(f"{path}: {where} has no 'context'")
             context = paragraph["context"]
             if not isinstance(context, str):
-                raise TaskDataError(f"{path}: {where}: 'context' must be text, "
-                                    f"not {type(context).__name__}")
+                raise TaskDataError(
+                    f"{path}: {where}: 'context' must be text, not {type(context).__name__}"
+                )
             words, char_to_word = split_words(context)
             for q, qa in enumerate(paragraph.get("qas", [])):
                 here = f"{where}.qas[{q}]"
@@ -110,8 +111,10 @@ def read_squad(path, version_2=False, training=False):
                     if key not in qa:
                         raise TaskDataError(f"{path}: {here} has no {key!r}")
                 if not isinstance(qa["question"], str):
-                    raise TaskDataError(f"{path}: {here}: 'question' must be text, "
-                                        f"not {type(qa['question']).__name__}")
+                    raise TaskDataError(
+                        f"{path}: {here}: 'question' must be text, "
+                        f"not {type(qa['question']).__name__}"
+                    )
                 is_impossible = bool(qa.get("is_impossible", False)) and version_2
                 answers = [] if is_impossible else qa.get("answers", [])
                 for answer in answers:
@@ -136,8 +139,10 @@ def read_squad(path, version_2=False, training=False):
                         continue
                 examples.append(example)
     if misplaced:
-        message = (f"{path}: {len(misplaced)} of {answerable} answers are not at "
-                   f"their 'answer_start' in the context (first: {misplaced[0]})")
+        message = (
+            f"{path}: {len(misplaced)} of {answerable} answers are not at "
+            f"their 'answer_start' in the context (first: {misplaced[0]})"
+        )
         if 2 * len(misplaced) > answerable:
             raise TaskDataError(message + "; offsets from another file or text?")
         logger.warning("%s; those questions are left out of training.", message)

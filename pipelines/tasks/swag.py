@@ -59,8 +59,7 @@ def read_swag(path):
                 ChoiceExample(
                     context=row["sent1"],
                     endings=[
-                        f"{row['sent2']} {row[f'ending{i}']}".strip()
-                        for i in range(NUM_CHOICES)
+                        f"{row['sent2']} {row[f'ending{i}']}".strip() for i in range(NUM_CHOICES)
                     ],
                     label=label,
                     guid=f"{os.path.basename(path)}-{reader.line_num}",

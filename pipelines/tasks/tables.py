@@ -155,16 +155,19 @@ def read_glue_test(task, path):
         raise TaskDataError(
             f"{path}:1: a GLUE {task} test file has a header 'index' "
             f"(or 'id'), {text_a!r}{f' and {text_b!r}' if text_b else ''}; "
-            f"found {header}")
+            f"found {header}"
+        )
     a, b = header.index(text_a), header.index(text_b) if text_b else None
     examples = []
     for line_number, row in rows:
         if len(row) < len(header):
             raise TaskDataError(
                 f"{path}:{line_number}: expected {len(header)} tab-separated "
-                f"columns as in the header, found {len(row)}")
-        examples.append(Example(text_a=row[a], text_b=row[b] if b is not None else None,
-                                guid=row[0]))
+                f"columns as in the header, found {len(row)}"
+            )
+        examples.append(
+            Example(text_a=row[a], text_b=row[b] if b is not None else None, guid=row[0])
+        )
     return examples
 
 
@@ -176,14 +179,11 @@ def _parse_label(value, label_names, path, line_number):
         except ValueError:
             score = math.nan
         if not math.isfinite(score):  # nan and inf parse, but train to NaN.
-            raise TaskDataError(
-                f"{path}:{line_number}: score {value!r} is not a finite number"
-            )
+            raise TaskDataError(f"{path}:{line_number}: score {value!r} is not a finite number")
         return score
     if value not in label_names:
         raise TaskDataError(
-            f"{path}:{line_number}: unknown label {value!r}; "
-            f"expected one of {list(label_names)}"
+            f"{path}:{line_number}: unknown label {value!r}; expected one of {list(label_names)}"
         )
     return value
 
@@ -227,8 +227,7 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
             missing = [c for c in wanted if c not in (reader.fieldnames or [])]
             if missing:
                 raise TaskDataError(
-                    f"{path}:1: header has no column(s) {missing}; "
-                    f"found {reader.fieldnames}"
+                    f"{path}:1: header has no column(s) {missing}; found {reader.fieldnames}"
                 )
             previous_line = reader.line_num
             for row in reader:
@@ -241,14 +240,19 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
                 # rows after it into one field (CSV allows line breaks in
                 # quoted fields; TSV exports do not write them).
                 if extension == ".tsv" and any(
-                        "\n" in value or "\r" in value for value in row.values()):
+                    "\n" in value or "\r" in value for value in row.values()
+                ):
                     raise TaskDataError(
                         f"{path}:{previous_line + 1}: a quoted field runs on to "
                         f"line {reader.line_num} (a stray '\"'?); a TSV field "
                         "cannot hold a line break"
                     )
                 previous_line = reader.line_num
-                examples.append(_table_example(row, text_column, text_b_column, label_column, path, reader.line_num))
+                examples.append(
+                    _table_example(
+                        row, text_column, text_b_column, label_column, path, reader.line_num
+                    )
+                )
     elif extension in (".jsonl", ".json"):
         with open_text(path) as f, text_file_errors(path):
             for line_number, line in enumerate(f, 1):
@@ -257,15 +261,17 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as error:
-                    raise TaskDataError(f"{path}:{line_number}: invalid JSON: {error.msg}") from None
+                    raise TaskDataError(
+                        f"{path}:{line_number}: invalid JSON: {error.msg}"
+                    ) from None
                 missing = [c for c in wanted if not isinstance(row, dict) or c not in row]
                 if missing:
                     raise TaskDataError(f"{path}:{line_number}: missing key(s) {missing}")
-                examples.append(_table_example(row, text_column, text_b_column, label_column, path, line_number))
+                examples.append(
+                    _table_example(row, text_column, text_b_column, label_column, path, line_number)
+                )
     else:
-        raise TaskDataError(
-            f"{path}: unknown file type {extension!r}; use .csv, .tsv or .jsonl"
-        )
+        raise TaskDataError(f"{path}: unknown file type {extension!r}; use .csv, .tsv or .jsonl")
     return examples
 
 
@@ -274,9 +280,7 @@ def _table_example(row, text_column, text_b_column, label_column, path, line_num
     if label_column:
         label = canonical_label(row[label_column])
         if label is None:
-            raise TaskDataError(
-                f"{path}:{line_number}: empty label in column {label_column!r}"
-            )
+            raise TaskDataError(f"{path}:{line_number}: empty label in column {label_column!r}")
     return Example(
         text_a=str(row[text_column]),
         text_b=str(row[text_b_column]) if text_b_column else None,
@@ -309,9 +313,7 @@ def find_split_file(data_dir, split):
         path = os.path.join(data_dir, split + extension)
         if is_file(path):
             return path
-    raise TaskDataError(
-        f"{data_dir}: no {split}.tsv, {split}.csv or {split}.jsonl file"
-    )
+    raise TaskDataError(f"{data_dir}: no {split}.tsv, {split}.csv or {split}.jsonl file")
 
 
 def classification_features(examples, tokenizer, max_seq_length):

@@ -13,8 +13,9 @@ def is_file(path):
 def open_text(path, newline=None):
     """`open(path, encoding="utf-8", newline=newline)` for any path
     TensorFlow reads: the same decoding and line endings, streamed."""
-    return io.TextIOWrapper(io.BufferedReader(_GFileReader(path)),
-                            encoding="utf-8", newline=newline)
+    return io.TextIOWrapper(
+        io.BufferedReader(_GFileReader(path)), encoding="utf-8", newline=newline
+    )
 
 
 class _GFileReader(io.RawIOBase):
@@ -29,7 +30,7 @@ class _GFileReader(io.RawIOBase):
 
     def readinto(self, buffer):
         data = self._file.read(len(buffer))
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)
 
     def close(self):

@@ -25,17 +25,17 @@ FIXTURES = Path(__file__).resolve().parents[1] / "finetuning" / "fixtures"
 
 def test_backbone_and_pretrainer_load_and_agree():
     backbone = keras.saving.load_model(SAVED / "pretraining" / "backbone.keras")
-    pretrainer = keras.saving.load_model(
-        SAVED / "pretraining" / "pretrainer.keras", compile=False)
+    pretrainer = keras.saving.load_model(SAVED / "pretraining" / "pretrainer.keras", compile=False)
     assert type(backbone).__name__ == "BertBackbone"
     assert type(pretrainer).__name__ == "BertPretrainer"
-    inputs = {"token_ids": np.array([[2, 5, 9, 3, 0, 0]]),
-              "segment_ids": np.zeros((1, 6), "int32"),
-              "padding_mask": np.array([[1, 1, 1, 1, 0, 0]])}
+    inputs = {
+        "token_ids": np.array([[2, 5, 9, 3, 0, 0]]),
+        "segment_ids": np.zeros((1, 6), "int32"),
+        "padding_mask": np.array([[1, 1, 1, 1, 0, 0]]),
+    }
     # The exported backbone is the pretrainer's own: same sequence output.
     alone = keras.ops.convert_to_numpy(backbone(inputs)["sequence_output"])
-    inside = keras.ops.convert_to_numpy(
-        pretrainer.backbone(inputs)["sequence_output"])
+    inside = keras.ops.convert_to_numpy(pretrainer.backbone(inputs)["sequence_output"])
     np.testing.assert_allclose(alone, inside, atol=1e-6)
 
 
@@ -51,8 +51,19 @@ def test_fine_tuning_run_folder_is_evaluated_as_when_it_was_trained(tmp_path):
     shutil.copytree(SAVED / "sst2_run", run)
     trained = json.loads((run / "eval_results.json").read_text())
     out = tmp_path / "scored"
-    assert evaluate(["--model_dir", str(run), "--input", str(FIXTURES / "glue" / "SST-2" / "dev.tsv"),
-                     "--output_dir", str(out)]) == 0
+    assert (
+        evaluate(
+            [
+                "--model_dir",
+                str(run),
+                "--input",
+                str(FIXTURES / "glue" / "SST-2" / "dev.tsv"),
+                "--output_dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     scored = json.loads((out / "eval_results.json").read_text())
     assert scored["eval_examples"] == trained["eval_examples"]
     assert abs(scored["accuracy"] - trained["accuracy"]) < 1e-6

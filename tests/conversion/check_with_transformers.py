@@ -24,9 +24,7 @@ import transformers
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("folder")
-    parser.add_argument(
-        "--expect", help="reference .npz (make_minilm_reference.py)"
-    )
+    parser.add_argument("--expect", help="reference .npz (make_minilm_reference.py)")
     args = parser.parse_args()
 
     with open(os.path.join(args.folder, "config.json")) as f:
@@ -38,9 +36,7 @@ def main():
     problems = {k: v for k, v in info.items() if v}
     if problems:
         raise SystemExit(f"{architecture}: loading problems {problems}")
-    tokenizer = transformers.BertTokenizer(
-        os.path.join(args.folder, "vocab.txt")
-    )
+    tokenizer = transformers.BertTokenizer(os.path.join(args.folder, "vocab.txt"))
     print(
         f"{architecture}: loaded with no missing/unexpected weights; "
         f"tokenizer has {len(tokenizer)} tokens"
@@ -52,12 +48,8 @@ def main():
         with torch.no_grad():
             out = encoder(
                 input_ids=torch.from_numpy(reference["token_ids"]).long(),
-                token_type_ids=torch.from_numpy(
-                    reference["segment_ids"]
-                ).long(),
-                attention_mask=torch.from_numpy(
-                    reference["padding_mask"]
-                ).long(),
+                token_type_ids=torch.from_numpy(reference["segment_ids"]).long(),
+                attention_mask=torch.from_numpy(reference["padding_mask"]).long(),
             )
         for key, value in (
             ("sequence_output", out.last_hidden_state),

@@ -8,15 +8,9 @@ import pytest
 def inputs():
     """Two sequences of length 7, the second padded after 4 tokens."""
     return {
-        "token_ids": np.array(
-            [[2, 7, 8, 9, 3, 10, 3], [2, 11, 12, 3, 0, 0, 0]], "int32"
-        ),
-        "segment_ids": np.array(
-            [[0, 0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 0, 0, 0]], "int32"
-        ),
-        "padding_mask": np.array(
-            [[1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0, 0]], "int32"
-        ),
+        "token_ids": np.array([[2, 7, 8, 9, 3, 10, 3], [2, 11, 12, 3, 0, 0, 0]], "int32"),
+        "segment_ids": np.array([[0, 0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 0, 0, 0]], "int32"),
+        "padding_mask": np.array([[1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0, 0]], "int32"),
     }
 
 

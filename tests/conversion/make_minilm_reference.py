@@ -61,9 +61,7 @@ def make_tiny_pretraining():
     vocab += [f"tok{i}" for i in range(35)]
     with open(os.path.join(TINY_FOLDER, "vocab.txt"), "w") as f:
         f.write("".join(token + "\n" for token in vocab))
-    token_ids = np.array(
-        [[2, 7, 8, 4, 3, 10, 11, 3], [2, 12, 4, 3, 0, 0, 0, 0]], "int32"
-    )
+    token_ids = np.array([[2, 7, 8, 4, 3, 10, 11, 3], [2, 12, 4, 3, 0, 0, 0, 0]], "int32")
     segment_ids = np.array([[0, 0, 0, 0, 0, 1, 1, 1], [0] * 8], "int32")
     padding_mask = (np.arange(8) < np.array([[8], [4]])).astype("int32")
     with torch.no_grad():

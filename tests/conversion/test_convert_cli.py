@@ -20,15 +20,11 @@ from tests.conversion.tiny_bert import (
 )
 from tests.reference_bert import bert_forward
 
-ROOT = os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_report(tmp_path, capsys):
-    write_google_checkpoint(
-        tmp_path / "google", random_weights(original_shapes(heads=False))
-    )
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
 
     assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
 
@@ -52,17 +48,20 @@ def test_hidden_activation_picks_the_gelu(tmp_path, capsys, inputs):
     google = str(tmp_path / "google")
 
     def reference(approximate):
-        return bert_forward(weights, num_heads=TINY["num_heads"],
-                            approximate_gelu=approximate, **inputs)[0]
+        return bert_forward(
+            weights, num_heads=TINY["num_heads"], approximate_gelu=approximate, **inputs
+        )[0]
 
     erf, tanh = reference(False), reference(True)
     # The two references are far enough apart for the check to tell them.
     assert np.abs(erf - tanh).max() > 1e-4
 
     outputs = {}
-    for flag, form in [(None, "exact GELU, x * Phi(x) with erf"),
-                       ("gelu", "exact GELU, x * Phi(x) with erf"),
-                       ("gelu_approximate", "tanh approximation of GELU")]:
+    for flag, form in [
+        (None, "exact GELU, x * Phi(x) with erf"),
+        ("gelu", "exact GELU, x * Phi(x) with erf"),
+        ("gelu_approximate", "tanh approximation of GELU"),
+    ]:
         dst = str(tmp_path / f"{flag}.keras")
         argv = [google, dst] + (["--hidden_activation", flag] if flag else [])
         assert main(argv) == 0
@@ -79,19 +78,15 @@ def test_hidden_activation_picks_the_gelu(tmp_path, capsys, inputs):
     np.testing.assert_allclose(outputs["gelu_approximate"], tanh, atol=1e-5)
 
     # Hugging Face output names the tanh form "gelu_new".
-    assert main([google, str(tmp_path / "hf"),
-                 "--hidden_activation", "gelu_approximate"]) == 0
+    assert main([google, str(tmp_path / "hf"), "--hidden_activation", "gelu_approximate"]) == 0
     with open(tmp_path / "hf" / "config.json") as f:
         assert json.load(f)["hidden_act"] == "gelu_new"
 
 
 def test_bad_hidden_activation_is_one_line(tmp_path, capsys):
-    write_google_checkpoint(
-        tmp_path / "google", random_weights(original_shapes(heads=False))
-    )
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
 
-    argv = [str(tmp_path / "google"), str(tmp_path / "m.keras"),
-            "--hidden_activation", "tanh"]
+    argv = [str(tmp_path / "google"), str(tmp_path / "m.keras"), "--hidden_activation", "tanh"]
     assert main(argv) == 2
 
     assert capsys.readouterr().err == (
@@ -103,9 +98,7 @@ def test_bad_hidden_activation_is_one_line(tmp_path, capsys):
 
 def test_vocab_of_another_size_is_refused(tmp_path, capsys):
     # One embedding row per token is what export and fine-tuning need.
-    write_google_checkpoint(
-        tmp_path / "google", random_weights(original_shapes(heads=False))
-    )
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     vocab = tmp_path / "small_vocab.txt"
     vocab.write_text("".join(f"tok{i}\n" for i in range(30)))
 
@@ -121,9 +114,7 @@ def test_vocab_of_another_size_is_refused(tmp_path, capsys):
 
 
 def test_overwrite_through_a_symlink_replaces_its_target(tmp_path, capsys):
-    write_google_checkpoint(
-        tmp_path / "google", random_weights(original_shapes(heads=False))
-    )
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
     os.symlink(tmp_path / "hf", tmp_path / "link")
 
@@ -132,13 +123,14 @@ def test_overwrite_through_a_symlink_replaces_its_target(tmp_path, capsys):
     assert os.path.islink(tmp_path / "link")
     assert sorted(os.listdir(tmp_path)) == ["google", "hf", "link"]
     assert sorted(os.listdir(tmp_path / "link")) == [
-        "config.json", "model.safetensors", "vocab.txt"]
+        "config.json",
+        "model.safetensors",
+        "vocab.txt",
+    ]
 
 
 def test_existing_destination_needs_overwrite(tmp_path, capsys):
-    write_google_checkpoint(
-        tmp_path / "google", random_weights(original_shapes(heads=False))
-    )
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     os.makedirs(tmp_path / "hf")
     (tmp_path / "hf" / "keep.txt").write_text("mine")
 
@@ -148,9 +140,7 @@ def test_existing_destination_needs_overwrite(tmp_path, capsys):
 
 
 def test_overwrite_replaces_a_previous_output(tmp_path, capsys):
-    write_google_checkpoint(
-        tmp_path / "google", random_weights(original_shapes(heads=False))
-    )
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     google, hf = str(tmp_path / "google"), str(tmp_path / "hf")
     assert main([google, hf]) == 0
     (tmp_path / "hf" / "config.json").write_text("stale")
@@ -165,17 +155,19 @@ def test_overwrite_replaces_a_previous_output(tmp_path, capsys):
 @pytest.mark.parametrize(
     "dst, make, message",
     [
-        ("hf", "folder", "not replaced: --overwrite replaces only a folder "
-         "holding config.json, model.safetensors, vocab.txt; it also holds "
-         "keep.txt, sub."),
+        (
+            "hf",
+            "folder",
+            "not replaced: --overwrite replaces only a folder "
+            "holding config.json, model.safetensors, vocab.txt; it also holds "
+            "keep.txt, sub.",
+        ),
         ("hf", "file", "is a file, not a Hugging Face folder; not replaced."),
         ("m.keras", "folder", "is a folder, not a .keras file; not replaced."),
     ],
 )
 def test_overwrite_never_deletes_user_files(tmp_path, capsys, dst, make, message):
-    write_google_checkpoint(
-        tmp_path / "google", random_weights(original_shapes(heads=False))
-    )
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     path = tmp_path / dst
     if make == "folder":
         (path / "sub").mkdir(parents=True)
@@ -197,13 +189,9 @@ def test_overwrite_never_deletes_user_files(tmp_path, capsys, dst, make, message
 
 
 def test_unwritable_destination_is_one_line(tmp_path, capsys, monkeypatch):
-    write_google_checkpoint(
-        tmp_path / "google", random_weights(original_shapes(heads=False))
-    )
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     # Tests may run as root, which chmod cannot lock out.
-    monkeypatch.setattr(
-        "keras_bert.conversion.converter.os.access", lambda path, mode: False
-    )
+    monkeypatch.setattr("keras_bert.conversion.converter.os.access", lambda path, mode: False)
 
     assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 2
 
@@ -214,16 +202,12 @@ def test_unwritable_destination_is_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_unreadable_source_is_one_line(tmp_path, capsys, monkeypatch):
-    write_google_checkpoint(
-        tmp_path / "google", random_weights(original_shapes(heads=False))
-    )
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied", str(tmp_path / "google"))
 
-    monkeypatch.setattr(
-        "keras_bert.conversion.converter.read_google_checkpoint", refuse
-    )
+    monkeypatch.setattr("keras_bert.conversion.converter.read_google_checkpoint", refuse)
 
     assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 2
 
@@ -268,9 +252,7 @@ def test_entry_point_exits_non_zero_without_traceback(tmp_path):
     )
 
     assert result.returncode == 2
-    errors = [
-        line for line in result.stderr.splitlines() if line.startswith("error:")
-    ]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1
     assert "bert/pooler/dense/kernel (8, 3) vs (8, 8)" in errors[0]
     assert "Traceback" not in result.stderr
@@ -278,18 +260,14 @@ def test_entry_point_exits_non_zero_without_traceback(tmp_path):
 
 
 def test_weights_file_destination_is_refused(tmp_path, capsys):
-    assert (
-        main([str(tmp_path / "missing"), str(tmp_path / "x.weights.h5")]) == 2
-    )
+    assert main([str(tmp_path / "missing"), str(tmp_path / "x.weights.h5")]) == 2
     assert "a `.keras` file or a folder" in capsys.readouterr().err
     assert main([str(tmp_path / "missing"), str(tmp_path / "out.keras")]) == 2
     assert "no such checkpoint" in capsys.readouterr().err
 
 
 def test_outputs_follow_the_umask(tmp_path):
-    write_google_checkpoint(
-        tmp_path / "google", random_weights(original_shapes(heads=False))
-    )
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     previous = os.umask(0o027)
     try:
         assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
@@ -305,10 +283,16 @@ def test_outputs_follow_the_umask(tmp_path):
         assert mode(f"hf/{name}") == 0o640
 
 
-@pytest.mark.parametrize("flag, heads", [
-    ("--with_heads", True), ("--with-heads", True),
-    ("--without_heads", False), ("--without-heads", False), (None, None),
-])
+@pytest.mark.parametrize(
+    "flag, heads",
+    [
+        ("--with_heads", True),
+        ("--with-heads", True),
+        ("--without_heads", False),
+        ("--without-heads", False),
+        (None, None),
+    ],
+)
 def test_heads_flags_snake_case_and_hyphenated(flag, heads, monkeypatch, capsys):
     received = {}
 

@@ -35,16 +35,10 @@ def test_every_weight_lands_in_place(tmp_path, inputs, mask_positions):
     assert "training-state" in "\n".join(report)
     outputs = model(dict(inputs, mask_positions=mask_positions), training=False)
     encoded = model.backbone(inputs, training=False)
-    sequence, pooled = bert_forward(
-        weights, num_heads=TINY["num_heads"], **inputs
-    )
+    sequence, pooled = bert_forward(weights, num_heads=TINY["num_heads"], **inputs)
     mlm, nsp = pretraining_heads(weights, sequence, pooled, mask_positions)
-    np.testing.assert_allclose(
-        _numpy(encoded["sequence_output"]), sequence, atol=1e-5
-    )
-    np.testing.assert_allclose(
-        _numpy(encoded["pooled_output"]), pooled, atol=1e-5
-    )
+    np.testing.assert_allclose(_numpy(encoded["sequence_output"]), sequence, atol=1e-5)
+    np.testing.assert_allclose(_numpy(encoded["pooled_output"]), pooled, atol=1e-5)
     np.testing.assert_allclose(_numpy(outputs["mlm"]), mlm, atol=1e-4)
     np.testing.assert_allclose(_numpy(outputs["nsp"]), nsp, atol=1e-5)
 
@@ -59,9 +53,7 @@ def test_encoder_only_checkpoint_gives_backbone(tmp_path, inputs):
     assert isinstance(model, keras_bert.BertBackbone)
     assert checkpoint.part_status() == {"pooler": "carried"}
     sequence, _ = bert_forward(weights, num_heads=TINY["num_heads"], **inputs)
-    np.testing.assert_allclose(
-        run_model(model, inputs)["sequence_output"], sequence, atol=1e-5
-    )
+    np.testing.assert_allclose(run_model(model, inputs)["sequence_output"], sequence, atol=1e-5)
 
 
 def _broken(tmp_path, change):
@@ -79,18 +71,12 @@ def _broken(tmp_path, change):
         ),
         (
             lambda w: w.update(
-                {
-                    "bert/encoder/layer_2/output/dense/bias": w[
-                        "bert/pooler/dense/bias"
-                    ]
-                }
+                {"bert/encoder/layer_2/output/dense/bias": w["bert/pooler/dense/bias"]}
             ),
             "1 unexpected: bert/encoder/layer_2/output/dense/bias",
         ),
         (
-            lambda w: w.update(
-                {"bert/pooler/dense/kernel": np.zeros((8, 9), "float32")}
-            ),
+            lambda w: w.update({"bert/pooler/dense/kernel": np.zeros((8, 9), "float32")}),
             "bert/pooler/dense/kernel (8, 9) vs (8, 8)",
         ),
         (
@@ -109,9 +95,7 @@ def test_mismatch_is_listed(tmp_path, change, expected):
 
 
 def test_corrupt_checkpoint(tmp_path):
-    prefix = write_google_checkpoint(
-        tmp_path / "google", random_weights(original_shapes())
-    )
+    prefix = write_google_checkpoint(tmp_path / "google", random_weights(original_shapes()))
     (data,) = [p for p in (tmp_path / "google").iterdir() if ".data-" in p.name]
     data.write_bytes(data.read_bytes()[:100])
     with pytest.raises(CheckpointError, match="unreadable TF checkpoint"):
@@ -119,9 +103,7 @@ def test_corrupt_checkpoint(tmp_path):
 
 
 def test_missing_config(tmp_path):
-    prefix = write_google_checkpoint(
-        tmp_path / "google", random_weights(original_shapes())
-    )
+    prefix = write_google_checkpoint(tmp_path / "google", random_weights(original_shapes()))
     os.remove(tmp_path / "google" / "bert_config.json")
     with pytest.raises(CheckpointError, match="no bert_config.json"):
         read_google_checkpoint(prefix + ".index")

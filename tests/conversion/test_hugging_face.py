@@ -75,9 +75,7 @@ def _numpy(x):
     return np.asarray(keras.ops.convert_to_numpy(x))
 
 
-def write_hf_folder(
-    folder, weights, prefix="", config=None, vocab=VOCAB, rename=None
-):
+def write_hf_folder(folder, weights, prefix="", config=None, vocab=VOCAB, rename=None):
     """A Hugging Face folder as transformers writes it, from original names."""
     os.makedirs(folder, exist_ok=True)
     tensors = {}
@@ -86,13 +84,9 @@ def write_hf_folder(
         tensors[(rename or {}).get(hf_name, hf_name)] = np.ascontiguousarray(
             value.T if transpose else value
         )
-    save_file(
-        tensors, os.path.join(folder, "model.safetensors"), {"format": "pt"}
-    )
+    save_file(tensors, os.path.join(folder, "model.safetensors"), {"format": "pt"})
     with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(
-            dict(bert_config_json(), model_type="bert", **(config or {})), f
-        )
+        json.dump(dict(bert_config_json(), model_type="bert", **(config or {})), f)
     if vocab:
         with open(os.path.join(folder, "vocab.txt"), "w") as f:
             f.write("".join(t + "\n" for t in vocab))
@@ -119,12 +113,8 @@ def test_minilm_matches_transformers():
         training=False,
     )
     assert reference["padding_mask"].min() == 0  # The batch has padding.
-    sequence_diff = np.abs(
-        _numpy(outputs["sequence_output"]) - reference["sequence_output"]
-    )
-    pooled_diff = np.abs(
-        _numpy(outputs["pooled_output"]) - reference["pooled_output"]
-    )
+    sequence_diff = np.abs(_numpy(outputs["sequence_output"]) - reference["sequence_output"])
+    pooled_diff = np.abs(_numpy(outputs["pooled_output"]) - reference["pooled_output"])
     assert sequence_diff.max() < 1e-4, sequence_diff.max()
     assert pooled_diff.max() < 1e-4, pooled_diff.max()
 
@@ -134,14 +124,10 @@ def test_pretraining_heads_match_transformers():
     model = read_hugging_face(TINY_PRETRAINING).to_model()
     assert isinstance(model, keras_bert.BertPretrainer)
 
-    features = {
-        k: reference[k] for k in ("token_ids", "segment_ids", "padding_mask")
-    }
+    features = {k: reference[k] for k in ("token_ids", "segment_ids", "padding_mask")}
     length = features["token_ids"].shape[1]
     every_position = np.tile(np.arange(length, dtype="int32"), (2, 1))
-    outputs = model(
-        dict(features, mask_positions=every_position), training=False
-    )
+    outputs = model(dict(features, mask_positions=every_position), training=False)
     encoded = model.backbone(features, training=False)
 
     for actual, key in (
@@ -150,9 +136,7 @@ def test_pretraining_heads_match_transformers():
         (outputs["mlm"], "mlm_logits"),
         (outputs["nsp"], "nsp_logits"),
     ):
-        np.testing.assert_allclose(
-            _numpy(actual), reference[key], atol=1e-4, err_msg=key
-        )
+        np.testing.assert_allclose(_numpy(actual), reference[key], atol=1e-4, err_msg=key)
 
 
 @pytest.mark.slow
@@ -165,9 +149,7 @@ def test_minilm_round_trip_keeps_every_tensor(tmp_path):
     del original["embeddings.position_ids"]
     assert sorted(written) == sorted(original)
     for name in original:
-        np.testing.assert_array_equal(
-            written[name], original[name], err_msg=name
-        )
+        np.testing.assert_array_equal(written[name], original[name], err_msg=name)
     with open(os.path.join(source, "vocab.txt")) as f:
         assert (tmp_path / "hf" / "vocab.txt").read_text() == f.read()
     config = json.loads((tmp_path / "hf" / "config.json").read_text())
@@ -190,19 +172,13 @@ def test_layouts_load_in_place(tmp_path, inputs, mask_positions, prefix):
     if prefix:  # BertForPreTraining: heads come along.
         assert isinstance(model, keras_bert.BertPretrainer)
         mlm, nsp = pretraining_heads(weights, sequence, pooled, mask_positions)
-        outputs = model(
-            dict(features, mask_positions=mask_positions), training=False
-        )
+        outputs = model(dict(features, mask_positions=mask_positions), training=False)
         np.testing.assert_allclose(_numpy(outputs["mlm"]), mlm, atol=1e-4)
         np.testing.assert_allclose(_numpy(outputs["nsp"]), nsp, atol=1e-5)
         model = model.backbone
     outputs = model(features, training=False)
-    np.testing.assert_allclose(
-        _numpy(outputs["sequence_output"]), sequence, atol=1e-5
-    )
-    np.testing.assert_allclose(
-        _numpy(outputs["pooled_output"]), pooled, atol=1e-5
-    )
+    np.testing.assert_allclose(_numpy(outputs["sequence_output"]), sequence, atol=1e-5)
+    np.testing.assert_allclose(_numpy(outputs["pooled_output"]), pooled, atol=1e-5)
     assert model.vocabulary == VOCAB
 
 
@@ -230,9 +206,7 @@ def test_transformers_folder_round_trips_identically(tmp_path):
     written = load_file(tmp_path / "back" / "model.safetensors")
     assert sorted(written) == sorted(original)
     for name in original:
-        np.testing.assert_array_equal(
-            written[name], original[name], err_msg=name
-        )
+        np.testing.assert_array_equal(written[name], original[name], err_msg=name)
 
 
 def test_ours_to_hf_to_ours_is_identical(tmp_path, inputs, mask_positions):
@@ -245,25 +219,19 @@ def test_ours_to_hf_to_ours_is_identical(tmp_path, inputs, mask_positions):
     report = convert(tmp_path / "hf", tmp_path / "back.keras")
     restored = keras.saving.load_model(tmp_path / "back.keras")
 
-    assert "masked-LM head carried; next-sentence head carried" in "\n".join(
-        report
-    )
+    assert "masked-LM head carried; next-sentence head carried" in "\n".join(report)
     features = dict(inputs, mask_positions=mask_positions)
     expected = model(features, training=False)
     actual = restored(features, training=False)
     for key in ("mlm", "nsp"):
-        np.testing.assert_array_equal(
-            _numpy(actual[key]), _numpy(expected[key])
-        )
+        np.testing.assert_array_equal(_numpy(actual[key]), _numpy(expected[key]))
     assert restored.backbone.vocabulary == VOCAB
 
 
 def test_masked_lm_folder_initialises_missing_parts(tmp_path):
     # BertForMaskedLM: `bert.` prefix, masked-LM head, no pooler, no NSP.
     shapes = original_shapes(pooler=False)
-    weights = random_weights(
-        {k: v for k, v in shapes.items() if "seq_rel" not in k}
-    )
+    weights = random_weights({k: v for k, v in shapes.items() if "seq_rel" not in k})
     write_hf_folder(tmp_path / "hf", weights, "bert.")
 
     report = "\n".join(convert(tmp_path / "hf", tmp_path / "model.keras"))
@@ -284,15 +252,9 @@ def test_heads_can_be_dropped_or_added(tmp_path):
     assert isinstance(checkpoint.to_model(heads=False), keras_bert.BertBackbone)
     assert checkpoint.part_status(heads=False)["masked-LM head"] == "dropped"
 
-    write_hf_folder(
-        tmp_path / "plain", random_weights(original_shapes(heads=False))
-    )
-    report = "\n".join(
-        convert(tmp_path / "plain", tmp_path / "m.keras", heads=True)
-    )
-    assert (
-        "masked-LM head initialised; next-sentence head initialised" in report
-    )
+    write_hf_folder(tmp_path / "plain", random_weights(original_shapes(heads=False)))
+    report = "\n".join(convert(tmp_path / "plain", tmp_path / "m.keras", heads=True))
+    assert "masked-LM head initialised; next-sentence head initialised" in report
 
 
 LEGACY_GAMMA = "bert.embeddings.LayerNorm.gamma"
@@ -307,22 +269,16 @@ def test_legacy_and_tied_names(tmp_path, inputs):
         # Old checkpoints spell LayerNorm weights gamma/beta.
         rename={"bert.embeddings.LayerNorm.weight": LEGACY_GAMMA},
     )
-    tensors["cls.predictions.decoder.weight"] = tensors[
-        "bert.embeddings.word_embeddings.weight"
-    ]
+    tensors["cls.predictions.decoder.weight"] = tensors["bert.embeddings.word_embeddings.weight"]
     tensors["cls.predictions.decoder.bias"] = tensors["cls.predictions.bias"]
     save_file(tensors, tmp_path / "hf" / "model.safetensors")
 
     model = read_hugging_face(tmp_path / "hf").to_model()
     sequence, _ = bert_forward(weights, num_heads=2, **inputs)
     outputs = model.backbone(inputs, training=False)
-    np.testing.assert_allclose(
-        _numpy(outputs["sequence_output"]), sequence, atol=1e-5
-    )
+    np.testing.assert_allclose(_numpy(outputs["sequence_output"]), sequence, atol=1e-5)
 
-    tensors["cls.predictions.decoder.weight"] = (
-        tensors["cls.predictions.decoder.weight"] + 1
-    )
+    tensors["cls.predictions.decoder.weight"] = tensors["cls.predictions.decoder.weight"] + 1
     save_file(tensors, tmp_path / "hf" / "model.safetensors")
     with pytest.raises(CheckpointError, match="not tied"):
         read_hugging_face(tmp_path / "hf")
@@ -333,9 +289,7 @@ def test_legacy_and_tied_names(tmp_path, inputs):
 
 def test_mismatched_folder_lists_names(tmp_path):
     weights = random_weights(original_shapes(heads=False))
-    tensors = write_hf_folder(
-        tmp_path / "hf", weights, config={"hidden_size": 12}
-    )
+    tensors = write_hf_folder(tmp_path / "hf", weights, config={"hidden_size": 12})
     tensors["classifier.weight"] = np.zeros((2, 8), "float32")
     save_file(tensors, tmp_path / "hf" / "model.safetensors")
 
@@ -359,9 +313,7 @@ def test_pickle_weights_are_refused(tmp_path):
 
 
 def test_corrupt_safetensors(tmp_path):
-    write_hf_folder(
-        tmp_path / "hf", random_weights(original_shapes(heads=False))
-    )
+    write_hf_folder(tmp_path / "hf", random_weights(original_shapes(heads=False)))
     path = tmp_path / "hf" / "model.safetensors"
     path.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(CheckpointError, match="unreadable safetensors"):
@@ -383,8 +335,9 @@ def test_hidden_act(act, expected):
 
 @pytest.mark.parametrize("attention, expected", [(0.1, None), (0.0, 0.0)])
 def test_attention_dropout_round_trips_through_config_json(attention, expected):
-    config = dict(bert_config_json(), hidden_dropout_prob=0.1,
-                  attention_probs_dropout_prob=attention)
+    config = dict(
+        bert_config_json(), hidden_dropout_prob=0.1, attention_probs_dropout_prob=attention
+    )
     ours = backbone_config_from_json(config)
     assert ours["attention_dropout"] == expected
     back = json_from_backbone_config(ours, "BertModel")
@@ -407,21 +360,15 @@ def test_sharded_half_precision_folder(tmp_path, inputs):
         half = {n: tensors[n].astype("float16") for n in shard_names}
         save_file(half, tmp_path / "hf" / shard, {"format": "pt"})
     index = {"weight_map": {n: s for s, ns in shards.items() for n in ns}}
-    (tmp_path / "hf" / "model.safetensors.index.json").write_text(
-        json.dumps(index)
-    )
+    (tmp_path / "hf" / "model.safetensors.index.json").write_text(json.dumps(index))
 
     checkpoint = read_hugging_face(tmp_path / "hf")
 
     assert "cast float16 to float32" in checkpoint.notes
-    half_weights = {
-        k: v.astype("float16").astype("float32") for k, v in weights.items()
-    }
+    half_weights = {k: v.astype("float16").astype("float32") for k, v in weights.items()}
     sequence, _ = bert_forward(half_weights, num_heads=2, **inputs)
     outputs = checkpoint.to_model()(inputs, training=False)
-    np.testing.assert_allclose(
-        _numpy(outputs["sequence_output"]), sequence, atol=1e-5
-    )
+    np.testing.assert_allclose(_numpy(outputs["sequence_output"]), sequence, atol=1e-5)
 
 
 def test_vocab_option_replaces_the_folders(tmp_path):
@@ -434,16 +381,10 @@ def test_vocab_option_replaces_the_folders(tmp_path):
     (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
 
     assert read_hugging_face(tmp_path / "hf").vocabulary is None
-    report = convert(
-        tmp_path / "hf", tmp_path / "m.keras", vocab=tmp_path / "vocab.txt"
-    )
+    report = convert(tmp_path / "hf", tmp_path / "m.keras", vocab=tmp_path / "vocab.txt")
 
     assert f"vocab: 40 tokens from {tmp_path / 'vocab.txt'}" in report
     assert keras.saving.load_model(tmp_path / "m.keras").vocabulary == vocab
     (tmp_path / "long.txt").write_text("\n".join(vocab + ["extra"]))
-    with pytest.raises(
-        CheckpointError, match="41 tokens, but .* has 40 token embeddings"
-    ):
-        convert(
-            tmp_path / "hf", tmp_path / "x.keras", vocab=tmp_path / "long.txt"
-        )
+    with pytest.raises(CheckpointError, match="41 tokens, but .* has 40 token embeddings"):
+        convert(tmp_path / "hf", tmp_path / "x.keras", vocab=tmp_path / "long.txt")

@@ -75,9 +75,7 @@ def test_preset_folder(tmp_path, hub_backbone, inputs):
     (folder / "config.json").write_text(
         json.dumps(keras.saving.serialize_keras_object(hub_backbone))
     )
-    (folder / "assets" / "tokenizer" / "vocabulary.txt").write_text(
-        "\n".join(VOCAB)
-    )
+    (folder / "assets" / "tokenizer" / "vocabulary.txt").write_text("\n".join(VOCAB))
 
     model = read_keras_hub(folder).to_model()
 
@@ -109,7 +107,5 @@ def test_corrupt_weights_file(tmp_path, hub_backbone):
 def test_other_archives_are_refused(tmp_path):
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
     model.save(tmp_path / "other.keras")
-    with pytest.raises(
-        CheckpointError, match="expected a keras-hub BertBackbone"
-    ):
+    with pytest.raises(CheckpointError, match="expected a keras-hub BertBackbone"):
         convert(tmp_path / "other.keras", tmp_path / "out.keras")

@@ -109,9 +109,7 @@ def random_weights(shapes, seed=0):
     return weights
 
 
-def write_google_checkpoint(
-    folder, weights, config=TINY, vocab=VOCAB, slots=False
-):
+def write_google_checkpoint(folder, weights, config=TINY, vocab=VOCAB, slots=False):
     """Writes `bert_model.ckpt`, `bert_config.json`, `vocab.txt` (TF1 names)."""
     import tensorflow as tf
 
@@ -122,9 +120,7 @@ def write_google_checkpoint(
             for name, value in weights.items()
         }
         if slots:  # What run_pretraining.py leaves next to the weights.
-            variables["global_step"] = tf.compat.v1.Variable(
-                np.int64(1000), name="global_step"
-            )
+            variables["global_step"] = tf.compat.v1.Variable(np.int64(1000), name="global_step")
             for name, value in weights.items():
                 for slot in ("adam_m", "adam_v"):
                     variables[f"{name}/{slot}"] = tf.compat.v1.Variable(

@@ -26,8 +26,13 @@ def checkpoint(tmp_path_factory):
     from keras_bert.models import BertBackbone
 
     backbone = BertBackbone(
-        vocabulary_size=174, num_layers=1, num_heads=2, hidden_dim=16,
-        intermediate_dim=32, max_sequence_length=384)
+        vocabulary_size=174,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=384,
+    )
     backbone.vocabulary = (FIXTURES / "vocab.txt").read_text().splitlines()
     path = tmp_path_factory.mktemp("ckpt") / "tiny.keras"
     backbone.save(path)

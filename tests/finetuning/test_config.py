@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from keras_bert.finetuning.config import FinetuneConfigError, load_finetune_config
-from keras_bert.optimization import create_optimizer
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
+from keras_bert.optimization import create_optimizer
 
 
 def test_every_task_has_a_config_file():
@@ -14,7 +14,11 @@ def test_every_task_has_a_config_file():
         assert config.task == task
         assert config.training.batch_size in (16, 32)
     squad = load_finetune_config("squad_v1", default_config_file("squad_v1"))
-    assert (squad.data.max_seq_length, squad.data.doc_stride, squad.data.max_query_length) == (384, 128, 64)
+    assert (squad.data.max_seq_length, squad.data.doc_stride, squad.data.max_query_length) == (
+        384,
+        128,
+        64,
+    )
     assert (squad.squad.n_best_size, squad.squad.max_answer_length) == (20, 30)
 
 
@@ -30,8 +34,13 @@ def test_paper_defaults():
 def test_overrides_are_typed_and_strict():
     config = load_finetune_config(
         "sst2",
-        overrides=["optimizer.learning_rate=5e-5", "training.epochs=2", "data.lower_case=false",
-                   "data.label_names=[neg, pos]", "data.train_limit=null"],
+        overrides=[
+            "optimizer.learning_rate=5e-5",
+            "training.epochs=2",
+            "data.lower_case=false",
+            "data.label_names=[neg, pos]",
+            "data.train_limit=null",
+        ],
     )
     assert config.optimizer.learning_rate == 5e-5 and config.training.epochs == 2.0
     assert config.data.lower_case is False and config.data.label_names == ["neg", "pos"]
@@ -48,7 +57,9 @@ def test_overrides_are_typed_and_strict():
 def test_unknown_key_in_yaml(tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text("training:\n  batchsize: 8\n")
-    with pytest.raises(FinetuneConfigError, match=r"x.yaml: unknown config key 'training.batchsize'"):
+    with pytest.raises(
+        FinetuneConfigError, match=r"x.yaml: unknown config key 'training.batchsize'"
+    ):
         load_finetune_config("sst2", path)
 
 
@@ -64,9 +75,14 @@ def test_optimizer_warms_up_over_ten_percent():
 def test_optimizer_and_schedule_are_chosen_by_name():
     from keras_bert.optimization import AdamWeightDecay
 
-    config = load_finetune_config("sst2", overrides=[
-        "optimizer.name=adam_weight_decay", "optimizer.decay_start=step_0",
-        "optimizer.learning_rate=1e-4"])
+    config = load_finetune_config(
+        "sst2",
+        overrides=[
+            "optimizer.name=adam_weight_decay",
+            "optimizer.decay_start=step_0",
+            "optimizer.learning_rate=1e-4",
+        ],
+    )
     optimizer = create_optimizer(config.optimizer, total_steps=100)
     assert isinstance(optimizer, AdamWeightDecay)
     assert optimizer.weight_decay_rate == 0.01
@@ -97,5 +113,11 @@ def test_config_files_are_found_from_another_directory(monkeypatch, tmp_path):
 def test_written_config_keeps_fine_tunings_optimizer_keys():
     config = load_finetune_config("sst2", default_config_file("sst2"))
     assert list(config.to_dict()["optimizer"]) == [
-        "name", "decay_start", "learning_rate", "warmup_fraction",
-        "weight_decay", "epsilon", "global_clipnorm"]
+        "name",
+        "decay_start",
+        "learning_rate",
+        "warmup_fraction",
+        "weight_decay",
+        "epsilon",
+        "global_clipnorm",
+    ]

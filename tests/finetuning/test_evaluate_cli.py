@@ -15,8 +15,13 @@ FAMILIES = [
     ("sst2", "glue", "SST-2/dev.tsv", "predictions.jsonl", []),
     ("stsb", "glue", "STS-B/dev.tsv", "predictions.jsonl", []),
     ("classification", "generic", "dev.csv", "predictions.jsonl", []),
-    ("squad_v1", "squad", "dev-v1.1.json", "predictions.json",
-     ["data.max_seq_length=64", "data.doc_stride=16"]),
+    (
+        "squad_v1",
+        "squad",
+        "dev-v1.1.json",
+        "predictions.json",
+        ["data.max_seq_length=64", "data.doc_stride=16"],
+    ),
     ("conll2003", "conll", "valid.txt", "predictions.txt", []),
     ("swag", "swag", "val.csv", "predictions.jsonl", []),
 ]
@@ -24,15 +29,13 @@ FAMILIES = [
 
 @pytest.mark.parametrize("task, folder, dev_file, predictions, overrides", FAMILIES)
 def test_scores_the_dev_file_as_fine_tuning_did(
-        checkpoint, fixtures, tmp_path, capsys, task, folder, dev_file,
-        predictions, overrides):
+    checkpoint, fixtures, tmp_path, capsys, task, folder, dev_file, predictions, overrides
+):
     run = tmp_path / "run"
     trained = finetune(task, fixtures / folder, checkpoint, run, *overrides)
-    before = {p: (run / p).read_bytes() for p in os.listdir(run)
-              if (run / p).is_file()}
+    before = {p: (run / p).read_bytes() for p in os.listdir(run) if (run / p).is_file()}
     capsys.readouterr()
-    assert evaluate(["--model_dir", str(run), "--input",
-                     str(fixtures / folder / dev_file)]) == 0
+    assert evaluate(["--model_dir", str(run), "--input", str(fixtures / folder / dev_file)]) == 0
     out, err = capsys.readouterr()
     printed = json.loads(out)  # Progress goes to stderr: stdout is the JSON.
     assert re.search(r"(\d+)/\1", err), err
@@ -41,9 +44,11 @@ def test_scores_the_dev_file_as_fine_tuning_did(
     assert written == printed
     assert written["task"] == task and written["predictions_file"] == predictions
     assert (out / predictions).is_file()
-    metrics = {k: v for k, v in trained.items()
-               if isinstance(v, float) and not k.endswith("_seconds")
-               and k != "final_train_loss"}
+    metrics = {
+        k: v
+        for k, v in trained.items()
+        if isinstance(v, float) and not k.endswith("_seconds") and k != "final_train_loss"
+    }
     assert metrics
     for name, value in metrics.items():
         assert written[name] == pytest.approx(value, abs=1e-6), name
@@ -74,14 +79,17 @@ def test_unknown_label_is_one_line(sst2_run, tmp_path, capsys):
 
 
 def test_folder_without_a_fine_tuning_run_is_one_line(fixtures, tmp_path, capsys):
-    err = one_line_error(["--model_dir", str(tmp_path), "--input",
-                          str(fixtures / "glue" / "SST-2" / "dev.tsv")], capsys)
+    err = one_line_error(
+        ["--model_dir", str(tmp_path), "--input", str(fixtures / "glue" / "SST-2" / "dev.tsv")],
+        capsys,
+    )
     assert err == f"error: {tmp_path / 'config.yaml'}: no such config file"
 
 
 def test_missing_input_is_one_line(sst2_run, tmp_path, capsys):
-    err = one_line_error(["--model_dir", str(sst2_run), "--input",
-                          str(tmp_path / "nope.tsv")], capsys)
+    err = one_line_error(
+        ["--model_dir", str(sst2_run), "--input", str(tmp_path / "nope.tsv")], capsys
+    )
     assert err == f"error: {tmp_path / 'nope.tsv'}: no such file"
 
 
@@ -96,8 +104,14 @@ def test_tags_the_model_never_saw_are_one_line(checkpoint, fixtures, tmp_path, c
 
 def test_squad_file_without_answers_is_one_line(checkpoint, fixtures, tmp_path, capsys):
     run = tmp_path / "run"
-    finetune("squad_v1", fixtures / "squad", checkpoint, run,
-             "data.max_seq_length=64", "data.doc_stride=16")
+    finetune(
+        "squad_v1",
+        fixtures / "squad",
+        checkpoint,
+        run,
+        "data.max_seq_length=64",
+        "data.doc_stride=16",
+    )
     squad = json.loads((fixtures / "squad" / "dev-v1.1.json").read_text())
     for article in squad["data"]:
         for paragraph in article["paragraphs"]:

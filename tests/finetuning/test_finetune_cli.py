@@ -25,8 +25,16 @@ QUICK = ["training.epochs=1", "training.batch_size=4", "training.verbose=0"]
 
 
 def finetune(task, data_dir, checkpoint, model_dir, *overrides, export=False):
-    args = ["--task", task, "--data_dir", str(data_dir), "--init_checkpoint", checkpoint,
-            "--model_dir", str(model_dir)]
+    args = [
+        "--task",
+        task,
+        "--data_dir",
+        str(data_dir),
+        "--init_checkpoint",
+        checkpoint,
+        "--model_dir",
+        str(model_dir),
+    ]
     for item in QUICK + [f"export.enabled={str(export).lower()}"] + list(overrides):
         args += ["--set", item]
     assert main(args) == 0
@@ -58,10 +66,13 @@ def test_regression_end_to_end(checkpoint, fixtures, tmp_path):
     assert all(isinstance(r["prediction"], float) for r in rows)
     # A fresh interpreter loads the compiled model (optimizer and its
     # learning-rate schedule included) after nothing but `import keras_bert`.
-    load = ("import keras, keras_bert, sys; "
-            "m = keras.saving.load_model(sys.argv[1]); print(type(m).__name__)")
-    done = subprocess.run([sys.executable, "-c", load, str(tmp_path / "model.keras")],
-                          capture_output=True, text=True)
+    load = (
+        "import keras, keras_bert, sys; "
+        "m = keras.saving.load_model(sys.argv[1]); print(type(m).__name__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", load, str(tmp_path / "model.keras")], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-1] == "BertRegressor"
 
@@ -73,8 +84,14 @@ def test_generic_csv_classification(checkpoint, fixtures, tmp_path):
 
 
 def test_squad_end_to_end(checkpoint, fixtures, tmp_path):
-    results = finetune("squad_v1", fixtures / "squad", checkpoint, tmp_path,
-                       "data.max_seq_length=64", "data.doc_stride=16")
+    results = finetune(
+        "squad_v1",
+        fixtures / "squad",
+        checkpoint,
+        tmp_path,
+        "data.max_seq_length=64",
+        "data.doc_stride=16",
+    )
     assert set(results) >= {"exact_match", "f1"} and results["eval_examples"] == 4
     predictions = json.loads((tmp_path / "predictions.json").read_text())
     assert set(predictions) == {"q1", "q2", "q3", "q4"}
@@ -102,9 +119,20 @@ def test_multiple_choice_end_to_end(checkpoint, fixtures, tmp_path):
         ("swag", "swag", []),
         ("mnli", "glue", []),
         ("cola", "glue", []),
-        ("pair_classification", "generic", ["data.train_file=train.jsonl", "data.dev_file=dev.jsonl"]),
-        ("regression", "generic", ["data.train_file=reg_train.tsv", "data.dev_file=reg_dev.tsv",
-                                   "data.label_column=score"]),
+        (
+            "pair_classification",
+            "generic",
+            ["data.train_file=train.jsonl", "data.dev_file=dev.jsonl"],
+        ),
+        (
+            "regression",
+            "generic",
+            [
+                "data.train_file=reg_train.tsv",
+                "data.dev_file=reg_dev.tsv",
+                "data.label_column=score",
+            ],
+        ),
     ],
 )
 def test_every_task_exports(checkpoint, fixtures, tmp_path, task, folder, overrides):
@@ -114,9 +142,15 @@ def test_every_task_exports(checkpoint, fixtures, tmp_path, task, folder, overri
 
 @pytest.mark.slow
 def test_tiny_model_learns_sst2_fixture(checkpoint, fixtures, tmp_path):
-    results = finetune("sst2", fixtures / "glue", checkpoint, tmp_path,
-                       "training.epochs=40", "optimizer.learning_rate=1e-2",
-                       "data.dev_file=train.tsv")
+    results = finetune(
+        "sst2",
+        fixtures / "glue",
+        checkpoint,
+        tmp_path,
+        "training.epochs=40",
+        "optimizer.learning_rate=1e-2",
+        "data.dev_file=train.tsv",
+    )
     assert results["accuracy"] == 1.0
 
 
@@ -127,39 +161,70 @@ def test_tiny_model_learns_sst2_fixture(checkpoint, fixtures, tmp_path):
         (["--set", "training.epochs=many"], "training.epochs must be float"),
         (["--data_dir", "/nonexistent"], "--data_dir /nonexistent: no such directory"),
         (["--init_checkpoint", "/nonexistent.keras"], "/nonexistent.keras: no such checkpoint"),
-        (["--init_checkpoint", "random:bert_huge"],
-         "--init_checkpoint random:bert_huge: Unknown model config 'bert_huge'"),
-        (["--set", "data.max_seq_length=1"],
-         "data.max_seq_length must be >= 5. Received: data.max_seq_length=1"),
+        (
+            ["--init_checkpoint", "random:bert_huge"],
+            "--init_checkpoint random:bert_huge: Unknown model config 'bert_huge'",
+        ),
+        (
+            ["--set", "data.max_seq_length=1"],
+            "data.max_seq_length must be >= 5. Received: data.max_seq_length=1",
+        ),
         (["--set", "export.seq_len=4"], "export.seq_len must be >= 5. Received: export.seq_len=4"),
-        (["--set", "training.batch_size=-8"],
-         "training.batch_size must be >= 1. Received: training.batch_size=-8"),
-        (["--set", "training.batch_size="],
-         "training.batch_size must be >= 1. Received: training.batch_size=None"),
-        (["--set", "training.epochs=0"],
-         "training.epochs must be finite and > 0. Received: training.epochs=0.0"),
-        (["--set", "training.epochs=.inf"],
-         "training.epochs must be finite and > 0. Received: training.epochs=inf"),
-        (["--set", "training.epochs=[1"], "--set: training.epochs is not a YAML value. Received: '[1'"),
-        (["--set", "optimizer.learning_rate=-1"],
-         "optimizer.learning_rate must be finite and > 0. Received: optimizer.learning_rate=-1.0"),
-        (["--set", "optimizer.weight_decay=-5"],
-         "optimizer.weight_decay must be finite and >= 0. Received: optimizer.weight_decay=-5.0"),
-        (["--set", "optimizer.warmup_fraction=2"],
-         "optimizer.warmup_fraction must be between 0 and 1. Received: "
-         "optimizer.warmup_fraction=2.0"),
-        (["--set", "optimizer.global_clipnorm=0"],
-         "optimizer.global_clipnorm must be finite and > 0 (or null: no clipping). "
-         "Received: optimizer.global_clipnorm=0.0"),
-        (["--set", "training.dropout=1.5"],
-         "training.dropout must be >= 0 and < 1. Received: training.dropout=1.5"),
-        (["--set", "optimizer.learning_rate=.nan"],
-         "optimizer.learning_rate must be finite and > 0. Received: optimizer.learning_rate=nan"),
+        (
+            ["--set", "training.batch_size=-8"],
+            "training.batch_size must be >= 1. Received: training.batch_size=-8",
+        ),
+        (
+            ["--set", "training.batch_size="],
+            "training.batch_size must be >= 1. Received: training.batch_size=None",
+        ),
+        (
+            ["--set", "training.epochs=0"],
+            "training.epochs must be finite and > 0. Received: training.epochs=0.0",
+        ),
+        (
+            ["--set", "training.epochs=.inf"],
+            "training.epochs must be finite and > 0. Received: training.epochs=inf",
+        ),
+        (
+            ["--set", "training.epochs=[1"],
+            "--set: training.epochs is not a YAML value. Received: '[1'",
+        ),
+        (
+            ["--set", "optimizer.learning_rate=-1"],
+            "optimizer.learning_rate must be finite and > 0. Received: optimizer.learning_rate=-1.0",
+        ),
+        (
+            ["--set", "optimizer.weight_decay=-5"],
+            "optimizer.weight_decay must be finite and >= 0. Received: optimizer.weight_decay=-5.0",
+        ),
+        (
+            ["--set", "optimizer.warmup_fraction=2"],
+            "optimizer.warmup_fraction must be between 0 and 1. Received: "
+            "optimizer.warmup_fraction=2.0",
+        ),
+        (
+            ["--set", "optimizer.global_clipnorm=0"],
+            "optimizer.global_clipnorm must be finite and > 0 (or null: no clipping). "
+            "Received: optimizer.global_clipnorm=0.0",
+        ),
+        (
+            ["--set", "training.dropout=1.5"],
+            "training.dropout must be >= 0 and < 1. Received: training.dropout=1.5",
+        ),
+        (
+            ["--set", "optimizer.learning_rate=.nan"],
+            "optimizer.learning_rate must be finite and > 0. Received: optimizer.learning_rate=nan",
+        ),
     ],
 )
 def test_input_errors_are_one_line(checkpoint, fixtures, tmp_path, capsys, args, message):
-    base = {"--task": "sst2", "--data_dir": str(fixtures / "glue"),
-            "--init_checkpoint": checkpoint, "--model_dir": str(tmp_path)}
+    base = {
+        "--task": "sst2",
+        "--data_dir": str(fixtures / "glue"),
+        "--init_checkpoint": checkpoint,
+        "--model_dir": str(tmp_path),
+    }
     extra = []
     for flag, value in zip(args[::2], args[1::2]):
         if flag in base:
@@ -177,11 +242,22 @@ def test_malformed_data_is_one_line(checkpoint, fixtures, tmp_path, capsys):
     data.mkdir()
     (data / "train.tsv").write_text((fixtures / "bad/train.tsv").read_text())
     (data / "dev.tsv").write_text("sentence\tlabel\nok\t1\n")
-    argv = ["--task", "sst2", "--data_dir", str(data), "--init_checkpoint", checkpoint,
-            "--model_dir", str(tmp_path / "out")]
+    argv = [
+        "--task",
+        "sst2",
+        "--data_dir",
+        str(data),
+        "--init_checkpoint",
+        checkpoint,
+        "--model_dir",
+        str(tmp_path / "out"),
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"error: {data}/train.tsv:3: expected at least 2 tab-separated columns for sst2, found 1"
+    assert (
+        err
+        == f"error: {data}/train.tsv:3: expected at least 2 tab-separated columns for sst2, found 1"
+    )
 
 
 def test_single_class_training_set_is_one_line(checkpoint, tmp_path, capsys):
@@ -189,24 +265,42 @@ def test_single_class_training_set_is_one_line(checkpoint, tmp_path, capsys):
     data.mkdir()
     (data / "train.csv").write_text("text,label\na good film,pos\na fine film,pos \n")
     (data / "dev.csv").write_text("text,label\nok,pos\n")
-    argv = ["--task", "classification", "--data_dir", str(data), "--init_checkpoint",
-            checkpoint, "--model_dir", str(tmp_path / "out")]
+    argv = [
+        "--task",
+        "classification",
+        "--data_dir",
+        str(data),
+        "--init_checkpoint",
+        checkpoint,
+        "--model_dir",
+        str(tmp_path / "out"),
+    ]
     assert main(argv) == 2
     assert capsys.readouterr().err == (
         f"error: {data}/train.csv: one class only (['pos']); a classifier needs at "
-        "least 2 (data.label_names lists them when the training file lacks some)\n")
+        "least 2 (data.label_names lists them when the training file lacks some)\n"
+    )
 
 
-@pytest.mark.parametrize("setup, message", [
-    ("pretraining", "holds a pre-training run; fine-tune into another folder "
-     "(--init_checkpoint takes its backbone.keras)"),
-    ("other_task", "holds a fine-tuning run of task 'cola'; pick another folder "
-     "for 'sst2'"),
-    ("running", "finetune.lock is held by pid {pid} on host {host}: another "
-     "fine-tuning is using this model_dir."),
-])
-def test_model_dir_of_another_run_is_left_alone(checkpoint, fixtures, tmp_path, capsys,
-                                                setup, message):
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (
+            "pretraining",
+            "holds a pre-training run; fine-tune into another folder "
+            "(--init_checkpoint takes its backbone.keras)",
+        ),
+        ("other_task", "holds a fine-tuning run of task 'cola'; pick another folder for 'sst2'"),
+        (
+            "running",
+            "finetune.lock is held by pid {pid} on host {host}: another "
+            "fine-tuning is using this model_dir.",
+        ),
+    ],
+)
+def test_model_dir_of_another_run_is_left_alone(
+    checkpoint, fixtures, tmp_path, capsys, setup, message
+):
     import os
     import socket
 
@@ -220,8 +314,16 @@ def test_model_dir_of_another_run_is_left_alone(checkpoint, fixtures, tmp_path, 
     else:  # A live holder: this very process, as a concurrent run would be.
         (model_dir / "finetune.lock").write_text(f"{os.getpid()} {socket.gethostname()}\n")
     before = {p.name: p.read_bytes() for p in model_dir.iterdir() if p.is_file()}
-    argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"), "--init_checkpoint",
-            checkpoint, "--model_dir", str(model_dir)]
+    argv = [
+        "--task",
+        "sst2",
+        "--data_dir",
+        str(fixtures / "glue"),
+        "--init_checkpoint",
+        checkpoint,
+        "--model_dir",
+        str(model_dir),
+    ]
 
     assert main(argv) == 2
 
@@ -242,38 +344,71 @@ def test_full_disk_is_one_line(checkpoint, fixtures, small_disk):
     import subprocess
 
     disk = small_disk("64k")
-    argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"),
-            "--init_checkpoint", checkpoint, "--model_dir", str(disk / "out")]
+    argv = [
+        "--task",
+        "sst2",
+        "--data_dir",
+        str(fixtures / "glue"),
+        "--init_checkpoint",
+        checkpoint,
+        "--model_dir",
+        str(disk / "out"),
+    ]
     for item in QUICK + ["export.enabled=false"]:
         argv += ["--set", item]
-    result = subprocess.run([sys.executable, "-m", "keras_bert.finetune", *argv],
-                            capture_output=True, text=True, cwd=os.getcwd())
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_bert.finetune", *argv],
+        capture_output=True,
+        text=True,
+        cwd=os.getcwd(),
+    )
     assert result.returncode == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         f"error: no space left on device in {disk / 'out'}: free space and run the "
         "same command again (it replaces what this run wrote; nothing is left "
-        "half-written).")
+        "half-written)."
+    )
 
 
 def test_missing_vocabulary_needs_vocab_flag(fixtures, tmp_path, capsys):
-    backbone = BertBackbone(vocabulary_size=174, num_layers=1, num_heads=2,
-                            hidden_dim=8, intermediate_dim=16)
+    backbone = BertBackbone(
+        vocabulary_size=174, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16
+    )
     path = str(tmp_path / "novocab.keras")
     backbone.save(path)
-    argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"), "--init_checkpoint", path,
-            "--model_dir", str(tmp_path / "out")]
+    argv = [
+        "--task",
+        "sst2",
+        "--data_dir",
+        str(fixtures / "glue"),
+        "--init_checkpoint",
+        path,
+        "--model_dir",
+        str(tmp_path / "out"),
+    ]
     assert main(argv) == 2
     assert "pass --vocab" in capsys.readouterr().err
 
 
 def test_vocab_flag_is_copied_into_the_model_folder(fixtures, tmp_path):
-    backbone = BertBackbone(vocabulary_size=174, num_layers=1, num_heads=2,
-                            hidden_dim=8, intermediate_dim=16)
+    backbone = BertBackbone(
+        vocabulary_size=174, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16
+    )
     path = str(tmp_path / "novocab.keras")
     backbone.save(path)
-    argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"), "--init_checkpoint", path,
-            "--model_dir", str(tmp_path / "out"), "--vocab", str(fixtures / "vocab.txt")]
+    argv = [
+        "--task",
+        "sst2",
+        "--data_dir",
+        str(fixtures / "glue"),
+        "--init_checkpoint",
+        path,
+        "--model_dir",
+        str(tmp_path / "out"),
+        "--vocab",
+        str(fixtures / "vocab.txt"),
+    ]
     for item in QUICK + ["export.enabled=false"]:
         argv += ["--set", item]
     assert main(argv) == 0
@@ -296,8 +431,16 @@ REGRESSION = ["--set", "data.label_column=score", "--set", "export.enabled=false
 @pytest.mark.parametrize("bad", ["nan", "inf", "-Infinity"])
 def test_non_finite_regression_labels_are_one_line(checkpoint, fixtures, tmp_path, capsys, bad):
     data = _regression_data(tmp_path, fixtures, bad)
-    argv = ["--task", "regression", "--data_dir", str(data), "--init_checkpoint", checkpoint,
-            "--model_dir", str(tmp_path / "out")] + REGRESSION
+    argv = [
+        "--task",
+        "regression",
+        "--data_dir",
+        str(data),
+        "--init_checkpoint",
+        checkpoint,
+        "--model_dir",
+        str(tmp_path / "out"),
+    ] + REGRESSION
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err == f"error: train.tsv-3: label '{bad}' is not a finite number (train)\n"
@@ -311,11 +454,20 @@ def test_non_finite_glue_score_is_one_line(checkpoint, fixtures, tmp_path, capsy
     rows[1] = rows[1].rsplit("\t", 1)[0] + "\tnan"
     (data / "train.tsv").write_text("\n".join(rows) + "\n")
     (data / "dev.tsv").write_text((fixtures / "glue/STS-B/dev.tsv").read_text())
-    argv = ["--task", "stsb", "--data_dir", str(data), "--init_checkpoint", checkpoint,
-            "--model_dir", str(tmp_path / "out")]
+    argv = [
+        "--task",
+        "stsb",
+        "--data_dir",
+        str(data),
+        "--init_checkpoint",
+        checkpoint,
+        "--model_dir",
+        str(tmp_path / "out"),
+    ]
     assert main(argv) == 2
     assert capsys.readouterr().err == (
-        f"error: {data}/train.tsv:2: score 'nan' is not a finite number\n")
+        f"error: {data}/train.tsv:2: score 'nan' is not a finite number\n"
+    )
 
 
 def test_nan_loss_stops_the_run(checkpoint, fixtures, tmp_path, capsys, monkeypatch):
@@ -324,8 +476,16 @@ def test_nan_loss_stops_the_run(checkpoint, fixtures, tmp_path, capsys, monkeypa
     # Past the label check, as any other cause of divergence would be.
     monkeypatch.setattr(SentenceTask, "_check_labels", lambda *args: None)
     data = _regression_data(tmp_path, fixtures, "nan")
-    argv = ["--task", "regression", "--data_dir", str(data), "--init_checkpoint", checkpoint,
-            "--model_dir", str(tmp_path / "out")] + REGRESSION
+    argv = [
+        "--task",
+        "regression",
+        "--data_dir",
+        str(data),
+        "--init_checkpoint",
+        checkpoint,
+        "--model_dir",
+        str(tmp_path / "out"),
+    ] + REGRESSION
     for item in QUICK:
         argv += ["--set", item]
     assert main(argv) == 2
@@ -379,10 +539,14 @@ def _write(path, data):
         ({"data/train.tsv": b""}, "{tmp}/data/train.tsv: no examples"),
         ({"data/train.tsv": b"sentence\tlabel\n"}, "{tmp}/data/train.tsv: no examples"),
         ({"data/dev.tsv": b"sentence\tlabel\n"}, "{tmp}/data/dev.tsv: no examples"),
-        ({"data/train.tsv": b"sentence\tlabel\ncaf\xe9\t1\n"},
-         "{tmp}/data/train.tsv: not UTF-8 text (invalid continuation byte 0xe9)"),
-        ({"data/train.tsv": bytes(range(256))},
-         "{tmp}/data/train.tsv: not UTF-8 text (invalid start byte 0x80)"),
+        (
+            {"data/train.tsv": b"sentence\tlabel\ncaf\xe9\t1\n"},
+            "{tmp}/data/train.tsv: not UTF-8 text (invalid continuation byte 0xe9)",
+        ),
+        (
+            {"data/train.tsv": bytes(range(256))},
+            "{tmp}/data/train.tsv: not UTF-8 text (invalid start byte 0x80)",
+        ),
         ({"bad.yaml": b"training: {batch_size: 8\n"}, "{tmp}/bad.yaml: not a YAML file: "),
         ({"bad.yaml": b"\xff\xfe"}, "{tmp}/bad.yaml: not a YAML file: "),
         ({"out": b"mine"}, "--model_dir {tmp}/out: is a file, not a folder"),
@@ -395,8 +559,16 @@ def test_bad_files_are_one_line(checkpoint, fixtures, tmp_path, capsys, setup, m
     _write(data / "dev.tsv", (fixtures / "glue/SST-2/dev.tsv").read_bytes())
     for name, content in setup.items():
         _write(tmp_path / name, content)
-    argv = ["--task", "sst2", "--data_dir", str(data), "--init_checkpoint", checkpoint,
-            "--model_dir", str(tmp_path / ("file/out" if "file" in setup else "out"))]
+    argv = [
+        "--task",
+        "sst2",
+        "--data_dir",
+        str(data),
+        "--init_checkpoint",
+        checkpoint,
+        "--model_dir",
+        str(tmp_path / ("file/out" if "file" in setup else "out")),
+    ]
     if "bad.yaml" in setup:
         argv += ["--config", str(tmp_path / "bad.yaml")]
     assert main(argv) == 2
@@ -410,22 +582,40 @@ def test_truncated_checkpoint_is_named_as_such(checkpoint, fixtures, tmp_path, c
     data = open(checkpoint, "rb").read()
     broken = tmp_path / "broken.keras"
     broken.write_bytes(data[: len(data) // 2])
-    argv = ["--task", "sst2", "--data_dir", str(fixtures / "glue"), "--init_checkpoint",
-            str(broken), "--model_dir", str(tmp_path / "out")]
+    argv = [
+        "--task",
+        "sst2",
+        "--data_dir",
+        str(fixtures / "glue"),
+        "--init_checkpoint",
+        str(broken),
+        "--model_dir",
+        str(tmp_path / "out"),
+    ]
     assert main(argv) == 2
     assert capsys.readouterr().err == (
-        f"error: {broken}: not a .keras archive (truncated or corrupt zip file)\n")
+        f"error: {broken}: not a .keras archive (truncated or corrupt zip file)\n"
+    )
 
 
 def test_empty_training_file_of_any_task_is_one_line(checkpoint, fixtures, tmp_path, capsys):
     data = tmp_path / "data"
     _write(data / "train.txt", b"-DOCSTART- -X- -X- O\n\n")
     _write(data / "valid.txt", (fixtures / "conll/valid.txt").read_bytes())
-    argv = ["--task", "conll2003", "--data_dir", str(data), "--init_checkpoint", checkpoint,
-            "--model_dir", str(tmp_path / "out")]
+    argv = [
+        "--task",
+        "conll2003",
+        "--data_dir",
+        str(data),
+        "--init_checkpoint",
+        checkpoint,
+        "--model_dir",
+        str(tmp_path / "out"),
+    ]
     assert main(argv) == 2
     assert capsys.readouterr().err == (
-        f"error: --data_dir {data}: the training file holds no examples\n")
+        f"error: --data_dir {data}: the training file holds no examples\n"
+    )
 
 
 def copy_to_ram(ram_dir, checkpoint, fixtures):
@@ -437,14 +627,19 @@ def copy_to_ram(ram_dir, checkpoint, fixtures):
     for name in ("train.tsv", "dev.tsv"):
         tf.io.gfile.copy(str(fixtures / "glue" / "SST-2" / name), f"{ram_dir}/data/{name}")
     tf.io.gfile.copy(checkpoint, f"{ram_dir}/tiny.keras")
-    return (["--task", "sst2", "--data_dir", f"{ram_dir}/data",
-             "--init_checkpoint", f"{ram_dir}/tiny.keras",
-             "--model_dir", f"{ram_dir}/run"]
-            + [arg for item in QUICK for arg in ("--set", item)])
+    return [
+        "--task",
+        "sst2",
+        "--data_dir",
+        f"{ram_dir}/data",
+        "--init_checkpoint",
+        f"{ram_dir}/tiny.keras",
+        "--model_dir",
+        f"{ram_dir}/run",
+    ] + [arg for item in QUICK for arg in ("--set", item)]
 
 
-def test_data_checkpoint_and_model_dir_on_a_remote_file_system(
-        checkpoint, fixtures, ram_dir):
+def test_data_checkpoint_and_model_dir_on_a_remote_file_system(checkpoint, fixtures, ram_dir):
     import tensorflow as tf
 
     from keras_bert.predict import main as predict
@@ -453,7 +648,12 @@ def test_data_checkpoint_and_model_dir_on_a_remote_file_system(
     assert main(argv + ["--set", "export.enabled=false"]) == 0
     run = f"{ram_dir}/run"
     assert set(tf.io.gfile.listdir(run)) == {
-        "config.yaml", "vocab.txt", "model.keras", "predictions.jsonl", "eval_results.json"}
+        "config.yaml",
+        "vocab.txt",
+        "model.keras",
+        "predictions.jsonl",
+        "eval_results.json",
+    }
     with tf.io.gfile.GFile(f"{run}/eval_results.json") as f:
         results = json.load(f)
     assert results["eval_examples"] == 4 and 0.0 <= results["accuracy"] <= 1.0
@@ -468,12 +668,12 @@ def test_data_checkpoint_and_model_dir_on_a_remote_file_system(
 @pytest.mark.skipif(
     keras.backend.backend() != "tensorflow",
     reason="under JAX and PyTorch the SavedModel is written by a child "
-           "process, and a child's ram:// is its own (gs:// is shared)")
+    "process, and a child's ram:// is its own (gs:// is shared)",
+)
 def test_export_into_a_model_dir_on_a_remote_file_system(checkpoint, fixtures, ram_dir):
     import tensorflow as tf
 
-    assert main(copy_to_ram(ram_dir, checkpoint, fixtures)
-                + ["--set", "export.enabled=true"]) == 0
+    assert main(copy_to_ram(ram_dir, checkpoint, fixtures) + ["--set", "export.enabled=true"]) == 0
     with tf.io.gfile.GFile(f"{ram_dir}/run/eval_results.json") as f:
         export_dir = json.load(f)["export_dir"]
     assert export_dir == "export/1"

@@ -20,9 +20,7 @@ def test_matthews_binary_by_hand():
     labels = [1, 1, 1, 0, 0, 0, 0]
     preds = [1, 1, 0, 0, 0, 0, 1]
     tp, tn, fp, fn = 2, 3, 1, 1
-    expected = (tp * tn - fp * fn) / math.sqrt(
-        (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
-    )
+    expected = (tp * tn - fp * fn) / math.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
     assert metrics.matthews_corrcoef(labels, preds) == pytest.approx(expected)
     assert expected == pytest.approx(5 / 12)
     # Constant predictions: undefined, reported as 0 like scikit-learn.
@@ -48,9 +46,7 @@ def test_pearson_and_spearman():
     # Ties take average ranks: y ranks [1, 3.5, 3.5, 2] vs [1, 2, 3, 4];
     # dy = [-1.5, 1, 1, -.5]: Σdxdy = 2.25 - .5 + .5 - .75 = 1.5,
     # Σdx² = 5, Σdy² = 4.5.
-    assert metrics.spearman(x, [0.0, 5.0, 5.0, 1.0]) == pytest.approx(
-        1.5 / math.sqrt(5 * 4.5)
-    )
+    assert metrics.spearman(x, [0.0, 5.0, 5.0, 1.0]) == pytest.approx(1.5 / math.sqrt(5 * 4.5))
 
 
 def test_glue_metrics_agree_with_scipy_and_sklearn():

@@ -8,8 +8,13 @@ from keras_bert.finetuning import config, inference, runner, task, task_registry
 
 def test_public_api():
     assert finetuning.__all__ == [
-        "FinetuningTask", "TASKS", "load_finetune_config", "run_evaluation",
-        "run_finetune", "run_prediction"]
+        "FinetuningTask",
+        "TASKS",
+        "load_finetune_config",
+        "run_evaluation",
+        "run_finetune",
+        "run_prediction",
+    ]
     assert finetuning.run_finetune is runner.run_finetune
     assert finetuning.run_evaluation is inference.run_evaluation
     assert finetuning.run_prediction is inference.run_prediction
@@ -21,4 +26,4 @@ def test_public_api():
 
 def test_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="run_training"):
-        finetuning.run_training
+        _ = finetuning.run_training

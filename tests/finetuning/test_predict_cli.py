@@ -36,7 +36,7 @@ def run_predict(args, capsys):
     capsys.readouterr()
     assert predict(args) == 0
     out = capsys.readouterr().out
-    return json.loads(out[out.index("{"):])
+    return json.loads(out[out.index("{") :])
 
 
 def jsonl(path):
@@ -47,13 +47,19 @@ def test_glue_submission_from_the_official_test_layout(runs, fixtures, tmp_path,
     run = runs("sst2", "glue")
     dev = list(csv.reader(open(fixtures / "glue" / "SST-2" / "dev.tsv"), delimiter="\t"))[1:]
     test = tmp_path / "test.tsv"
-    test.write_text("index\tsentence\n" + "".join(
-        f"{i}\t{sentence}\n" for i, (sentence, _) in enumerate(dev)))
-    written = run_predict(["--model_dir", str(run), "--input", str(test),
-                           "--glue_submission"], capsys)
+    test.write_text(
+        "index\tsentence\n" + "".join(f"{i}\t{sentence}\n" for i, (sentence, _) in enumerate(dev))
+    )
+    written = run_predict(
+        ["--model_dir", str(run), "--input", str(test), "--glue_submission"], capsys
+    )
     path = run / "glue_submission" / "SST-2.tsv"
-    assert written == {"task": "sst2", "input_file": str(test),
-                       "examples": len(dev), "output": str(path)}
+    assert written == {
+        "task": "sst2",
+        "input_file": str(test),
+        "examples": len(dev),
+        "output": str(path),
+    }
     rows = list(csv.reader(open(path), delimiter="\t"))
     assert rows[0] == ["index", "prediction"]
     fine_tuned = [r["prediction"] for r in jsonl(run / "predictions.jsonl")]
@@ -81,12 +87,14 @@ def test_classification_rows_carry_probabilities(runs, fixtures, tmp_path, capsy
 
 def test_regression_rows_carry_scores(runs, fixtures, tmp_path, capsys):
     run = runs("stsb", "glue")
-    written = run_predict(["--model_dir", str(run), "--input",
-                           str(fixtures / "glue" / "STS-B" / "dev.tsv")], capsys)
+    written = run_predict(
+        ["--model_dir", str(run), "--input", str(fixtures / "glue" / "STS-B" / "dev.tsv")], capsys
+    )
     rows = jsonl(written["output"])
     fine_tuned = jsonl(run / "predictions.jsonl")
     assert [r["prediction"] for r in rows] == pytest.approx(
-        [r["prediction"] for r in fine_tuned], abs=1e-5)
+        [r["prediction"] for r in fine_tuned], abs=1e-5
+    )
 
 
 def test_squad_answers_for_the_official_script_with_offsets(runs, fixtures, tmp_path, capsys):
@@ -108,22 +116,29 @@ def test_squad_answers_for_the_official_script_with_offsets(runs, fixtures, tmp_
     for row in jsonl(written["offsets"]):
         if row["answer"]:
             context = contexts[row["id"]]
-            assert context[row["answer_start"]:row["answer_end"]] == row["answer"]
+            assert context[row["answer_start"] : row["answer_end"]] == row["answer"]
 
 
 def test_conll_text_gets_a_tag_per_word(runs, fixtures, tmp_path, capsys):
     run = runs("conll2003", "conll")
-    sentences = [[line.split()[0] for line in block.splitlines()]
-                 for block in (fixtures / "conll" / "valid.txt").read_text().split("\n\n")
-                 if block.strip() and not block.startswith("-DOCSTART-")]
+    sentences = [
+        [line.split()[0] for line in block.splitlines()]
+        for block in (fixtures / "conll" / "valid.txt").read_text().split("\n\n")
+        if block.strip() and not block.startswith("-DOCSTART-")
+    ]
     words_only = tmp_path / "text.txt"
     words_only.write_text("\n\n".join("\n".join(s) for s in sentences) + "\n")
     written = run_predict(["--model_dir", str(run), "--input", str(words_only)], capsys)
-    tagged = [[line.split() for line in block.splitlines()]
-              for block in open(written["output"]).read().split("\n\n") if block.strip()]
-    fine_tuned = [[line.split() for line in block.splitlines()]
-                  for block in (run / "predictions.txt").read_text().split("\n\n")
-                  if block.strip()]
+    tagged = [
+        [line.split() for line in block.splitlines()]
+        for block in open(written["output"]).read().split("\n\n")
+        if block.strip()
+    ]
+    fine_tuned = [
+        [line.split() for line in block.splitlines()]
+        for block in (run / "predictions.txt").read_text().split("\n\n")
+        if block.strip()
+    ]
     assert [[w for w, _ in s] for s in tagged] == sentences
     assert [[t for _, t in s] for s in tagged] == [[t for _, _, t in s] for s in fine_tuned]
 
@@ -162,17 +177,34 @@ def one_line_error(args, capsys):
 def test_submission_needs_the_official_test_file(runs, fixtures, tmp_path, capsys):
     run = runs("sst2", "glue")
     dev = fixtures / "glue" / "SST-2" / "dev.tsv"
-    err = one_line_error(["--model_dir", str(run), "--input", str(dev),
-                          "--glue_submission", "--output", str(tmp_path / "SST-2.tsv")],
-                         capsys)
+    err = one_line_error(
+        [
+            "--model_dir",
+            str(run),
+            "--input",
+            str(dev),
+            "--glue_submission",
+            "--output",
+            str(tmp_path / "SST-2.tsv"),
+        ],
+        capsys,
+    )
     assert err.startswith(f"error: {dev}: not an official GLUE test file")
     assert os.listdir(tmp_path) == []
 
 
 def test_submission_of_a_task_outside_glue_is_one_line(runs, fixtures, capsys):
     run = runs("classification", "generic")
-    err = one_line_error(["--model_dir", str(run), "--input",
-                          str(fixtures / "generic" / "dev.csv"), "--glue_submission"], capsys)
+    err = one_line_error(
+        [
+            "--model_dir",
+            str(run),
+            "--input",
+            str(fixtures / "generic" / "dev.csv"),
+            "--glue_submission",
+        ],
+        capsys,
+    )
     assert err == "error: --glue_submission: classification is not a GLUE task"
 
 
@@ -181,8 +213,10 @@ def test_bad_test_header_is_one_line(runs, tmp_path, capsys):
     path = tmp_path / "test.tsv"
     path.write_text("index\ttext\n0\ta film\n")
     err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
-    assert err == (f"error: {path}:1: a GLUE sst2 test file has a header 'index' "
-                   "(or 'id'), 'sentence'; found ['index', 'text']")
+    assert err == (
+        f"error: {path}:1: a GLUE sst2 test file has a header 'index' "
+        "(or 'id'), 'sentence'; found ['index', 'text']"
+    )
 
 
 def test_failure_midway_leaves_no_output(runs, fixtures, tmp_path, monkeypatch):
@@ -193,9 +227,13 @@ def test_failure_midway_leaves_no_output(runs, fixtures, tmp_path, monkeypatch):
         f.write("half a row")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(inference, "_write_jsonl", lambda rows, path: (
-        write_atomically(path, lambda f: fail(rows, f))))
+    monkeypatch.setattr(
+        inference,
+        "_write_jsonl",
+        lambda rows, path: write_atomically(path, lambda f: fail(rows, f)),
+    )
     with pytest.raises(OSError):
-        inference.run_prediction(str(run), str(fixtures / "glue" / "STS-B" / "dev.tsv"),
-                                 str(output))
+        inference.run_prediction(
+            str(run), str(fixtures / "glue" / "STS-B" / "dev.tsv"), str(output)
+        )
     assert os.listdir(tmp_path) == []

@@ -60,37 +60,57 @@ def test_glue_layouts(fixtures):
 # MRPC and QQP text carries bare double quotes, which must stay text.
 GLUE_PAIR_ROWS = [
     (
-        "mrpc", "MRPC/train.tsv", 0,
+        "mrpc",
+        "MRPC/train.tsv",
+        0,
         '"The board approved the merger on Tuesday, the company said.',
         "The company said its board approved the merger on Tuesday.",
-        "1", ["0", "1"],
+        "1",
+        ["0", "1"],
     ),
     (
-        "qqp", "QQP/train.tsv", 2,
-        'What does "great film" mean?', 'What is the meaning of "great film"?',
-        "1", ["0", "1"],
+        "qqp",
+        "QQP/train.tsv",
+        2,
+        'What does "great film" mean?',
+        'What is the meaning of "great film"?',
+        "1",
+        ["0", "1"],
     ),
     (
-        "qnli", "QNLI/dev.tsv", 1,
-        "What is the capital of France?", "The film opened in London in May.",
-        "not_entailment", ["entailment", "not_entailment"],
+        "qnli",
+        "QNLI/dev.tsv",
+        1,
+        "What is the capital of France?",
+        "The film opened in London in May.",
+        "not_entailment",
+        ["entailment", "not_entailment"],
     ),
     (
-        "rte", "RTE/dev.tsv", 0,
+        "rte",
+        "RTE/dev.tsv",
+        0,
         "Maria Lopez, the coach of the city team, retired at the age of 61.",
         "Maria Lopez retired at 61.",
-        "entailment", ["entailment", "not_entailment"],
+        "entailment",
+        ["entailment", "not_entailment"],
     ),
     (
-        "wnli", "WNLI/train.tsv", 1,
-        "The lamp would not go in the box because it was too tall.", "The box was too tall.",
-        "0", ["0", "1"],
+        "wnli",
+        "WNLI/train.tsv",
+        1,
+        "The lamp would not go in the box because it was too tall.",
+        "The box was too tall.",
+        "0",
+        ["0", "1"],
     ),
 ]
 
 
 @pytest.mark.parametrize("task, file, row, text_a, text_b, label, label_names", GLUE_PAIR_ROWS)
-def test_glue_pair_layouts(fixtures, tokenizer, task, file, row, text_a, text_b, label, label_names):
+def test_glue_pair_layouts(
+    fixtures, tokenizer, task, file, row, text_a, text_b, label, label_names
+):
     example = tasks.read_glue(task, fixtures / "glue" / file)[row]
     assert (example.text_a, example.text_b, example.label) == (text_a, text_b, label)
     # The task finds its GLUE sub-folder, reads train.tsv and dev.tsv (the
@@ -136,22 +156,32 @@ def test_labels_have_one_spelling(tmp_path):
     labels = [e.label for e in tasks.read_table(tsv, "text", label_column="label")]
     assert labels == ["pos", "pos", "1", "1", "2.5"]
     jsonl = tmp_path / "train.jsonl"
-    jsonl.write_text('{"text": "a", "label": 1}\n{"text": "b", "label": 1.0}\n'
-                     '{"text": "c", "label": "1"}\n{"text": "d", "label": true}\n')
+    jsonl.write_text(
+        '{"text": "a", "label": 1}\n{"text": "b", "label": 1.0}\n'
+        '{"text": "c", "label": "1"}\n{"text": "d", "label": true}\n'
+    )
     labels = [e.label for e in tasks.read_table(jsonl, "text", label_column="label")]
     assert labels == ["1", "1", "1", "true"]
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("train.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": null}\n',
-     "train.jsonl:2: empty label in column 'label'"),
-    ("train.tsv", "text\tlabel\na\t1\nb\t \n",
-     "train.tsv:3: empty label in column 'label'"),
-    # 40 rows must not become 34 examples: the stray quote is named.
-    ("train.tsv", "text\tlabel\na\t1\n\"b\t0\n" + "c\t1\n" * 6 + 'd"\t0\n',
-     "train.tsv:3: a quoted field runs on to line 10 (a stray '\"'?); "
-     "a TSV field cannot hold a line break"),
-])
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        (
+            "train.jsonl",
+            '{"text": "a", "label": 1}\n{"text": "b", "label": null}\n',
+            "train.jsonl:2: empty label in column 'label'",
+        ),
+        ("train.tsv", "text\tlabel\na\t1\nb\t \n", "train.tsv:3: empty label in column 'label'"),
+        # 40 rows must not become 34 examples: the stray quote is named.
+        (
+            "train.tsv",
+            'text\tlabel\na\t1\n"b\t0\n' + "c\t1\n" * 6 + 'd"\t0\n',
+            "train.tsv:3: a quoted field runs on to line 10 (a stray '\"'?); "
+            "a TSV field cannot hold a line break",
+        ),
+    ],
+)
 def test_bad_labels_and_stray_quotes_name_the_line(tmp_path, name, content, message):
     path = tmp_path / name
     path.write_text(content)
@@ -177,11 +207,17 @@ def test_dynamic_padding_and_buckets(fixtures, tokenizer):
     assert rounded["token_ids"].shape == (4, -(-max(lengths[:4]) // 16) * 16)
     for name in ("token_ids", "segment_ids", "padding_mask"):
         np.testing.assert_array_equal(rounded[name][:, : x[name].shape[1]], x[name])
-        assert not rounded[name][:, x[name].shape[1]:].numpy().any()
+        assert not rounded[name][:, x[name].shape[1] :].numpy().any()
     seen = []
-    for x, y in tasks.make_dataset(features, labels, batch_size=2, training=True,
-                                   group_by_length=True, bucket_boundaries=(8,),
-                                   length_multiple=1):
+    for x, y in tasks.make_dataset(
+        features,
+        labels,
+        batch_size=2,
+        training=True,
+        group_by_length=True,
+        bucket_boundaries=(8,),
+        length_multiple=1,
+    ):
         seen.extend(y.numpy().tolist())
         assert x["token_ids"].shape[1] == x["padding_mask"].numpy().sum(axis=1).max()
     assert sorted(seen) == sorted(labels)
@@ -190,8 +226,10 @@ def test_dynamic_padding_and_buckets(fixtures, tokenizer):
 def two_length_features(count=64):
     """`count` sequences alternating 5 and 40 tokens; label = length."""
     lengths = [5, 40] * (count // 2)
-    features = {"token_ids": [[101] + [7] * (n - 2) + [102] for n in lengths],
-                "segment_ids": [[0] * n for n in lengths]}
+    features = {
+        "token_ids": [[101] + [7] * (n - 2) + [102] for n in lengths],
+        "segment_ids": [[0] * n for n in lengths],
+    }
     return features, [float(n) for n in lengths]
 
 
@@ -202,38 +240,56 @@ def batch_length_sets(dataset):
 def test_training_batches_are_random_unless_grouped_by_length():
     features, labels = two_length_features()
     # Default, as in the original: random batches mix short and long examples.
-    random_batches = batch_length_sets(tasks.make_dataset(
-        features, labels, batch_size=8, training=True, seed=3))
+    random_batches = batch_length_sets(
+        tasks.make_dataset(features, labels, batch_size=8, training=True, seed=3)
+    )
     assert sum(len(lengths) == 2 for lengths in random_batches) >= 6
-    grouped = batch_length_sets(tasks.make_dataset(
-        features, labels, batch_size=8, training=True, seed=3, group_by_length=True))
+    grouped = batch_length_sets(
+        tasks.make_dataset(
+            features, labels, batch_size=8, training=True, seed=3, group_by_length=True
+        )
+    )
     assert all(len(lengths) == 1 for lengths in grouped)
     assert sorted(min(lengths) for lengths in grouped) == [5] * 4 + [40] * 4
 
 
 @pytest.mark.parametrize("group_by_length", [False, True])
-def test_group_by_length_option_reaches_the_training_batches(tmp_path, tokenizer,
-                                                             group_by_length):
+def test_group_by_length_option_reaches_the_training_batches(tmp_path, tokenizer, group_by_length):
     folder = tmp_path / "STS-B"
     folder.mkdir()
-    header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
-    rows = ["".join(f"{i}\tg\tf\ty\t{i}\ts\ts\t{text}\t{text}\t{score}\n")
-            for i, (text, score) in enumerate(
-                [("a cat .", 1.0), (" ".join(["the dog ran home ."] * 6), 4.0)] * 16)]
+    header = (
+        "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore\n"
+    )
+    rows = [
+        "".join(f"{i}\tg\tf\ty\t{i}\ts\ts\t{text}\t{text}\t{score}\n")
+        for i, (text, score) in enumerate(
+            [("a cat .", 1.0), (" ".join(["the dog ran home ."] * 6), 4.0)] * 16
+        )
+    ]
     for name in ("train.tsv", "dev.tsv"):
         (folder / name).write_text(header + "".join(rows))
-    config = load_finetune_config("stsb", default_config_file("stsb"), [
-        f"training.group_by_length={str(group_by_length).lower()}", "training.batch_size=8"])
+    config = load_finetune_config(
+        "stsb",
+        default_config_file("stsb"),
+        [f"training.group_by_length={str(group_by_length).lower()}", "training.batch_size=8"],
+    )
     stsb = SentenceTask("stsb", config, tmp_path, tokenizer)
     mixed = [len(set(y.numpy().tolist())) == 2 for _, y in stsb.train_dataset()]
     assert not any(mixed) if group_by_length else any(mixed)
 
 
 def test_token_labels_are_padded_with_the_ignored_label():
-    features = {"token_ids": [[101, 7, 102], [101, 8, 9, 10, 102]],
-                "segment_ids": [[0] * 3, [0] * 5]}
-    x, y = next(iter(tasks.make_dataset(features, [[-1, 2, -1], [-1, 1, 3, 0, -1]],
-                                        batch_size=2, length_multiple=4)))
+    features = {
+        "token_ids": [[101, 7, 102], [101, 8, 9, 10, 102]],
+        "segment_ids": [[0] * 3, [0] * 5],
+    }
+    x, y = next(
+        iter(
+            tasks.make_dataset(
+                features, [[-1, 2, -1], [-1, 1, 3, 0, -1]], batch_size=2, length_multiple=4
+            )
+        )
+    )
     assert x["token_ids"].shape == y.shape == (2, 8)
     np.testing.assert_array_equal(y[0], [-1, 2, -1, -1, -1, -1, -1, -1])
     np.testing.assert_array_equal(x["padding_mask"][1], [1, 1, 1, 1, 1, 0, 0, 0])
@@ -257,7 +313,16 @@ def test_conll_first_subword_carries_the_label(fixtures, tokenizer):
     # "visited" → visit ##ed: label on "visit", -1 on "##ed".
     assert starts[0] == [1, 2, 3, 5, 6]
     index = {n: i for i, n in enumerate(names)}
-    assert labels[0] == [-1, index["B-PER"], index["I-PER"], index["O"], -1, index["B-LOC"], index["O"], -1]
+    assert labels[0] == [
+        -1,
+        index["B-PER"],
+        index["I-PER"],
+        index["O"],
+        -1,
+        index["B-LOC"],
+        index["O"],
+        -1,
+    ]
     # Truncation: words that do not fit are marked -1.
     _, _, starts = tasks.tagging_features(sentences, tokenizer, 5, names)
     assert starts[0] == [1, 2, -1, -1, -1]
@@ -277,7 +342,9 @@ def test_swag_choices(fixtures, tokenizer):
     assert examples[0].endings[1] == "The cat ran to Paris."
     assert [e.label for e in examples] == [0, 1, 2]
     features = tasks.choice_features(examples, tokenizer, 32)
-    (x, y), = list(tasks.make_dataset(features, [e.label for e in examples], batch_size=3, num_choices=4))
+    ((x, y),) = list(
+        tasks.make_dataset(features, [e.label for e in examples], batch_size=3, num_choices=4)
+    )
     assert x["token_ids"].shape[:2] == (3, 4)
     # Shorter choices are padded inside the example, and masked.
     mask = x["padding_mask"].numpy()
@@ -312,12 +379,16 @@ def test_squad_windows_and_positions(fixtures, tokenizer):
 
 
 def _squad_file(tmp_path, starts, context="the cat sat on the mat ."):
-    qas = [{"id": f"q{i}", "question": "where ?",
-            "answers": [{"text": "the mat", "answer_start": start}]}
-           for i, start in enumerate(starts)]
+    qas = [
+        {
+            "id": f"q{i}",
+            "question": "where ?",
+            "answers": [{"text": "the mat", "answer_start": start}],
+        }
+        for i, start in enumerate(starts)
+    ]
     path = tmp_path / "train.json"
-    path.write_text(json.dumps({"data": [{"paragraphs": [
-        {"context": context, "qas": qas}]}]}))
+    path.write_text(json.dumps({"data": [{"paragraphs": [{"context": context, "qas": qas}]}]}))
     return path
 
 
@@ -325,18 +396,26 @@ def test_squad_answers_off_their_offsets_are_counted(tmp_path, caplog):
     path = _squad_file(tmp_path, [15, 15, 15, 2])
     examples = tasks.read_squad(path, training=True)
     assert [e.qid for e in examples] == ["q0", "q1", "q2"]
-    assert (f"{path}: 1 of 4 answers are not at their 'answer_start' in the "
-            "context (first: data[0].paragraphs[0].qas[3]); those questions are "
-            "left out of training.") in caplog.text
+    assert (
+        f"{path}: 1 of 4 answers are not at their 'answer_start' in the "
+        "context (first: data[0].paragraphs[0].qas[3]); those questions are "
+        "left out of training."
+    ) in caplog.text
     assert len(tasks.read_squad(path)) == 4  # Evaluation keeps every question.
 
 
-@pytest.mark.parametrize("starts, context, message", [
-    ([15, 2, 3], "the cat sat on the mat .",
-     "2 of 3 answers are not at their 'answer_start' in the context (first: "
-     "data[0].paragraphs[0].qas[1]); offsets from another file or text?"),
-    ([0], 12, "data[0].paragraphs[0]: 'context' must be text, not int"),
-])
+@pytest.mark.parametrize(
+    "starts, context, message",
+    [
+        (
+            [15, 2, 3],
+            "the cat sat on the mat .",
+            "2 of 3 answers are not at their 'answer_start' in the context (first: "
+            "data[0].paragraphs[0].qas[1]); offsets from another file or text?",
+        ),
+        ([0], 12, "data[0].paragraphs[0]: 'context' must be text, not int"),
+    ],
+)
 def test_bad_squad_files_are_refused(tmp_path, starts, context, message):
     path = _squad_file(tmp_path, starts, context)
     with pytest.raises(tasks.TaskDataError) as error:
@@ -387,17 +466,21 @@ def test_squad_predictions_with_oracle_logits(fixtures, tokenizer):
     assert set(predictions.values()) == {""} and all(v > 0 for v in odds.values())
 
 
-@pytest.mark.parametrize("name, read", [
-    ("train.tsv", lambda p: tasks.read_glue("sst2", p)),
-    ("train.csv", lambda p: tasks.read_table(p, "text", label_column="label")),
-    ("train.jsonl", lambda p: tasks.read_table(p, "text", label_column="label")),
-    ("train.txt", tasks.read_conll),
-    ("train.csv", tasks.read_swag),
-    ("train-v1.1.json", tasks.read_squad),
-])
+@pytest.mark.parametrize(
+    "name, read",
+    [
+        ("train.tsv", lambda p: tasks.read_glue("sst2", p)),
+        ("train.csv", lambda p: tasks.read_table(p, "text", label_column="label")),
+        ("train.jsonl", lambda p: tasks.read_table(p, "text", label_column="label")),
+        ("train.txt", tasks.read_conll),
+        ("train.csv", tasks.read_swag),
+        ("train-v1.1.json", tasks.read_squad),
+    ],
+)
 def test_undecodable_files_are_named(tmp_path, name, read):
     path = tmp_path / name
     path.write_bytes(b"text\tlabel\n\x89PNG\r\n\x1a\n\x00\x00\xff\n")
-    with pytest.raises(tasks.TaskDataError,
-                       match=rf"^{path}: not UTF-8 text \(invalid start byte 0x89\)$"):
+    with pytest.raises(
+        tasks.TaskDataError, match=rf"^{path}: not UTF-8 text \(invalid start byte 0x89\)$"
+    ):
         read(str(path))

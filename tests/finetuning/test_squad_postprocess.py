@@ -38,8 +38,13 @@ def test_null_score_diff_threshold(fixtures, tokenizer):
 
     def predict(threshold):
         return squad_predictions(
-            examples, features, starts, ends, tokenizer.vocabulary,
-            version_2=True, null_score_diff_threshold=threshold,
+            examples,
+            features,
+            starts,
+            ends,
+            tokenizer.vocabulary,
+            version_2=True,
+            null_score_diff_threshold=threshold,
         )
 
     predictions, null_odds = predict(0.0)
@@ -50,7 +55,9 @@ def test_null_score_diff_threshold(fixtures, tokenizer):
     assert predict(1.5)[0] == {"q5": "John Smith"}
     assert predict(2.0)[0] == {"q5": "John Smith"}
     # v1 ignores the [CLS] score.
-    predictions, null_odds = squad_predictions(examples, features, starts, ends, tokenizer.vocabulary)
+    predictions, null_odds = squad_predictions(
+        examples, features, starts, ends, tokenizer.vocabulary
+    )
     assert predictions == {"q5": "John Smith"} and null_odds == {}
 
 

@@ -13,8 +13,9 @@ HANDLERS = sorted({handler for handler, _ in TASKS.values()}, key=lambda c: c.__
 
 def protocol_members():
     """The contract's members: its public names and the constructor."""
-    return sorted(name for name in vars(FinetuningTask)
-                  if not name.startswith("_") or name == "__init__")
+    return sorted(
+        name for name in vars(FinetuningTask) if not name.startswith("_") or name == "__init__"
+    )
 
 
 def contract_breaches(cls):
@@ -47,8 +48,17 @@ def contract_breaches(cls):
 
 def test_the_contract_lists_what_the_callers_use():
     assert protocol_members() == [
-        "__init__", "build_model", "compile_args", "evaluate", "num_train_examples",
-        "predict", "read_unlabelled", "train_dataset", "use_eval_file", "use_model"]
+        "__init__",
+        "build_model",
+        "compile_args",
+        "evaluate",
+        "num_train_examples",
+        "predict",
+        "read_unlabelled",
+        "train_dataset",
+        "use_eval_file",
+        "use_model",
+    ]
 
 
 @pytest.mark.parametrize("handler", HANDLERS, ids=lambda c: c.__name__)
@@ -69,5 +79,6 @@ def test_a_handler_without_a_member_breaks_the_contract():
         num_train_examples = 3
 
     assert contract_breaches(WrongSignature) == [
-        "predict: missing a required argument: 'batch_size'"]
+        "predict: missing a required argument: 'batch_size'"
+    ]
     assert contract_breaches(NoProperty) == ["num_train_examples: not a property"]

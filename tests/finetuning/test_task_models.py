@@ -2,11 +2,10 @@
 symbolic and eager calls, `.keras` save/load, `fit`, mixed precision), then
 behaviour checks."""
 
-import numpy as np
 import keras
+import numpy as np
 import pytest
 
-from tests.harness import run_model_test
 from keras_bert.models import (
     BertBackbone,
     BertClassifier,
@@ -15,6 +14,7 @@ from keras_bert.models import (
     BertSpanLabeler,
     BertTokenClassifier,
 )
+from tests.harness import run_model_test
 
 B, C, T = 2, 3, 6
 
@@ -128,8 +128,14 @@ def test_validation_messages(build, message):
 def test_fine_tuning_restores_dropout_of_a_backbone_pretrained_without():
     from keras_bert.finetuning.runner import with_dropout
 
-    backbone = BertBackbone(vocabulary_size=30, num_layers=1, num_heads=2,
-                            hidden_dim=8, intermediate_dim=16, dropout=0.0)
+    backbone = BertBackbone(
+        vocabulary_size=30,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        dropout=0.0,
+    )
     backbone.vocabulary = [f"t{i}" for i in range(30)]
     rebuilt = with_dropout(backbone, 0.1)
     assert rebuilt.dropout == 0.1 and rebuilt.vocabulary == backbone.vocabulary

@@ -1,5 +1,5 @@
-import numpy as np
 import keras
+import numpy as np
 
 from keras_bert.layers import BertEmbeddings
 
@@ -33,6 +33,8 @@ def test_positions_table_has_max_sequence_length_rows():
 
 
 def test_config_round_trip():
-    layer = BertEmbeddings(vocabulary_size=20, hidden_dim=6, max_sequence_length=16, num_segments=3, dropout=0.0)
+    layer = BertEmbeddings(
+        vocabulary_size=20, hidden_dim=6, max_sequence_length=16, num_segments=3, dropout=0.0
+    )
     config = layer.get_config()
     assert BertEmbeddings.from_config(config).get_config() == config

@@ -1,7 +1,7 @@
 import math
 
-import numpy as np
 import keras
+import numpy as np
 import pytest
 
 from keras_bert.layers import BertEncoderBlock
@@ -40,8 +40,12 @@ def reference_block(block, x, padding_mask, approximate):
     context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, length, hidden)
     out_kernel = w["self_attention/attention_output/kernel"].reshape(hidden, hidden)
     attended = context @ out_kernel + w["self_attention/attention_output/bias"]
-    x = layer_norm(x + attended, w["self_attention_layer_norm/gamma"], w["self_attention_layer_norm/beta"])
-    hidden_states = gelu(x @ w["intermediate_dense/kernel"] + w["intermediate_dense/bias"], approximate)
+    x = layer_norm(
+        x + attended, w["self_attention_layer_norm/gamma"], w["self_attention_layer_norm/beta"]
+    )
+    hidden_states = gelu(
+        x @ w["intermediate_dense/kernel"] + w["intermediate_dense/bias"], approximate
+    )
     ffn = hidden_states @ w["output_dense/kernel"] + w["output_dense/bias"]
     return layer_norm(x + ffn, w["output_layer_norm/gamma"], w["output_layer_norm/beta"])
 
@@ -53,13 +57,18 @@ def test_matches_numpy_reference(activation, attention_dropout):
     x = rng.normal(size=(2, 5, 8)).astype("float32")
     padding_mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], "float32")
     block = BertEncoderBlock(
-        num_heads=2, intermediate_dim=16, hidden_activation=activation,
-        attention_dropout=attention_dropout)
+        num_heads=2,
+        intermediate_dim=16,
+        hidden_activation=activation,
+        attention_dropout=attention_dropout,
+    )
     block.build(x.shape)
     for variable in block.weights:  # non-trivial biases and norms
         variable.assign(rng.normal(scale=0.5, size=variable.shape).astype("float32"))
     ours = keras.ops.convert_to_numpy(block(x, padding_mask=padding_mask))
-    expected = reference_block(block, x.astype("float64"), padding_mask, activation == "gelu_approximate")
+    expected = reference_block(
+        block, x.astype("float64"), padding_mask, activation == "gelu_approximate"
+    )
     np.testing.assert_allclose(ours[0], expected[0], atol=1e-4)
     np.testing.assert_allclose(ours[1, :3], expected[1, :3], atol=1e-4)
 
@@ -139,7 +148,8 @@ def test_fused_and_explicit_attention_agree(dtype, atol):
     padding_mask[1, 11:] = 0
     outputs = [
         keras.ops.convert_to_numpy(
-            keras.ops.cast(block(x, padding_mask=padding_mask, training=False), "float32"))
+            keras.ops.cast(block(x, padding_mask=padding_mask, training=False), "float32")
+        )
         for block in (explicit, fused)
     ]
     np.testing.assert_allclose(outputs[1][0], outputs[0][0], atol=atol)
@@ -147,7 +157,14 @@ def test_fused_and_explicit_attention_agree(dtype, atol):
 
 
 def test_config_round_trip():
-    block = BertEncoderBlock(num_heads=4, intermediate_dim=64, dropout=0.2, attention_dropout=0.0, hidden_activation="gelu_approximate", layer_norm_epsilon=1e-6)
+    block = BertEncoderBlock(
+        num_heads=4,
+        intermediate_dim=64,
+        dropout=0.2,
+        attention_dropout=0.0,
+        hidden_activation="gelu_approximate",
+        layer_norm_epsilon=1e-6,
+    )
     config = block.get_config()
     assert BertEncoderBlock.from_config(config).get_config() == config
 

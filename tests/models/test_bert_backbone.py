@@ -1,5 +1,5 @@
-import numpy as np
 import keras
+import numpy as np
 import pytest
 
 from keras_bert import BertBackbone
@@ -38,12 +38,8 @@ def test_model_harness(tmp_path):
 def test_paper_parameter_counts(name, expected, monkeypatch):
     # Counting needs shapes, not values: skip 335M truncated-normal draws.
     for module in ("bert_embeddings", "bert_encoder_block"):
-        monkeypatch.setattr(
-            f"keras_bert.layers.{module}.bert_initializer", lambda: "zeros"
-        )
-    monkeypatch.setattr(
-        "keras_bert.models.bert_backbone.bert_initializer", lambda: "zeros"
-    )
+        monkeypatch.setattr(f"keras_bert.layers.{module}.bert_initializer", lambda: "zeros")
+    monkeypatch.setattr("keras_bert.models.bert_backbone.bert_initializer", lambda: "zeros")
     backbone = BertBackbone(**load_model_config(name))
     assert backbone.count_params() == expected
 

@@ -1,5 +1,5 @@
-import numpy as np
 import keras
+import numpy as np
 
 from keras_bert import BertBackbone, BertPretrainer
 from tests.harness import run_model_test

@@ -5,8 +5,8 @@ numpy side under their original google-research/bert names through the
 name map, so this also checks that each variable is the one its name says.
 """
 
-import numpy as np
 import keras
+import numpy as np
 
 from keras_bert import BertBackbone, BertPretrainer
 from keras_bert.conversion.bert_name_map import pretrainer_weight_map
@@ -46,7 +46,10 @@ def test_outputs_match_numpy_reference():
             approximate_gelu=activation == "gelu_approximate",
         )
         mlm, nsp = pretraining_heads(
-            weights, sequence, pooled, inputs["mask_positions"],
+            weights,
+            sequence,
+            pooled,
+            inputs["mask_positions"],
             approximate_gelu=activation == "gelu_approximate",
         )
         real = inputs["padding_mask"].astype(bool)

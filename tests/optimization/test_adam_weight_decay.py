@@ -1,8 +1,8 @@
 """`AdamWeightDecay` against a numpy transcription of google-research/bert's
 `AdamWeightDecayOptimizer` (optimization.py), clipping included."""
 
-import numpy as np
 import keras
+import numpy as np
 import pytest
 
 import keras_bert  # noqa: F401  (registers the optimizer for load_model)
@@ -51,8 +51,7 @@ def make_variables(rng):
 def gradients(rng, steps):
     # Scaled so that some steps exceed the clip norm and some do not.
     return [
-        [(rng.normal(size=s) * scale).astype("float32")
-         for s in ((3, 4), (4,), (4,))]
+        [(rng.normal(size=s) * scale).astype("float32") for s in ((3, 4), (4,), (4,))]
         for scale in np.linspace(0.1, 1.5, steps)
     ]
 
@@ -61,10 +60,16 @@ def make_optimizer(**kwargs):
     accumulation = kwargs.get("gradient_accumulation_steps") or 1
     return AdamWeightDecay(
         learning_rate=WarmupLinearDecay(
-            PEAK, WARMUP, TOTAL, decay_start="step_0",
-            gradient_accumulation_steps=accumulation),
-        weight_decay_rate=WD, beta_1=B1, beta_2=B2, epsilon=EPS,
-        exclude_from_weight_decay=EXCLUDE, global_clipnorm=CLIP, **kwargs)
+            PEAK, WARMUP, TOTAL, decay_start="step_0", gradient_accumulation_steps=accumulation
+        ),
+        weight_decay_rate=WD,
+        beta_1=B1,
+        beta_2=B2,
+        epsilon=EPS,
+        exclude_from_weight_decay=EXCLUDE,
+        global_clipnorm=CLIP,
+        **kwargs,
+    )
 
 
 def apply(optimizer, grads, variables):
@@ -92,7 +97,10 @@ def test_matches_the_original_update_over_several_steps():
     adamw_variables = make_variables(np.random.default_rng(0))
     adamw = keras.optimizers.AdamW(
         learning_rate=WarmupLinearDecay(PEAK, WARMUP, TOTAL, decay_start="step_0"),
-        weight_decay=WD, epsilon=EPS, global_clipnorm=CLIP)
+        weight_decay=WD,
+        epsilon=EPS,
+        global_clipnorm=CLIP,
+    )
     adamw.exclude_from_weight_decay(var_names=EXCLUDE)
     for grads in steps:
         apply(adamw, grads, adamw_variables)
@@ -119,8 +127,7 @@ def test_gradient_accumulation_applies_the_mean_once_per_k_micro_batches():
     for grads in micro:
         apply(optimizer, grads, variables)
     assert int(optimizer.iterations) == 5
-    means = [[(a + b) / 2 for a, b in zip(micro[i], micro[i + 1])]
-             for i in range(0, 10, 2)]
+    means = [[(a + b) / 2 for a, b in zip(micro[i], micro[i + 1])] for i in range(0, 10, 2)]
     expected = original_updates(initial, means, decayed=[True, False, False])
     for got, want in zip(values(variables), expected):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -133,12 +140,14 @@ def test_keras_weight_decay_is_refused():
 
 def test_compiled_model_saves_and_loads(tmp_path):
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([
-        keras.Input((5,)),
-        keras.layers.Dense(4, name="dense"),
-        keras.layers.LayerNormalization(name="layer_norm"),
-        keras.layers.Dense(1, name="out"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((5,)),
+            keras.layers.Dense(4, name="dense"),
+            keras.layers.LayerNormalization(name="layer_norm"),
+            keras.layers.Dense(1, name="out"),
+        ]
+    )
     model.compile(optimizer=make_optimizer(), loss="mse")
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(8, 5)), rng.normal(size=(8, 1))
@@ -160,8 +169,12 @@ def test_compiled_model_saves_and_loads(tmp_path):
     restored.train_on_batch(x, y)
     for a, b in zip(model.get_weights(), restored.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
-    decayed = {v.path: optimizer._use_weight_decay(v)
-               for v in restored.trainable_variables}
-    assert decayed == {"dense/kernel": True, "dense/bias": False,
-                       "layer_norm/gamma": False, "layer_norm/beta": False,
-                       "out/kernel": True, "out/bias": False}
+    decayed = {v.path: optimizer._use_weight_decay(v) for v in restored.trainable_variables}
+    assert decayed == {
+        "dense/kernel": True,
+        "dense/bias": False,
+        "layer_norm/gamma": False,
+        "layer_norm/beta": False,
+        "out/kernel": True,
+        "out/bias": False,
+    }

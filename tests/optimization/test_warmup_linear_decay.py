@@ -1,5 +1,5 @@
-import numpy as np
 import keras
+import numpy as np
 import pytest
 
 from keras_bert.optimization import WarmupLinearDecay
@@ -45,12 +45,12 @@ def original(peak, warmup, total, step):
 
 def test_step_0_is_the_original_schedule():
     schedule = WarmupLinearDecay(
-        1e-4, warmup_steps=10_000, total_steps=100_000, decay_start="step_0")
-    for step in (0, 1, 5_000, 9_999, 10_000, 10_001, 55_000, 99_999,
-                 100_000, 120_000):
+        1e-4, warmup_steps=10_000, total_steps=100_000, decay_start="step_0"
+    )
+    for step in (0, 1, 5_000, 9_999, 10_000, 10_001, 55_000, 99_999, 100_000, 120_000):
         np.testing.assert_allclose(
-            lr(schedule, step), original(1e-4, 10_000, 100_000, step),
-            rtol=1e-5, atol=1e-12)
+            lr(schedule, step), original(1e-4, 10_000, 100_000, step), rtol=1e-5, atol=1e-12
+        )
     # The drop at the end of warmup: 10% warmup leaves 0.9 of the peak,
     # where "warmup_end" is at the peak.
     np.testing.assert_allclose(lr(schedule, 10_000), 0.9e-4, rtol=1e-6)
@@ -65,19 +65,16 @@ def test_step_0_without_warmup_decays_from_the_peak():
 def test_counts_applied_updates_under_accumulation(decay_start):
     # Keras passes the raw per-micro-batch counter; update u is applied at
     # counter k*u + k - 1.
-    plain = WarmupLinearDecay(1.0, warmup_steps=4, total_steps=12,
-                              decay_start=decay_start)
+    plain = WarmupLinearDecay(1.0, warmup_steps=4, total_steps=12, decay_start=decay_start)
     accumulated = WarmupLinearDecay(
-        1.0, warmup_steps=4, total_steps=12, gradient_accumulation_steps=3,
-        decay_start=decay_start)
+        1.0, warmup_steps=4, total_steps=12, gradient_accumulation_steps=3, decay_start=decay_start
+    )
     for update in range(12):
-        np.testing.assert_allclose(
-            lr(accumulated, 3 * update + 2), lr(plain, update))
+        np.testing.assert_allclose(lr(accumulated, 3 * update + 2), lr(plain, update))
 
 
 def test_config_round_trip():
-    schedule = WarmupLinearDecay(1e-4, 10, 100, gradient_accumulation_steps=2,
-                                 decay_start="step_0")
+    schedule = WarmupLinearDecay(1e-4, 10, 100, gradient_accumulation_steps=2, decay_start="step_0")
     again = WarmupLinearDecay.from_config(schedule.get_config())
     assert again.get_config() == schedule.get_config()
     assert again.decay_start == "step_0"

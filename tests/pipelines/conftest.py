@@ -11,10 +11,12 @@ def vocab_file():
 @pytest.fixture(scope="session")
 def tokenizer():
     import pipelines
+
     return pipelines.BertTokenizer(VOCAB)
 
 
 @pytest.fixture(scope="session")
 def reference():
     from tests.pipelines.reference_tokenizer import ReferenceTokenizer
+
     return ReferenceTokenizer(VOCAB)

@@ -56,8 +56,15 @@ def test_cased_matches_reference():
 
 
 def test_invalid_utf8_bytes_are_dropped(tokenizer, reference):
-    texts = [b"caf\xc3", b"ab\xffcd", b"\xed\xa0\x80surrogate", b"ok \xe2\x82 x",
-             b"\xc3\xa9t\xc3\xa9", b"\x80\x80\x80", b"trunc\xf0\x9f\x98"]
+    texts = [
+        b"caf\xc3",
+        b"ab\xffcd",
+        b"\xed\xa0\x80surrogate",
+        b"ok \xe2\x82 x",
+        b"\xc3\xa9t\xc3\xa9",
+        b"\x80\x80\x80",
+        b"trunc\xf0\x9f\x98",
+    ]
     ids = tokenizer(tf.constant(texts)).to_list()
     for text, got in zip(texts, ids):
         assert got == reference.ids(text), repr(text)
@@ -69,8 +76,13 @@ def test_scalar_and_shapes(tokenizer):
     assert ids.dtype == tf.int32
     assert ids.to_list() == [[7592, 1010, 2088, 999], []]
     assert tokenizer(tf.constant("Hello")).numpy().tolist() == [7592]
-    assert (tokenizer.pad_id, tokenizer.unk_id, tokenizer.cls_id,
-            tokenizer.sep_id, tokenizer.mask_id) == (0, 100, 101, 102, 103)
+    assert (
+        tokenizer.pad_id,
+        tokenizer.unk_id,
+        tokenizer.cls_id,
+        tokenizer.sep_id,
+        tokenizer.mask_id,
+    ) == (0, 100, 101, 102, 103)
     assert tokenizer.vocab_size == 30522
     assert tokenizer.vocab_file == VOCAB
 
@@ -128,7 +140,7 @@ def _lines(paths):
 def _check_lines(lines, tokenizer, reference, batch=4096):
     mismatches = []
     for start in range(0, len(lines), batch):
-        chunk = lines[start:start + batch]
+        chunk = lines[start : start + batch]
         got = tokenizer(tf.constant(chunk)).to_list()
         for line, ids in zip(chunk, got):
             if ids != reference.ids(line):
@@ -142,8 +154,10 @@ def test_bundled_corpus_sample_matches_reference(tokenizer, reference):
     # and old-spelling English, Latin-1 era punctuation. The full corpus is
     # the slow test below.
     paths = sorted(glob.glob(os.path.join(CORPUS, "inaugural", "*.txt")))
-    paths += [os.path.join(CORPUS, "gutenberg", "blake-poems.txt"),
-              os.path.join(CORPUS, "gutenberg", "shakespeare-caesar.txt")]
+    paths += [
+        os.path.join(CORPUS, "gutenberg", "blake-poems.txt"),
+        os.path.join(CORPUS, "gutenberg", "shakespeare-caesar.txt"),
+    ]
     assert _check_lines(_lines(paths), tokenizer, reference) > 7000
 
 
@@ -165,15 +179,15 @@ def test_shared_corpora_cased_match_reference():
     root = shared_path("corpus")
     tok = pipelines.BertTokenizer(VOCAB, lower_case=False)
     ref = ReferenceTokenizer(VOCAB, lower_case=False)
-    paths = sorted(glob.glob(os.path.join(root, "nltk_2007", "**", "*.txt"),
-                             recursive=True))
+    paths = sorted(glob.glob(os.path.join(root, "nltk_2007", "**", "*.txt"), recursive=True))
     assert _check_lines(_lines(paths), tok, ref) > 100000
 
 
 def test_cased_tokenization_with_an_uncased_vocabulary_warns(caplog, tmp_path):
     pipelines.BertTokenizer(VOCAB, lower_case=False)
-    assert ("Cased tokenization with " + VOCAB + ", a vocabulary without "
-            "upper-case tokens (uncased)") in caplog.text
+    assert (
+        "Cased tokenization with " + VOCAB + ", a vocabulary without upper-case tokens (uncased)"
+    ) in caplog.text
     caplog.clear()
     cased = tmp_path / "cased_vocab.txt"
     cased.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nThe\nthe\n")

@@ -36,11 +36,20 @@ _COMPILED = {}
 def _mask(ids, seed, max_predictions=20, whole_word_masking=False):
     key = (max_predictions, whole_word_masking)
     if key not in _COMPILED:
-        _COMPILED[key] = tf.function(lambda x, s: mask_batch(
-            x, s, max_predictions=max_predictions, mask_rate=0.15,
-            mask_id=MASK, pad_id=PAD, special_ids=[CLS, SEP, PAD],
-            random_token_ids=RANDOM_IDS, is_suffix=IS_SUFFIX,
-            whole_word_masking=whole_word_masking))
+        _COMPILED[key] = tf.function(
+            lambda x, s: mask_batch(
+                x,
+                s,
+                max_predictions=max_predictions,
+                mask_rate=0.15,
+                mask_id=MASK,
+                pad_id=PAD,
+                special_ids=[CLS, SEP, PAD],
+                random_token_ids=RANDOM_IDS,
+                is_suffix=IS_SUFFIX,
+                whole_word_masking=whole_word_masking,
+            )
+        )
     out = _COMPILED[key](tf.constant(ids), tf.constant(seed, tf.int64))
     return [t.numpy() for t in out]
 
@@ -65,8 +74,7 @@ def test_masking_statistics(seq_len, max_predictions):
         ids = _packed_batch(rng, 64, seq_len)
         masked, positions, labels, weights = _mask(ids, [step, 1], max_predictions)
         assert masked.shape == ids.shape
-        assert positions.shape == labels.shape == weights.shape == (
-            64, max_predictions)
+        assert positions.shape == labels.shape == weights.shape == (64, max_predictions)
         for row in range(64):
             n = int((ids[row] != PAD).sum())
             k = int(weights[row].sum())
@@ -134,8 +142,12 @@ def test_whole_word_masking_masks_whole_words():
             if ids[row, t] in (CLS, SEP):
                 word += 1
                 continue
-            if not (is_suffix[ids[row, t]] and t > 0 and words[t - 1] == word
-                    and ids[row, t - 1] not in (CLS, SEP)):
+            if not (
+                is_suffix[ids[row, t]]
+                and t > 0
+                and words[t - 1] == word
+                and ids[row, t - 1] not in (CLS, SEP)
+            ):
                 word += 1
             words[t] = word
         for w in set(words[chosen]):

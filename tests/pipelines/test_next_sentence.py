@@ -33,13 +33,21 @@ def _pairs(docs, seed, seq_len=64, short_seq_prob=0.1):
     key = (seq_len, short_seq_prob)
     if key not in _COMPILED:
         _COMPILED[key] = tf.function(
-            lambda d, s: create_pairs(d, s, seq_len=seq_len,
-                                      short_seq_prob=short_seq_prob,
-                                      cls_id=CLS, sep_id=SEP, pad_id=PAD),
-            input_signature=[tf.RaggedTensorSpec([None, None, None], tf.int32, 2),
-                             tf.TensorSpec([2], tf.int64)])
-    out = _COMPILED[key](tf.ragged.constant(docs, dtype=tf.int32),
-                         tf.constant(seed, tf.int64))
+            lambda d, s: create_pairs(
+                d,
+                s,
+                seq_len=seq_len,
+                short_seq_prob=short_seq_prob,
+                cls_id=CLS,
+                sep_id=SEP,
+                pad_id=PAD,
+            ),
+            input_signature=[
+                tf.RaggedTensorSpec([None, None, None], tf.int32, 2),
+                tf.TensorSpec([2], tf.int64),
+            ],
+        )
+    out = _COMPILED[key](tf.ragged.constant(docs, dtype=tf.int32), tf.constant(seed, tf.int64))
     return {k: v.numpy() for k, v in out.items()}
 
 
@@ -48,23 +56,22 @@ def _split(token_ids, segment_ids):
     assert token_ids[0] == CLS
     seps = np.flatnonzero(token_ids == SEP)
     assert len(seps) == 2
-    a, b = token_ids[1:seps[0]], token_ids[seps[0] + 1:seps[1]]
-    assert (token_ids[seps[1] + 1:] == PAD).all()
+    a, b = token_ids[1 : seps[0]], token_ids[seps[0] + 1 : seps[1]]
+    assert (token_ids[seps[1] + 1 :] == PAD).all()
     expected_segments = np.zeros_like(segment_ids)
-    expected_segments[seps[0] + 1:seps[1] + 1] = 1
+    expected_segments[seps[0] + 1 : seps[1] + 1] = 1
     np.testing.assert_array_equal(segment_ids, expected_segments)
     return a.tolist(), b.tolist()
 
 
 def test_truncation_lengths_match_original_rule():
     rng = random.Random(0)
-    len_a, len_b, m = [], [], []
+    len_a, len_b = [], []
     for _ in range(3000):
         len_a.append(rng.randint(1, 300))
         len_b.append(rng.randint(1, 300))
     for max_num_tokens in (2, 5, 125, 126, 509):
-        new_a, new_b = _final_lengths(tf.constant(len_a), tf.constant(len_b),
-                                      max_num_tokens)
+        new_a, new_b = _final_lengths(tf.constant(len_a), tf.constant(len_b), max_num_tokens)
         for la, lb, ga, gb in zip(len_a, len_b, new_a.numpy(), new_b.numpy()):
             a, b = truncate_pair(range(la), range(lb), max_num_tokens, rng)
             assert (ga, gb) == (len(a), len(b)), (la, lb, max_num_tokens)
@@ -78,8 +85,9 @@ def test_layout_contiguity_and_is_next_follows_a():
     for seed in range(3):
         out = _pairs(docs, [seed, 7])
         assert out["token_ids"].shape[1] == 64
-        for row, segs, label in zip(out["token_ids"], out["segment_ids"],
-                                    out["next_sentence_label"]):
+        for row, segs, label in zip(
+            out["token_ids"], out["segment_ids"], out["next_sentence_label"]
+        ):
             a, b = _split(row, segs)
             assert 1 <= len(a) and 1 <= len(b) and len(a) + len(b) <= 61
             # Each segment is a contiguous run of one document.
@@ -102,12 +110,10 @@ def test_walk_tiles_each_document_exactly_once():
     # IsNext B chunks of a document must tile it in order, like the original
     # walk with its put-back rule.
     rng = random.Random(2)
-    docs = [[[1000 + 100 * d + i] for i in range(rng.randint(1, 90))]
-            for d in range(10)]
+    docs = [[[1000 + 100 * d + i] for i in range(rng.randint(1, 90))] for d in range(10)]
     out = _pairs(docs, [3, 4], seq_len=32)
     consumed = {d: [] for d in range(len(docs))}
-    for row, segs, label in zip(out["token_ids"], out["segment_ids"],
-                                out["next_sentence_label"]):
+    for row, segs, label in zip(out["token_ids"], out["segment_ids"], out["next_sentence_label"]):
         a, b = _split(row, segs)
         d = (a[0] - 1000) // 100
         consumed[d].extend(a)
@@ -134,8 +140,7 @@ def test_statistics_match_original():
     for _ in range(80):
         n = 0
         for i in range(len(docs)):
-            for a, b, is_random in instances_from_document(docs, i, 128, 0.1,
-                                                           ref_rng):
+            for a, b, is_random in instances_from_document(docs, i, 128, 0.1, ref_rng):
                 n += 1
                 ref["random"].append(is_random)
                 ref["len_a"].append(len(a))
@@ -143,8 +148,7 @@ def test_statistics_match_original():
         ref["pairs"].append(n)
     for key in ours:
         m_ours, m_ref = np.mean(ours[key]), np.mean(ref[key])
-        sem = np.sqrt(np.var(ours[key]) / len(ours[key])
-                      + np.var(ref[key]) / len(ref[key]))
+        sem = np.sqrt(np.var(ours[key]) / len(ours[key]) + np.var(ref[key]) / len(ref[key]))
         assert abs(m_ours - m_ref) < 5 * sem + 1e-9, (key, m_ours, m_ref)
 
 

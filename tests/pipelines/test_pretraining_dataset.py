@@ -29,7 +29,7 @@ def sentence_corpus(tmp_path_factory):
     documents = []
     for i in range(2):
         with open(root / f"part-{i}.txt", "w", encoding="utf-8") as f:
-            for path in SOURCES[6 * i:6 * i + 6]:
+            for path in SOURCES[6 * i : 6 * i + 6]:
                 doc = _sentences(open(path, encoding="utf-8").read())
                 documents.append(doc)
                 f.write("\n".join(doc) + "\n\n")
@@ -58,14 +58,19 @@ def test_contract(sentence_corpus):
     ds = _dataset(pattern, seq_len=64, max_predictions=10, batch_size=8)
     features, labels, weights = ds.element_spec
     expected = {
-        "token_ids": ([8, 64], tf.int32), "segment_ids": ([8, 64], tf.int32),
-        "padding_mask": ([8, 64], tf.bool), "mask_positions": ([8, 10], tf.int32),
+        "token_ids": ([8, 64], tf.int32),
+        "segment_ids": ([8, 64], tf.int32),
+        "padding_mask": ([8, 64], tf.bool),
+        "mask_positions": ([8, 10], tf.int32),
     }
     assert {k: (v.shape.as_list(), v.dtype) for k, v in features.items()} == expected
     assert {k: (v.shape.as_list(), v.dtype) for k, v in labels.items()} == {
-        "mlm": ([8, 10], tf.int32), "nsp": ([8], tf.int32)}
+        "mlm": ([8, 10], tf.int32),
+        "nsp": ([8], tf.int32),
+    }
     assert {k: (v.shape.as_list(), v.dtype) for k, v in weights.items()} == {
-        "mlm": ([8, 10], tf.float32)}
+        "mlm": ([8, 10], tf.float32)
+    }
     for f, l, w in _take(ds, 5):
         ids = _unmask(f, l, w)
         assert (ids[:, 0] == CLS).all()
@@ -110,7 +115,7 @@ def test_is_next_b_follows_a_in_source(sentence_corpus, tokenizer):
         ids = _unmask(f, l, w)
         for row, label in zip(ids, l["nsp"]):
             seps = np.flatnonzero(row == SEP)
-            a, b = row[1:seps[0]], row[seps[0] + 1:seps[1]]
+            a, b = row[1 : seps[0]], row[seps[0] + 1 : seps[1]]
             where_a, where_b = locate(a), locate(b)
             assert where_a is not None and where_b is not None
             if label == 0:
@@ -121,8 +126,9 @@ def test_is_next_b_follows_a_in_source(sentence_corpus, tokenizer):
 
 
 def test_next_sentence_rate_on_bundled_corpus():
-    ds = _dataset(os.path.join(CORPUS, "*", "*.txt"), corpus_format="text",
-                  batch_size=64, seq_len=128)
+    ds = _dataset(
+        os.path.join(CORPUS, "*", "*.txt"), corpus_format="text", batch_size=64, seq_len=128
+    )
     labels = np.concatenate([l["nsp"] for _, l, _ in _take(ds, 40)])
     # NotNext is forced for one-sentence chunks, so slightly above 1/2.
     assert abs(labels.mean() - 0.5) < 0.06, labels.mean()
@@ -134,8 +140,7 @@ def test_finite_without_repeat_and_sharding(sentence_corpus, tokenizer):
     seen = []
     for pipeline_id in range(2):
         context = tf.distribute.InputContext(2, pipeline_id, 1)
-        docs = corpus.documents_dataset(files, tokenizer, input_context=context,
-                                        shuffle=False)
+        docs = corpus.documents_dataset(files, tokenizer, input_context=context, shuffle=False)
         seen.append({tuple(d.flat_values.numpy()[:8]) for d in docs})
     assert not seen[0] & seen[1]
     assert len(seen[0] | seen[1]) == len(documents)
@@ -144,26 +149,31 @@ def test_finite_without_repeat_and_sharding(sentence_corpus, tokenizer):
 
 
 def test_repeat_crosses_epochs_but_ends_on_a_corpus_without_documents(
-        sentence_corpus, tokenizer, tmp_path):
+    sentence_corpus, tokenizer, tmp_path
+):
     pattern, documents = sentence_corpus
-    docs = corpus.documents_dataset(corpus.list_files(pattern), tokenizer,
-                                    repeat=True)
+    docs = corpus.documents_dataset(corpus.list_files(pattern), tokenizer, repeat=True)
     assert len(list(docs.take(3 * len(documents)))) == 3 * len(documents)
     blank = tmp_path / "blank.txt"  # Over the size that list_files reads.
     blank.write_text(("\u200b" * 100 + "\n") * 4000)
     docs = corpus.documents_dataset([str(blank)], tokenizer, repeat=True)
-    with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=re.escape(corpus.NO_DOCUMENT)):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(corpus.NO_DOCUMENT)):
         next(iter(docs))
 
 
 def test_text_format_and_sentence_split(tmp_path):
-    text = ("Mr. Smith went to Washington. He said: \"Hello!\" Then he left?\n"
-            "Yes.\n\nA new paragraph starts here\nand goes on.")
+    text = (
+        'Mr. Smith went to Washington. He said: "Hello!" Then he left?\n'
+        "Yes.\n\nA new paragraph starts here\nand goes on."
+    )
     sentences = corpus.split_sentences(tf.constant([text]))[0].numpy().tolist()
-    assert sentences == [b"Mr.\x01Smith went to Washington.",
-                         b"He said: \"Hello!\"", b"Then he left?", b"Yes.",
-                         b"A new paragraph starts here\nand goes on."]
+    assert sentences == [
+        b"Mr.\x01Smith went to Washington.",
+        b'He said: "Hello!"',
+        b"Then he left?",
+        b"Yes.",
+        b"A new paragraph starts here\nand goes on.",
+    ]
     path = tmp_path / "doc.txt"
     path.write_text(text * 20)
     f, _, _ = _take(_dataset(str(path), corpus_format="text", batch_size=4), 1)[0]
@@ -172,14 +182,15 @@ def test_text_format_and_sentence_split(tmp_path):
 
 def test_tfrecord_shards_round_trip(sentence_corpus, tokenizer, tmp_path):
     pattern, documents = sentence_corpus
-    info = pipelines.write_tfrecord_shards(pattern, str(tmp_path), VOCAB,
-                                           num_shards=3)
+    info = pipelines.write_tfrecord_shards(pattern, str(tmp_path), VOCAB, num_shards=3)
     assert info["documents"] == len(documents)
-    from_text = corpus.documents_dataset(corpus.list_files(pattern), tokenizer,
-                                         shuffle=False)
+    from_text = corpus.documents_dataset(corpus.list_files(pattern), tokenizer, shuffle=False)
     from_shards = corpus.documents_dataset(
-        corpus.list_files(str(tmp_path / "*.tfrecord"), "tfrecord"), tokenizer,
-        corpus_format="tfrecord", shuffle=False)
+        corpus.list_files(str(tmp_path / "*.tfrecord"), "tfrecord"),
+        tokenizer,
+        corpus_format="tfrecord",
+        shuffle=False,
+    )
     key = lambda d: d.to_list()  # noqa: E731
     assert sorted(map(key, from_text)) == sorted(map(key, from_shards))
     ds = _dataset(str(tmp_path / "*.tfrecord"), corpus_format="tfrecord")
@@ -189,8 +200,9 @@ def test_tfrecord_shards_round_trip(sentence_corpus, tokenizer, tmp_path):
     other_vocab = tmp_path / "vocab.txt"
     other_vocab.write_text(open(VOCAB, encoding="utf-8").read() + "zzzextrazzz\n")
     with pytest.raises(pipelines.CorpusError, match="vocab"):
-        pipelines.pretraining_dataset(str(tmp_path / "*.tfrecord"),
-                                      str(other_vocab), corpus_format="tfrecord")
+        pipelines.pretraining_dataset(
+            str(tmp_path / "*.tfrecord"), str(other_vocab), corpus_format="tfrecord"
+        )
 
 
 def test_split_files():
@@ -264,13 +276,17 @@ def test_one_sentence_document(tmp_path):
     assert f["token_ids"].shape == (4, 128)
 
 
-def test_megabyte_line_without_spaces_and_invalid_utf8(tmp_path, tokenizer,
-                                                       reference):
+def test_megabyte_line_without_spaces_and_invalid_utf8(tmp_path, tokenizer, reference):
     long_line = b"x" * (1 << 20)
     bad = b"caf\xc3 \xff\xfe broken \xed\xa0\x80 bytes."
     path = tmp_path / "bad.txt"
-    path.write_bytes(b"First sentence here.\n" + long_line + b"\n" + bad +
-                     b"\nLast one.\n\nSecond doc.\nWith two lines.\n")
+    path.write_bytes(
+        b"First sentence here.\n"
+        + long_line
+        + b"\n"
+        + bad
+        + b"\nLast one.\n\nSecond doc.\nWith two lines.\n"
+    )
     ids = tokenizer(tf.constant([long_line, bad])).to_list()
     assert ids[0] == [tokenizer.unk_id]
     assert ids[1] == reference.ids(bad)
@@ -280,14 +296,17 @@ def test_megabyte_line_without_spaces_and_invalid_utf8(tmp_path, tokenizer,
     assert tokenizer.unk_id in _unmask(f, l, w)
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"seq_len": 4}, "seq_len=4"),
-    ({"max_predictions": 200}, "max_predictions=200"),
-    ({"batch_size": 0}, "batch_size=0"),
-    ({"mask_rate": 1.5}, "mask_rate=1.5"),
-    ({"corpus_format": "json"}, "corpus_format='json'"),
-    ({"pack_documents": True, "next_sentence_rate": 0.5}, "next_sentence_rate=0.5"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"seq_len": 4}, "seq_len=4"),
+        ({"max_predictions": 200}, "max_predictions=200"),
+        ({"batch_size": 0}, "batch_size=0"),
+        ({"mask_rate": 1.5}, "mask_rate=1.5"),
+        ({"corpus_format": "json"}, "corpus_format='json'"),
+        ({"pack_documents": True, "next_sentence_rate": 0.5}, "next_sentence_rate=0.5"),
+    ],
+)
 def test_bad_arguments(sentence_corpus, kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         _dataset(sentence_corpus[0], **kwargs)
@@ -295,8 +314,7 @@ def test_bad_arguments(sentence_corpus, kwargs, message):
 
 def test_whole_word_masking_at_512(sentence_corpus, tokenizer):
     pattern, _ = sentence_corpus
-    ds = _dataset(pattern, seq_len=512, max_predictions=80, batch_size=4,
-                  whole_word_masking=True)
+    ds = _dataset(pattern, seq_len=512, max_predictions=80, batch_size=4, whole_word_masking=True)
     f, l, w = _take(ds, 1)[0]
     assert f["token_ids"].shape == (4, 512) and f["mask_positions"].shape == (4, 80)
     ids = _unmask(f, l, w)
@@ -320,10 +338,11 @@ def _word_family_corpus(root, num_docs, sentences_per_doc, seed=0):
     rng = np.random.default_rng(seed)
     family = {}
     for d in range(num_docs):
-        own = words[d * 12:(d + 1) * 12]
+        own = words[d * 12 : (d + 1) * 12]
         family.update({vocab.index(w): d for w in own})
-        sentences = [" ".join(rng.choice(own, rng.integers(8, 20))) + "."
-                     for _ in range(sentences_per_doc)]
+        sentences = [
+            " ".join(rng.choice(own, rng.integers(8, 20))) + "." for _ in range(sentences_per_doc)
+        ]
         (root / f"doc-{d:02d}.txt").write_text(" ".join(sentences))
     return str(root / "*.txt"), family
 
@@ -340,11 +359,12 @@ def test_not_next_b_comes_from_another_document(tmp_path):
     # be A's own document (the original: ~0.1% on a real corpus).
     pattern, family = _word_family_corpus(tmp_path, 2, 600)
     not_next = 0
-    for f, l, w in _take(_dataset(pattern, corpus_format="text", seq_len=64,
-                                  max_predictions=10, batch_size=64), 8):
+    for f, l, w in _take(
+        _dataset(pattern, corpus_format="text", seq_len=64, max_predictions=10, batch_size=64), 8
+    ):
         for row, label in zip(_unmask(f, l, w), l["nsp"]):
             seps = np.flatnonzero(row == SEP)
-            a, b = row[1:seps[0]], row[seps[0] + 1:seps[1]]
+            a, b = row[1 : seps[0]], row[seps[0] + 1 : seps[1]]
             same = _document_of(a, family) == _document_of(b, family)
             assert same == (label == 0)
             not_next += label
@@ -353,8 +373,14 @@ def test_not_next_b_comes_from_another_document(tmp_path):
 
 def test_one_document_corpus_still_makes_not_next_pairs(tmp_path):
     pattern, _ = _word_family_corpus(tmp_path, 1, 400)
-    labels = np.concatenate([l["nsp"] for _, l, _ in _take(_dataset(
-        pattern, corpus_format="text", seq_len=64, max_predictions=10), 4)])
+    labels = np.concatenate(
+        [
+            l["nsp"]
+            for _, l, _ in _take(
+                _dataset(pattern, corpus_format="text", seq_len=64, max_predictions=10), 4
+            )
+        ]
+    )
     assert 0.3 < labels.mean() < 0.7
 
 
@@ -364,19 +390,31 @@ def test_batches_mix_many_documents(tmp_path):
     # Pairs built per group of whole documents gave about 6.
     pattern, family = _word_family_corpus(tmp_path, 24, 700)
     counts = []
-    for f, l, w in _take(_dataset(pattern, corpus_format="text", seq_len=64,
-                                  max_predictions=10, batch_size=32), 10):
+    for f, l, w in _take(
+        _dataset(pattern, corpus_format="text", seq_len=64, max_predictions=10, batch_size=32), 10
+    ):
         ids = _unmask(f, l, w)
-        counts.append(len({_document_of(row[1:np.argmax(row == SEP)], family)
-                           for row in ids}))
+        counts.append(len({_document_of(row[1 : np.argmax(row == SEP)], family) for row in ids}))
     assert np.mean(counts) >= 13.5, counts
 
 
 def test_next_sentence_rate_zero_keeps_text_contiguous(tmp_path):
     pattern, family = _word_family_corpus(tmp_path, 3, 300)
-    labels = np.concatenate([l["nsp"] for _, l, _ in _take(_dataset(
-        pattern, corpus_format="text", seq_len=16, max_predictions=3,
-        next_sentence_rate=0.0), 4)])
+    labels = np.concatenate(
+        [
+            l["nsp"]
+            for _, l, _ in _take(
+                _dataset(
+                    pattern,
+                    corpus_format="text",
+                    seq_len=16,
+                    max_predictions=3,
+                    next_sentence_rate=0.0,
+                ),
+                4,
+            )
+        ]
+    )
     # Sentences of 8-20 words fill a 13-token target alone: they take the
     # next sentence as B (a random B each before). Only the last sentence of
     # a piece (~18 sentences at this length) may not.
@@ -387,18 +425,30 @@ def test_next_sentence_rate_zero_keeps_text_contiguous(tmp_path):
 def one_line_documents(tmp_path_factory, reference):
     """300 short one-line documents (numbered, so order is visible)."""
     root = tmp_path_factory.mktemp("lines")
-    lines = [f"review {i} : the film was {'good' if i % 3 else 'bad'} . "
-             f"{'really ' * (i % 5)}" for i in range(300)]
+    lines = [
+        f"review {i} : the film was {'good' if i % 3 else 'bad'} . {'really ' * (i % 5)}"
+        for i in range(300)
+    ]
     (root / "reviews.txt").write_text("\n".join(lines) + "\n\n")
     return str(root / "reviews.txt"), [reference.ids(line) for line in lines]
 
 
 def test_packed_short_documents_fill_sequences_in_order(one_line_documents):
     pattern, documents = one_line_documents
-    batches = _take(_dataset(pattern, corpus_format="lines", seq_len=32,
-                             max_predictions=5, next_sentence_rate=0.0,
-                             pack_documents=True, shuffle=False, repeat=False,
-                             batch_size=4), 100)
+    batches = _take(
+        _dataset(
+            pattern,
+            corpus_format="lines",
+            seq_len=32,
+            max_predictions=5,
+            next_sentence_rate=0.0,
+            pack_documents=True,
+            shuffle=False,
+            repeat=False,
+            batch_size=4,
+        ),
+        100,
+    )
     ids = np.concatenate([_unmask(*batch) for batch in batches])
     assert (ids[:, 0] == CLS).all()
     real = ids != PAD
@@ -412,23 +462,37 @@ def test_packed_short_documents_fill_sequences_in_order(one_line_documents):
     expected = [t for doc in documents for t in doc + [SEP]]
     # drop_remainder may leave out the last sequences: a prefix of the corpus.
     assert len(stream) > 0.9 * len(expected)
-    assert stream == expected[:len(stream)]
+    assert stream == expected[: len(stream)]
 
 
 def test_packed_documents_share_of_real_tokens(one_line_documents):
     pattern, _ = one_line_documents
     unpacked, packed = (
-        np.concatenate([f["padding_mask"] for f, _, _ in _take(_dataset(
-            pattern, corpus_format="lines", seq_len=64, max_predictions=5,
-            next_sentence_rate=0.0, pack_documents=pack, batch_size=8), 20)]).mean()
-        for pack in (False, True))
+        np.concatenate(
+            [
+                f["padding_mask"]
+                for f, _, _ in _take(
+                    _dataset(
+                        pattern,
+                        corpus_format="lines",
+                        seq_len=64,
+                        max_predictions=5,
+                        next_sentence_rate=0.0,
+                        pack_documents=pack,
+                        batch_size=8,
+                    ),
+                    20,
+                )
+            ]
+        ).mean()
+        for pack in (False, True)
+    )
     assert unpacked < 0.4 and packed > 0.95
 
 
 def test_lines_format_with_next_sentence_task(one_line_documents):
     pattern, _ = one_line_documents
-    f, l, w = _take(_dataset(pattern, corpus_format="lines", seq_len=32,
-                             max_predictions=5), 1)[0]
+    f, l, w = _take(_dataset(pattern, corpus_format="lines", seq_len=32, max_predictions=5), 1)[0]
     ids = _unmask(f, l, w)
     # One document a line, each of two sentences: [CLS] A [SEP] B [SEP].
     assert ((ids == SEP).sum(axis=1) == 2).all()

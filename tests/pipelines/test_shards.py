@@ -15,38 +15,83 @@ SMALL = sorted(glob.glob(os.path.join(CORPUS, "inaugural", "19*.txt")))[:4]
 
 
 def test_data_cli_writes_shards(tmp_path, capsys):
-    argv = ["--input", SMALL[0], "--input", SMALL[1], "--output_dir",
-            str(tmp_path), "--vocab", VOCAB, "--corpus_format", "text",
-            "--num_shards", "2"]
+    argv = [
+        "--input",
+        SMALL[0],
+        "--input",
+        SMALL[1],
+        "--output_dir",
+        str(tmp_path),
+        "--vocab",
+        VOCAB,
+        "--corpus_format",
+        "text",
+        "--num_shards",
+        "2",
+    ]
     assert data_cli.main(argv) == 0
     out, err = capsys.readouterr()
     assert "Wrote 2 documents" in out and "2/2" in err  # Files, on stderr.
     assert sorted(os.listdir(tmp_path)) == [
-        "metadata.json", "part-00000-of-00002.tfrecord",
-        "part-00001-of-00002.tfrecord"]
-    argv = ["--input", SMALL[0], "--output_dir", str(tmp_path), "--vocab",
-            str(tmp_path / "nope.txt")]
+        "metadata.json",
+        "part-00000-of-00002.tfrecord",
+        "part-00001-of-00002.tfrecord",
+    ]
+    argv = [
+        "--input",
+        SMALL[0],
+        "--output_dir",
+        str(tmp_path),
+        "--vocab",
+        str(tmp_path / "nope.txt"),
+    ]
     assert data_cli.main(argv) == 2
     assert "nope.txt" in capsys.readouterr().err
 
 
 def _data_argv(output_dir, *extra):
-    return ["--input", SMALL[0], "--output_dir", str(output_dir), "--vocab",
-            VOCAB, "--corpus_format", "text", *extra]
+    return [
+        "--input",
+        SMALL[0],
+        "--output_dir",
+        str(output_dir),
+        "--vocab",
+        VOCAB,
+        "--corpus_format",
+        "text",
+        *extra,
+    ]
 
 
-@pytest.mark.parametrize("setup, extra, message", [
-    ("new", ["--num_shards", "0"],
-     "`num_shards` must be a positive integer. Received: num_shards=0"),
-    ("new", ["--num_shards", "-3"],
-     "`num_shards` must be a positive integer. Received: num_shards=-3"),
-    ("file", [], "`output_dir` is a file, not a folder."),
-    ("full", [], "`output_dir` must be new or empty; it holds metadata.json, "
-     "part-00000-of-00001.tfrecord."),
-    ("interrupted", [], "`output_dir` holds shards but no metadata.json (left by "
-     "a run that was stopped?); delete them or pick another folder."),
-    ("under_file", [], "`output_dir` cannot be written: "),
-])
+@pytest.mark.parametrize(
+    "setup, extra, message",
+    [
+        (
+            "new",
+            ["--num_shards", "0"],
+            "`num_shards` must be a positive integer. Received: num_shards=0",
+        ),
+        (
+            "new",
+            ["--num_shards", "-3"],
+            "`num_shards` must be a positive integer. Received: num_shards=-3",
+        ),
+        ("file", [], "`output_dir` is a file, not a folder."),
+        (
+            "full",
+            [],
+            "`output_dir` must be new or empty; it holds metadata.json, "
+            "part-00000-of-00001.tfrecord.",
+        ),
+        (
+            "interrupted",
+            [],
+            "`output_dir` holds shards but no metadata.json (left by "
+            "a run that was stopped?); delete them or pick another folder.",
+        ),
+        ("under_file", [], "`output_dir` cannot be written: "),
+    ],
+)
 def test_data_cli_rejects_bad_output(tmp_path, capsys, setup, extra, message):
     output = tmp_path / "out"
     if setup == "under_file":
@@ -74,11 +119,18 @@ def test_text_that_tokenizes_to_nothing_is_refused(tmp_path, capsys, monkeypatch
     corpus_dir.mkdir()
     for i in range(2):
         (corpus_dir / f"d{i}.txt").write_text(("\u200b" * 40 + "\n") * 10)
-    argv = ["--input", str(corpus_dir / "*.txt"), "--output_dir",
-            str(tmp_path / "out"), "--vocab", VOCAB, "--corpus_format", "text"]
+    argv = [
+        "--input",
+        str(corpus_dir / "*.txt"),
+        "--output_dir",
+        str(tmp_path / "out"),
+        "--vocab",
+        VOCAB,
+        "--corpus_format",
+        "text",
+    ]
     assert data_cli.main(argv) == 2
-    assert capsys.readouterr().err.startswith(
-        "error: Every corpus file matching")
+    assert capsys.readouterr().err.startswith("error: Every corpus file matching")
     # Past the size up to which files are checked for blankness, the
     # tokenizer finds no document: refused too, and no shard is left.
     monkeypatch.setattr(corpus, "_BLANK_CHECK_BYTES", 0)
@@ -91,28 +143,40 @@ def test_text_that_tokenizes_to_nothing_is_refused(tmp_path, capsys, monkeypatch
 
 def _stop_after_two_files(error):
     """A `progress` callback that raises `error` once two files are written."""
+
     def progress(done, total):
         if done == 2:
             raise error
+
     return progress
 
 
-@pytest.mark.parametrize("error, raised", [
-    (KeyboardInterrupt(), KeyboardInterrupt),
-    (OSError(28, "No space left on device"), pipelines.CorpusError),
-])
+@pytest.mark.parametrize(
+    "error, raised",
+    [
+        (KeyboardInterrupt(), KeyboardInterrupt),
+        (OSError(28, "No space left on device"), pipelines.CorpusError),
+    ],
+)
 def test_stopped_shard_writing_leaves_nothing(tmp_path, error, raised):
     with pytest.raises(raised) as caught:
-        shards.write_tfrecord_shards(SMALL, str(tmp_path), VOCAB,
-                                     corpus_format="text", num_shards=2,
-                                     progress=_stop_after_two_files(error))
+        shards.write_tfrecord_shards(
+            SMALL,
+            str(tmp_path),
+            VOCAB,
+            corpus_format="text",
+            num_shards=2,
+            progress=_stop_after_two_files(error),
+        )
     if raised is pipelines.CorpusError:
-        assert str(caught.value) == (f"Writing shards in {str(tmp_path)!r} failed, "
-                                     "none kept: No space left on device")
+        assert str(caught.value) == (
+            f"Writing shards in {str(tmp_path)!r} failed, none kept: No space left on device"
+        )
     assert os.listdir(tmp_path) == []
     # The same command then runs.
-    info = shards.write_tfrecord_shards(SMALL, str(tmp_path), VOCAB,
-                                        corpus_format="text", num_shards=2)
+    info = shards.write_tfrecord_shards(
+        SMALL, str(tmp_path), VOCAB, corpus_format="text", num_shards=2
+    )
     assert info["documents"] == len(SMALL)
 
 
@@ -129,16 +193,14 @@ def test_every_shard_is_checked_against_the_vocabulary(tmp_path):
     files = pipelines.list_files(str(tmp_path / "a" / "*.tfrecord"), "tfrecord")
 
     assert files[0] == str(stray)
-    with pytest.raises(pipelines.CorpusError,
-                       match="part-00000-of-00001.tfrecord' is not one of"):
+    with pytest.raises(pipelines.CorpusError, match="part-00000-of-00001.tfrecord' is not one of"):
         shards.check_tfrecord_vocabulary(files, VOCAB)
     shards.check_tfrecord_vocabulary(files[1:], VOCAB)
     with pytest.raises(pipelines.CorpusError, match="written with vocabulary"):
         shards.check_tfrecord_vocabulary(files[1:], str(other_vocab))
     os.remove(tmp_path / "b" / "metadata.json")
     with pytest.raises(pipelines.CorpusError, match="has no metadata.json"):
-        shards.check_tfrecord_vocabulary(
-            [str(tmp_path / "b" / stray.name)], str(other_vocab))
+        shards.check_tfrecord_vocabulary([str(tmp_path / "b" / stray.name)], str(other_vocab))
 
 
 def test_data_cli_unwritable_output(tmp_path, capsys, monkeypatch):
@@ -155,7 +217,12 @@ def test_data_cli_unwritable_output(tmp_path, capsys, monkeypatch):
 def test_shard_writing_reports_each_file_in_order(tmp_path):
     calls = []
     info = shards.write_tfrecord_shards(
-        SMALL, str(tmp_path), VOCAB, corpus_format="text", num_shards=2,
-        progress=lambda done, total: calls.append((done, total)))
+        SMALL,
+        str(tmp_path),
+        VOCAB,
+        corpus_format="text",
+        num_shards=2,
+        progress=lambda done, total: calls.append((done, total)),
+    )
     assert calls == [(i, len(SMALL)) for i in range(1, len(SMALL) + 1)]
     assert info["documents"] == len(SMALL)  # A document a file.

@@ -36,21 +36,22 @@ def test_learn_vocabulary_cli(tmp_path, capsys):
 
 
 def test_vocab_cli_reports_bad_input(tmp_path, capsys):
-    argv = ["--input", str(tmp_path / "missing*.txt"), "--output",
-            str(tmp_path / "v.txt")]
+    argv = ["--input", str(tmp_path / "missing*.txt"), "--output", str(tmp_path / "v.txt")]
     assert vocab_cli.main(argv) == 2
     assert "missing*.txt" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("setup, extra, message", [
-    (None, ["--vocab_size", "0"], "`vocab_size` must be an int >= 10 "),
-    (None, ["--vocab_size", "3"], "Received: vocab_size=3"),
-    ("folder", [], "--output {out}: is a folder, not a file"),
-    ("under_file", [], "--output {out}: {tmp}/file is not an existing folder"),
-    ("exists", [], "--output {out}: already exists; pass --overwrite to replace it"),
-])
-def test_vocab_cli_rejects_bad_arguments_before_learning(tmp_path, capsys, setup,
-                                                         extra, message):
+@pytest.mark.parametrize(
+    "setup, extra, message",
+    [
+        (None, ["--vocab_size", "0"], "`vocab_size` must be an int >= 10 "),
+        (None, ["--vocab_size", "3"], "Received: vocab_size=3"),
+        ("folder", [], "--output {out}: is a folder, not a file"),
+        ("under_file", [], "--output {out}: {tmp}/file is not an existing folder"),
+        ("exists", [], "--output {out}: already exists; pass --overwrite to replace it"),
+    ],
+)
+def test_vocab_cli_rejects_bad_arguments_before_learning(tmp_path, capsys, setup, extra, message):
     output = tmp_path / "vocab.txt"
     if setup == "folder":
         output.mkdir()
@@ -67,7 +68,8 @@ def test_vocab_cli_rejects_bad_arguments_before_learning(tmp_path, capsys, setup
     assert err.startswith("error: ") and err.count("\n") == 1
     assert message.format(out=output, tmp=tmp_path) in err
     assert sorted(p.name for p in tmp_path.iterdir()) == (
-        ["file"] if setup == "under_file" else ["vocab.txt"] if setup else [])
+        ["file"] if setup == "under_file" else ["vocab.txt"] if setup else []
+    )
     if setup == "exists":
         assert output.read_text() == "mine"
 
@@ -75,21 +77,23 @@ def test_vocab_cli_rejects_bad_arguments_before_learning(tmp_path, capsys, setup
 def test_vocab_cli_full_disk_leaves_no_file(tmp_path, capsys, monkeypatch):
     class FullDisk(tf.io.gfile.GFile):
         def write(self, data):
-            super().write(data[:len(data) // 2])
+            super().write(data[: len(data) // 2])
             raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(pipelines.vocabulary.tf.io.gfile, "GFile", FullDisk)
     output = tmp_path / "vocab.txt"
     output.write_text("mine")
-    argv = ["--input", SMALL[0], "--output", str(output), "--vocab_size", "300",
-            "--overwrite"]
+    argv = ["--input", SMALL[0], "--output", str(output), "--vocab_size", "300", "--overwrite"]
 
     assert vocab_cli.main(argv) == 2
 
     # One error line, after the progress bar of the words counted.
     lines = capsys.readouterr().err.splitlines()
-    assert [l for l in lines if "error" in l] == lines[-1:] == [
-        f"error: Cannot write {output}: No space left on device"]
+    assert (
+        [l for l in lines if "error" in l]
+        == lines[-1:]
+        == [f"error: Cannot write {output}: No space left on device"]
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["vocab.txt"]
     assert output.read_text() == "mine"
 
@@ -99,18 +103,16 @@ def test_vocab_size_is_a_maximum(tmp_path):
     # alphabet alone, which the learner keeps whatever its target.
     chars = [chr(0x4E00 + i) for i in range(300)]
     (tmp_path / "cjk.txt").write_text(
-        "\n".join(" ".join(chars[i:] + chars[:i]) for i in range(0, 300, 7)),
-        encoding="utf-8")
-    tokens = pipelines.learn_vocabulary(str(tmp_path / "cjk.txt"), 200,
-                                        min_count=2)
+        "\n".join(" ".join(chars[i:] + chars[:i]) for i in range(0, 300, 7)), encoding="utf-8"
+    )
+    tokens = pipelines.learn_vocabulary(str(tmp_path / "cjk.txt"), 200, min_count=2)
     assert len(tokens) <= 200 and tokens[:5] == list(pipelines.SPECIAL_TOKENS)
 
 
 def test_cap_size_drops_the_rarest_pieces_keeps_characters():
     from pipelines.vocabulary_learner import _cap_size
 
-    learned = list(pipelines.SPECIAL_TOKENS) + [
-        "a", "b", "##", "##a", "the", "##b", "##ab", "ba"]
+    learned = list(pipelines.SPECIAL_TOKENS) + ["a", "b", "##", "##a", "the", "##b", "##ab", "ba"]
     assert _cap_size(learned, 11) == learned[:11]
     assert _cap_size(learned, 10) == learned[:9] + ["##b"]
     assert _cap_size(learned, 20) == learned
@@ -122,7 +124,8 @@ def test_vocab_cli_unwritable_output(tmp_path, capsys, monkeypatch):
     argv = ["--input", SMALL[0], "--output", str(tmp_path / "v.txt")]
     assert vocab_cli.main(argv) == 2
     assert capsys.readouterr().err == (
-        f"error: --output {tmp_path}/v.txt: folder {tmp_path} is not writable\n")
+        f"error: --output {tmp_path}/v.txt: folder {tmp_path} is not writable\n"
+    )
 
 
 def test_word_counting_reports_bytes_read(tmp_path):

@@ -20,8 +20,9 @@ def write_corpus(directory, documents=6, seed=0):
         paragraphs = []
         for _ in range(4):
             sentences = [
-                " ".join(rng.choice(words) for _ in range(rng.randint(5, 14)))
-                + "." for _ in range(rng.randint(3, 6))]
+                " ".join(rng.choice(words) for _ in range(rng.randint(5, 14))) + "."
+                for _ in range(rng.randint(3, 6))
+            ]
             paragraphs.append(" ".join(sentences))
         (directory / f"doc{d}.txt").write_text("\n\n".join(paragraphs) + "\n")
     return str(directory / "*.txt")
@@ -30,8 +31,13 @@ def write_corpus(directory, documents=6, seed=0):
 def tiny_overrides(tmp_path, corpus):
     """A 1-layer H=16 BERT, two short phases, unshuffled (fast start-up)."""
     return {
-        "model_overrides": {"num_layers": 1, "hidden_dim": 16, "num_heads": 2,
-                            "intermediate_dim": 32, "dropout": 0.0},
+        "model_overrides": {
+            "num_layers": 1,
+            "hidden_dim": 16,
+            "num_heads": 2,
+            "intermediate_dim": 32,
+            "dropout": 0.0,
+        },
         "data.train_files": corpus,
         "data.holdout_fraction": 0.3,
         "data.shuffle": False,
@@ -64,8 +70,9 @@ def tiny_cli_args(tmp_path, corpus, **extra):
     overrides = tiny_overrides(tmp_path, corpus)
     overrides.update(extra)
     # JSON is YAML: `--set` values read back as the same lists and dicts.
-    return [arg for key, value in overrides.items()
-            for arg in ("--set", f"{key}={json.dumps(value)}")]
+    return [
+        arg for key, value in overrides.items() for arg in ("--set", f"{key}={json.dumps(value)}")
+    ]
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,8 @@ def main():
 
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * args.logical_cpus)
+            cpu, [tf.config.LogicalDeviceConfiguration()] * args.logical_cpus
+        )
 
     import keras
 
@@ -30,17 +31,24 @@ def main():
 
     distribution = create_distribution(args.strategy)
     keras.utils.set_random_seed(0)
-    config = tiny_config(Path(args.model_dir).parent, args.corpus,
-                         model_dir=args.model_dir, strategy=args.strategy)
+    config = tiny_config(
+        Path(args.model_dir).parent, args.corpus, model_dir=args.model_dir, strategy=args.strategy
+    )
     results = run_pretraining(config, distribution, verbose=0)
-    print("RESULT " + json.dumps({
-        "strategy": distribution.name,
-        "replicas": distribution.num_replicas,
-        "chief": distribution.is_chief,
-        "step": results["state"].step,
-        "finished": results["state"].finished,
-        "eval": results["eval"],
-    }), flush=True)
+    print(
+        "RESULT "
+        + json.dumps(
+            {
+                "strategy": distribution.name,
+                "replicas": distribution.num_replicas,
+                "chief": distribution.is_chief,
+                "step": results["state"].step,
+                "finished": results["state"].finished,
+                "eval": results["eval"],
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

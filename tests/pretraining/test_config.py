@@ -8,8 +8,7 @@ from keras_bert.pretraining import ConfigError, load_pretraining_config
 from keras_bert.pretraining.config import parse_override
 
 
-@pytest.mark.parametrize("name, steps", [("default", [1750, 650]),
-                                         ("budget", [4800, 3200])])
+@pytest.mark.parametrize("name, steps", [("default", [1750, 650]), ("budget", [4800, 3200])])
 def test_short_sequences_first_recipes(name, steps):
     config = load_pretraining_config(name)
     assert [p.seq_len for p in config.phases] == [32, 128]
@@ -41,10 +40,16 @@ def test_paper_recipes(name):
 
 
 def test_overrides_nested_and_list():
-    config = load_pretraining_config("default", [
-        "optimizer.learning_rate=3e-4", "phases.1.batch_size=4",
-        "optimizer.name=lamb", "model_overrides.dropout=0.0",
-        "data.eval_files=[a.txt, b.txt]"])
+    config = load_pretraining_config(
+        "default",
+        [
+            "optimizer.learning_rate=3e-4",
+            "phases.1.batch_size=4",
+            "optimizer.name=lamb",
+            "model_overrides.dropout=0.0",
+            "data.eval_files=[a.txt, b.txt]",
+        ],
+    )
     assert config.optimizer.learning_rate == 3e-4
     assert config.phases[1].batch_size == 4
     assert config.optimizer.name == "lamb"
@@ -52,21 +57,28 @@ def test_overrides_nested_and_list():
     assert config.data.eval_files == ["a.txt", "b.txt"]
 
 
-@pytest.mark.parametrize("override, message", [
-    ("optimizer.learnig_rate=1", "Unknown config key 'optimizer.learnig_rate'"),
-    ("nope=1", "Unknown config key 'nope'"),
-    ("phases.5.batch_size=1", "phases has 2 entries"),
-    ("strategy=gpus", "`strategy` must be one of"),
-    ("precision=fp8", "`precision` must be one of"),
-    ("train_steps=ten", "`train_steps` must be of type int"),
-    ("phases.0.max_predictions=999", "max_predictions=999"),
-    ("optimizer.warmup_steps=-1", "warmup_steps=-1"),
-    ("optimizer.name=adam", "`optimizer.name` must be one of .*"
-     "Received: optimizer.name='adam'"),
-    ("optimizer.decay_start=original", "`optimizer.decay_start` must be one "
-     "of .*Received: optimizer.decay_start='original'"),
-    ("novalue", "key=value"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("optimizer.learnig_rate=1", "Unknown config key 'optimizer.learnig_rate'"),
+        ("nope=1", "Unknown config key 'nope'"),
+        ("phases.5.batch_size=1", "phases has 2 entries"),
+        ("strategy=gpus", "`strategy` must be one of"),
+        ("precision=fp8", "`precision` must be one of"),
+        ("train_steps=ten", "`train_steps` must be of type int"),
+        ("phases.0.max_predictions=999", "max_predictions=999"),
+        ("optimizer.warmup_steps=-1", "warmup_steps=-1"),
+        (
+            "optimizer.name=adam",
+            "`optimizer.name` must be one of .*Received: optimizer.name='adam'",
+        ),
+        (
+            "optimizer.decay_start=original",
+            "`optimizer.decay_start` must be one of .*Received: optimizer.decay_start='original'",
+        ),
+        ("novalue", "key=value"),
+    ],
+)
 def test_bad_overrides_name_the_key(override, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[")) as error:
         load_pretraining_config("default", [override])
@@ -91,9 +103,16 @@ def test_exactly_one_of_steps_and_fraction():
 
 
 def test_fixed_and_fraction_phases():
-    config = load_pretraining_config("default", [
-        "train_steps=100", "optimizer.warmup_steps=10", "phases.0.steps=30",
-        "phases.0.fraction=null", "phases.1.fraction=1.0"])
+    config = load_pretraining_config(
+        "default",
+        [
+            "train_steps=100",
+            "optimizer.warmup_steps=10",
+            "phases.0.steps=30",
+            "phases.0.fraction=null",
+            "phases.1.fraction=1.0",
+        ],
+    )
     assert config.phase_steps() == [30, 70]
 
 
@@ -105,7 +124,8 @@ def test_phase_fractions_must_share_the_steps(fractions):
     assert str(error.value) == (
         "The phases' `fraction`s share what `steps` phases leave of "
         "train_steps: each in (0, 1], summing to 1. Received: "
-        f"fractions={list(fractions)}")
+        f"fractions={list(fractions)}"
+    )
 
 
 @pytest.mark.parametrize("fraction", [0.0, 1.0])
@@ -115,7 +135,8 @@ def test_holdout_fraction_must_leave_both_sides(fraction):
     assert str(error.value) == (
         "`data.holdout_fraction` (the share of train_files held out for "
         "evaluation when data.eval_files is not given) must be in (0, 1). "
-        f"Received: data.holdout_fraction={fraction}")
+        f"Received: data.holdout_fraction={fraction}"
+    )
 
 
 def test_parse_override_reads_yaml_values():
@@ -127,8 +148,9 @@ def test_parse_override_reads_yaml_values():
 def test_packing_documents_needs_the_next_sentence_task_off():
     assert load_pretraining_config("default", ["data.pack_documents=true"]).data.pack_documents
     with pytest.raises(ConfigError, match=r"next_sentence_rate=0\.5"):
-        load_pretraining_config("default", ["data.pack_documents=true",
-                                            "data.next_sentence_rate=0.5"])
+        load_pretraining_config(
+            "default", ["data.pack_documents=true", "data.next_sentence_rate=0.5"]
+        )
 
 
 def test_own_text_recipe_packs_short_documents():
@@ -166,5 +188,7 @@ def test_rerun_from_another_directory_is_the_same_config(monkeypatch, tmp_path):
     config = load_pretraining_config("default")
     assert check_rerun_config(config, str(tmp_path / "elsewhere.yaml")) is False
     with pytest.raises(ConfigError, match="data.vocab_file"):
-        check_rerun_config(load_pretraining_config(
-            "default", ["data.vocab_file=other.txt"]), str(tmp_path / "config.yaml"))
+        check_rerun_config(
+            load_pretraining_config("default", ["data.vocab_file=other.txt"]),
+            str(tmp_path / "config.yaml"),
+        )

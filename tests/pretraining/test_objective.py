@@ -1,5 +1,5 @@
-import numpy as np
 import keras
+import numpy as np
 
 from keras_bert.pretraining import pretraining_losses, pretraining_metrics
 
@@ -18,13 +18,11 @@ def test_mlm_loss_averages_over_real_predictions_only():
     loss = pretraining_losses()["mlm"](labels, logits, sample_weight=weights)
     ce = numpy_cross_entropy(labels, logits)
     expected = (ce * weights).sum() / weights.sum()
-    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(loss)),
-                               expected, rtol=1e-5)
+    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(loss)), expected, rtol=1e-5)
     # Padded slots (weight 0) must not change it, whatever their labels.
     labels[weights == 0] = 0
     again = pretraining_losses()["mlm"](labels, logits, sample_weight=weights)
-    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(again)),
-                               expected, rtol=1e-5)
+    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(again)), expected, rtol=1e-5)
 
 
 def test_nsp_loss_is_batch_mean():
@@ -32,9 +30,11 @@ def test_nsp_loss_is_batch_mean():
     logits = rng.normal(size=(5, 2)).astype("float32")
     labels = rng.integers(0, 2, (5,)).astype("int32")
     loss = pretraining_losses()["nsp"](labels, logits, sample_weight=np.ones(5))
-    np.testing.assert_allclose(float(keras.ops.convert_to_numpy(loss)),
-                               numpy_cross_entropy(labels, logits).mean(),
-                               rtol=1e-5)
+    np.testing.assert_allclose(
+        float(keras.ops.convert_to_numpy(loss)),
+        numpy_cross_entropy(labels, logits).mean(),
+        rtol=1e-5,
+    )
 
 
 def test_mlm_accuracy_is_weighted():
@@ -42,8 +42,7 @@ def test_mlm_accuracy_is_weighted():
     logits = np.zeros((1, 4, 3), "float32")
     logits[0, :, 1] = 1.0  # predicts 1 everywhere
     labels = np.array([[1, 1, 0, 0]], "int32")
-    metric.update_state(labels, logits,
-                        sample_weight=np.array([[1, 1, 1, 0]], "float32"))
+    metric.update_state(labels, logits, sample_weight=np.array([[1, 1, 1, 0]], "float32"))
     np.testing.assert_allclose(float(metric.result()), 2 / 3, rtol=1e-6)
 
 
@@ -57,18 +56,18 @@ def _trained_head_weights(next_sentence_prediction):
     keras.utils.set_random_seed(0)
     model = tiny_pretrainer()
     optimizer = create_optimizer(
-        OptimizerConfig(learning_rate=1e-2, warmup_steps=0, weight_decay=0.0),
-        total_steps=10)
-    compile_pretrainer(model, optimizer,
-                       next_sentence_prediction=next_sentence_prediction)
+        OptimizerConfig(learning_rate=1e-2, warmup_steps=0, weight_decay=0.0), total_steps=10
+    )
+    compile_pretrainer(model, optimizer, next_sentence_prediction=next_sentence_prediction)
     features, labels, weights = batch()
-    labels["nsp"] = np.zeros_like(labels["nsp"])   # contiguous text only
-    heads = lambda: [np.array(w) for w in (
-        model.backbone.pooler_dense.get_weights() + model.nsp_head.get_weights())]
+    labels["nsp"] = np.zeros_like(labels["nsp"])  # contiguous text only
+    heads = lambda: [
+        np.array(w)
+        for w in (model.backbone.pooler_dense.get_weights() + model.nsp_head.get_weights())
+    ]
     before = heads()
     for _ in range(2):
-        logs = model.train_on_batch(features, labels, sample_weight=weights,
-                                    return_dict=True)
+        logs = model.train_on_batch(features, labels, sample_weight=weights, return_dict=True)
     return before, heads(), logs
 
 

@@ -10,13 +10,20 @@ from tests.pretraining.test_runner import read_scalars
 
 @pytest.mark.slow
 def test_loss_falls_on_bundled_corpus(tmp_path):
-    config = load_pretraining_config("default", {
-        "phases": [{"seq_len": 128, "max_predictions": 20, "batch_size": 16,
-                    "fraction": 1.0}],
-        "train_steps": 200, "steps_per_loop": 20, "eval_steps": 5,
-        "eval_every_steps": 0, "fill_mask_probes": [],
-        "checkpoint.every_steps": 100, "optimizer.warmup_steps": 20,
-        "model_dir": str(tmp_path / "run")})
+    config = load_pretraining_config(
+        "default",
+        {
+            "phases": [{"seq_len": 128, "max_predictions": 20, "batch_size": 16, "fraction": 1.0}],
+            "train_steps": 200,
+            "steps_per_loop": 20,
+            "eval_steps": 5,
+            "eval_every_steps": 0,
+            "fill_mask_probes": [],
+            "checkpoint.every_steps": 100,
+            "optimizer.warmup_steps": 20,
+            "model_dir": str(tmp_path / "run"),
+        },
+    )
     results = run_pretraining(config, verbose=0)
     assert results["state"].finished
     scalars = read_scalars(os.path.join(config.model_dir, "logs", "train"))

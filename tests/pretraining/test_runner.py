@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from keras_bert.pretraining import CheckpointManager, ConfigError, run_pretraining
-from tests.pretraining.conftest import (VOCAB, tiny_cli_args, tiny_config,
-                                     tiny_overrides)
+from tests.pretraining.conftest import VOCAB, tiny_cli_args, tiny_config, tiny_overrides
 
 
 def read_scalars(log_dir):
@@ -25,7 +24,8 @@ def read_scalars(log_dir):
         for event in tf.compat.v1.train.summary_iterator(path):
             for value in event.summary.value:
                 scalars.setdefault(value.tag, []).append(
-                    (event.step, float(tf.make_ndarray(value.tensor))))
+                    (event.step, float(tf.make_ndarray(value.tensor)))
+                )
     return scalars
 
 
@@ -37,8 +37,7 @@ class StepRecorder(keras.callbacks.Callback):
         self.seen = []
 
     def on_train_batch_begin(self, batch, logs=None):
-        self.seen.append(int(keras.ops.convert_to_numpy(
-            self.model.optimizer.iterations)))
+        self.seen.append(int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)))
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +80,15 @@ def test_phase_switch_at_the_right_step(full_run):
 def test_tensorboard_scalars(full_run):
     config, _, _ = full_run
     scalars = read_scalars(os.path.join(config.model_dir, "logs", "train"))
-    for tag in ("loss", "mlm_loss", "mlm_accuracy",
-                "learning_rate", "examples_per_second", "tokens_per_second",
-                "phase"):
+    for tag in (
+        "loss",
+        "mlm_loss",
+        "mlm_accuracy",
+        "learning_rate",
+        "examples_per_second",
+        "tokens_per_second",
+        "phase",
+    ):
         assert tag in scalars, tag
     # One continuous schedule: warmup 2, linear decay to 0 at step 9.
     learning_rate = dict(scalars["learning_rate"])
@@ -99,18 +104,14 @@ def test_outputs_written(full_run):
     assert os.path.exists(os.path.join(model_dir, "config.yaml"))
     backbone = keras.saving.load_model(os.path.join(model_dir, "backbone.keras"))
     assert backbone.vocabulary[:1] == ["[PAD]"]
-    pretrainer = keras.saving.load_model(
-        os.path.join(model_dir, "pretrainer.keras"), compile=False)
+    pretrainer = keras.saving.load_model(os.path.join(model_dir, "pretrainer.keras"), compile=False)
     assert pretrainer.count_params() == results["pretraining"].model.count_params()
     if keras.backend.backend() != "torch":
         for name in ("backbone", "pretrainer"):
-            assert os.path.exists(os.path.join(
-                model_dir, "saved_model", name, "saved_model.pb"))
-    steps = [s for s, _ in CheckpointManager(
-        os.path.join(model_dir, "checkpoints")).checkpoints()]
+            assert os.path.exists(os.path.join(model_dir, "saved_model", name, "saved_model.pb"))
+    steps = [s for s, _ in CheckpointManager(os.path.join(model_dir, "checkpoints")).checkpoints()]
     assert steps == [6, 9]  # keep=2; every 3 steps and at each phase end
-    state = CheckpointManager.read_state(
-        os.path.join(model_dir, "checkpoints", "ckpt-00000009"))
+    state = CheckpointManager.read_state(os.path.join(model_dir, "checkpoints", "ckpt-00000009"))
     assert state["finished"] and state["phase"] == 2
 
 
@@ -128,14 +129,12 @@ class SignalAt(keras.callbacks.Callback):
         self.signum = signum
 
     def on_train_batch_end(self, batch, logs=None):
-        if int(keras.ops.convert_to_numpy(
-                self.model.optimizer.iterations)) == self.step:
+        if int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) == self.step:
             os.kill(os.getpid(), self.signum)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_signal_then_resume_matches_uninterrupted_run(full_run, tmp_path,
-                                                      tiny_corpus, signum):
+def test_signal_then_resume_matches_uninterrupted_run(full_run, tmp_path, tiny_corpus, signum):
     reference = full_run[1]["pretraining"].model
     keras.utils.set_random_seed(7)
     # No evaluation: it does not touch the weights, and it halves the time.
@@ -164,9 +163,9 @@ def test_signal_then_resume_matches_uninterrupted_run(full_run, tmp_path,
     for a, b in zip(reference.get_weights(), resumed.get_weights()):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
     for a, b in zip(reference.optimizer.variables, resumed.optimizer.variables):
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(a),
-                                   keras.ops.convert_to_numpy(b),
-                                   rtol=2e-4, atol=2e-6)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), rtol=2e-4, atol=2e-6
+        )
 
     # A third run finds the finished state and does nothing.
     third = run_pretraining(config, verbose=0)
@@ -174,10 +173,10 @@ def test_signal_then_resume_matches_uninterrupted_run(full_run, tmp_path,
     assert not any(second["eval"].values())  # eval_steps=0
 
 
-def test_console_lines_held_out_curve_and_fill_mask(tmp_path, tiny_corpus,
-                                                    capsys):
-    config = tiny_config(tmp_path, tiny_corpus, eval_every_steps=2,
-                         fill_mask_probes=["the [MASK] of the [MASK] ."])
+def test_console_lines_held_out_curve_and_fill_mask(tmp_path, tiny_corpus, capsys):
+    config = tiny_config(
+        tmp_path, tiny_corpus, eval_every_steps=2, fill_mask_probes=["the [MASK] of the [MASK] ."]
+    )
     results = run_pretraining(config)
     out = capsys.readouterr().out
     assert "step 2/9  phase 0 (seq 32)  loss " in out
@@ -185,8 +184,7 @@ def test_console_lines_held_out_curve_and_fill_mask(tmp_path, tiny_corpus,
     assert "Epoch" not in out
     # Held-out inside the phases at multiples of 2 (phase ends apart).
     held_out = [line for line in out.splitlines() if "| held-out" in line]
-    assert [line.split("/")[0] for line in held_out] == [
-        "step 2", "step 4", "step 8"]
+    assert [line.split("/")[0] for line in held_out] == ["step 2", "step 4", "step 8"]
     scalars = read_scalars(os.path.join(config.model_dir, "logs", "eval"))
     assert [s for s, _ in sorted(scalars["mlm_accuracy_seq32"])] == [2, 4, 6]
     assert [s for s, _ in sorted(scalars["mlm_accuracy_seq64"])] == [8, 9]
@@ -204,25 +202,24 @@ def test_fill_mask_reads_each_mask_position():
     from pipelines import BertTokenizer
 
     tokenizer = BertTokenizer("data/vocab/bert_uncased_vocab.txt")
-    model = BertPretrainer(BertBackbone(
-        vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16,
-        intermediate_dim=32))
+    model = BertPretrainer(
+        BertBackbone(
+            vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32
+        )
+    )
     states = tokenizer.token_to_id("states")
     bias = np.zeros(30522, "float32")
     bias[states] = 50.0
-    (output_bias,) = [w for w in model.mlm_head.weights
-                      if w.path.endswith("output_bias")]
+    (output_bias,) = [w for w in model.mlm_head.weights if w.path.endswith("output_bias")]
     output_bias.assign(bias)
-    (sentence,) = fill_mask(model, tokenizer, ["[MASK] of the united [MASK]"],
-                            top_k=3)
+    (sentence,) = fill_mask(model, tokenizer, ["[MASK] of the united [MASK]"], top_k=3)
     assert len(sentence) == 2
     for fillers in sentence:
         assert fillers[0][0] == "states" and fillers[0][1] > 0.99
         assert len(fillers) == 3
 
 
-def test_rerun_after_kill_during_export_finishes(tmp_path, tiny_corpus,
-                                                 monkeypatch):
+def test_rerun_after_kill_during_export_finishes(tmp_path, tiny_corpus, monkeypatch):
     from keras_bert.pretraining import runner as pretraining_runner
 
     config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
@@ -231,12 +228,12 @@ def test_rerun_after_kill_during_export_finishes(tmp_path, tiny_corpus,
     def killed_mid_export(pretraining, model_dir):
         # What `kill -9` leaves: a temporary .keras sibling, a SavedModel
         # half written in place (older runs) or in a temporary folder.
-        open(os.path.join(model_dir, ".backbone.keras.x1.tmp.keras"),
-             "w").close()
+        open(os.path.join(model_dir, ".backbone.keras.x1.tmp.keras"), "w").close()
         os.makedirs(os.path.join(model_dir, "saved_model", ".tmp-pretrainer-x"))
         if keras.backend.backend() != "torch":  # No SavedModel on torch.
-            os.makedirs(os.path.join(model_dir, "saved_model", "backbone",
-                                     "variables", "variables_temp"))
+            os.makedirs(
+                os.path.join(model_dir, "saved_model", "backbone", "variables", "variables_temp")
+            )
         raise RuntimeError("killed")
 
     monkeypatch.setattr(pretraining_runner, "export_models", killed_mid_export)
@@ -249,13 +246,11 @@ def test_rerun_after_kill_during_export_finishes(tmp_path, tiny_corpus,
     assert os.path.exists(os.path.join(model_dir, "backbone.keras"))
     assert not glob.glob(os.path.join(model_dir, ".*"))
     assert not glob.glob(os.path.join(model_dir, "saved_model", ".*"))
-    assert not glob.glob(os.path.join(model_dir, "**", "variables_temp"),
-                         recursive=True)
+    assert not glob.glob(os.path.join(model_dir, "**", "variables_temp"), recursive=True)
     assert run_pretraining(config, verbose=0)["state"].finished
 
 
-def test_second_run_on_a_locked_model_dir_is_refused(tmp_path, tiny_corpus,
-                                                      capsys):
+def test_second_run_on_a_locked_model_dir_is_refused(tmp_path, tiny_corpus, capsys):
     import socket
 
     from keras_bert import pretrain
@@ -283,13 +278,13 @@ def test_stale_lock_is_taken_over(full_run, tmp_path, tiny_corpus, capsys):
     lock = tmp_path / "run" / "pretrain.lock"
     lock.write_text(f"{dead.pid} {socket.gethostname()}\n")
     assert run_pretraining(config, verbose=0)["state"].finished
-    assert f"taking over the lock {lock} of pid {dead.pid}" in (
-        capsys.readouterr().out)
+    assert f"taking over the lock {lock} of pid {dead.pid}" in (capsys.readouterr().out)
     assert not lock.exists()  # Released at the end.
 
 
 def test_corrupt_newest_checkpoint_falls_back_to_the_one_before(
-        full_run, tmp_path, tiny_corpus, capsys):
+    full_run, tmp_path, tiny_corpus, capsys
+):
     config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
     checkpoints = os.path.join(config.model_dir, "checkpoints")
     newest = os.path.join(checkpoints, "ckpt-00000009")
@@ -307,15 +302,15 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_one_before(
     assert results["state"].finished and results["state"].step == 9
 
     for step in (6, 9):
-        with open(os.path.join(checkpoints, f"ckpt-0000000{step}",
-                               "state.json"), "w") as f:
+        with open(os.path.join(checkpoints, f"ckpt-0000000{step}", "state.json"), "w") as f:
             f.write("{")
     with pytest.raises(ConfigError, match="No readable checkpoint in "):
         run_pretraining(config, verbose=0)
 
 
 def test_rerun_with_a_config_that_changes_training_is_refused(
-        full_run, tmp_path, tiny_corpus, capsys):
+    full_run, tmp_path, tiny_corpus, capsys
+):
     from keras_bert import pretrain
 
     config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
@@ -324,8 +319,7 @@ def test_rerun_with_a_config_that_changes_training_is_refused(
     capsys.readouterr()
 
     def rerun(**changes):
-        code = pretrain.main(tiny_cli_args(
-            tmp_path, tiny_corpus, **{"eval_steps": 0, **changes}))
+        code = pretrain.main(tiny_cli_args(tmp_path, tiny_corpus, **{"eval_steps": 0, **changes}))
         assert open(path).read() == recorded  # Written once.
         return code, capsys.readouterr()
 
@@ -345,8 +339,9 @@ def test_rerun_with_a_config_that_changes_training_is_refused(
 
     # Evaluation, checkpoint rotation and a warm start that the
     # checkpoints supersede are not training.
-    code, out = rerun(eval_steps=3, init_checkpoint=str(tmp_path / "none"),
-                      **{"checkpoint.keep": 5})
+    code, out = rerun(
+        eval_steps=3, init_checkpoint=str(tmp_path / "none"), **{"checkpoint.keep": 5}
+    )
     assert code == 0 and "Already finished at step 9" in out.out
 
 
@@ -368,8 +363,7 @@ def test_config_file_not_utf8_is_one_line_exit_2(tmp_path, capsys):
     assert f"{path} is not UTF-8 text" in err
 
 
-def test_model_dir_that_is_a_file_is_one_line_exit_2(tmp_path, tiny_corpus,
-                                                     capsys):
+def test_model_dir_that_is_a_file_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
     (tmp_path / "run").write_text("not a folder")
     err = cli_error(tiny_cli_args(tmp_path, tiny_corpus), capsys)
     assert "Cannot create model_dir" in err
@@ -384,8 +378,7 @@ def test_read_only_model_dir_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
 
 
 @pytest.mark.parametrize("damage", ["truncated", "bad_crc"])
-def test_damaged_init_checkpoint_is_one_line_exit_2(damage, tmp_path,
-                                                    tiny_corpus, capsys):
+def test_damaged_init_checkpoint_is_one_line_exit_2(damage, tmp_path, tiny_corpus, capsys):
     from keras_bert.pretraining import build_backbone
 
     path = str(tmp_path / "backbone.keras")
@@ -399,8 +392,7 @@ def test_damaged_init_checkpoint_is_one_line_exit_2(damage, tmp_path,
             data = f.read(64)
             f.seek(size // 2)
             f.write(bytes(b ^ 0xFF for b in data))
-    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus,
-                                  init_checkpoint=path), capsys)
+    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus, init_checkpoint=path), capsys)
     assert f"init_checkpoint {path!r} cannot be loaded" in err
 
 
@@ -417,38 +409,43 @@ def small_vocabulary(tmp_path):
 def test_custom_vocabulary_sizes_the_model_and_exports(tmp_path, tiny_corpus):
     from keras_bert.serving import export_for_serving
 
-    config = tiny_config(tmp_path, tiny_corpus,
-                         **{"data.vocab_file": small_vocabulary(tmp_path)})
+    config = tiny_config(tmp_path, tiny_corpus, **{"data.vocab_file": small_vocabulary(tmp_path)})
     run_pretraining(config, verbose=0)
 
-    backbone = keras.saving.load_model(
-        os.path.join(config.model_dir, "backbone.keras"))
+    backbone = keras.saving.load_model(os.path.join(config.model_dir, "backbone.keras"))
     assert backbone.vocabulary_size == len(backbone.vocabulary) == 4000
     exported = export_for_serving(backbone, str(tmp_path / "serving"))
     assert os.path.exists(os.path.join(exported, "saved_model.pb"))
 
 
-def test_vocabulary_size_override_that_disagrees_is_one_line_exit_2(
-        tmp_path, tiny_corpus, capsys):
-    overrides = {**tiny_overrides(tmp_path, tiny_corpus)["model_overrides"],
-                 "vocabulary_size": 30522}
-    err = cli_error(tiny_cli_args(
-        tmp_path, tiny_corpus, model_overrides=overrides,
-        **{"data.vocab_file": small_vocabulary(tmp_path)}), capsys)
+def test_vocabulary_size_override_that_disagrees_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
+    overrides = {
+        **tiny_overrides(tmp_path, tiny_corpus)["model_overrides"],
+        "vocabulary_size": 30522,
+    }
+    err = cli_error(
+        tiny_cli_args(
+            tmp_path,
+            tiny_corpus,
+            model_overrides=overrides,
+            **{"data.vocab_file": small_vocabulary(tmp_path)},
+        ),
+        capsys,
+    )
     assert err == (
         "error: data.vocab_file has 4000 tokens but "
         "model_overrides.vocabulary_size is 30522; drop the override (the "
-        "model takes its size from the vocabulary).")
+        "model takes its size from the vocabulary)."
+    )
 
 
 def test_model_override_typo_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
-    overrides = {**tiny_overrides(tmp_path, tiny_corpus)["model_overrides"],
-                 "hidden_dimm": 3}
-    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus,
-                                  model_overrides=overrides), capsys)
+    overrides = {**tiny_overrides(tmp_path, tiny_corpus)["model_overrides"], "hidden_dimm": 3}
+    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus, model_overrides=overrides), capsys)
     assert err.startswith(
         "error: model_overrides: unknown key 'hidden_dimm' (known: attention_dropout, dropout, "
-        "hidden_activation, hidden_dim,")
+        "hidden_activation, hidden_dim,"
+    )
 
 
 def test_float16_without_a_gpu_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
@@ -456,8 +453,7 @@ def test_float16_without_a_gpu_is_one_line_exit_2(tmp_path, tiny_corpus, capsys)
 
     if hardware.accelerator() == "gpu":
         pytest.skip("float16 is fine on a GPU")
-    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus,
-                                  precision="mixed_float16"), capsys)
+    err = cli_error(tiny_cli_args(tmp_path, tiny_corpus, precision="mixed_float16"), capsys)
     assert err.startswith("error: precision=mixed_float16 needs a GPU")
     assert not (tmp_path / "run").exists()
 
@@ -471,8 +467,7 @@ def test_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(tmp_path, capsys):
     assert err.startswith(f"error: Every corpus file matching {corpus!r} is empty or blank")
 
 
-def test_large_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(
-        tmp_path, capsys, monkeypatch):
+def test_large_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
     # Too large for the start-up check: it used to cycle through the files
     # forever, deaf to SIGTERM.
     from pipelines import corpus as corpus_module
@@ -482,9 +477,11 @@ def test_large_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(
         (tmp_path / f"d{i}.txt").write_text(("\u200b" * 40 + "\n") * 10)
     corpus = str(tmp_path / "*.txt")
     err = cli_error(tiny_cli_args(tmp_path, corpus), capsys)
-    assert err == (f"error: {corpus!r}: the corpus files yield no document; "
-                   "their text tokenizes to nothing (only blanks, control or "
-                   "zero-width characters?).")
+    assert err == (
+        f"error: {corpus!r}: the corpus files yield no document; "
+        "their text tokenizes to nothing (only blanks, control or "
+        "zero-width characters?)."
+    )
     assert not os.listdir(tmp_path / "run" / "checkpoints")
 
 
@@ -492,15 +489,18 @@ def test_finetuning_folder_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "config.yaml").write_text("task: sst2\ndata: {}\n")
     err = cli_error(tiny_cli_args(tmp_path, tiny_corpus), capsys)
-    assert err == (f"error: model_dir {str(tmp_path / 'run')!r} holds a fine-tuning "
-                   "run (task 'sst2'); pre-train into another folder.")
+    assert err == (
+        f"error: model_dir {str(tmp_path / 'run')!r} holds a fine-tuning "
+        "run (task 'sst2'); pre-train into another folder."
+    )
     assert (tmp_path / "run" / "config.yaml").read_text() == "task: sst2\ndata: {}\n"
     assert sorted(os.listdir(tmp_path / "run")) == ["config.yaml"]
 
 
 def test_checkpoint_without_seed_state_resumes_with_a_warning(tmp_path, capsys):
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4),
-                              keras.layers.Dropout(0.5), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(4), keras.layers.Dropout(0.5), keras.layers.Dense(1)]
+    )
     model.compile(optimizer="adam", loss="mse")
     manager = CheckpointManager(str(tmp_path))
     path = manager.save(model, {"step": 3})
@@ -509,7 +509,8 @@ def test_checkpoint_without_seed_state_resumes_with_a_warning(tmp_path, capsys):
     assert CheckpointManager.restore(model, path)["step"] == 3
     assert capsys.readouterr().out == (
         f"warning: {path} has no seeds.json: resuming with fresh dropout "
-        "seeds, so the run will not repeat an uninterrupted one exactly.\n")
+        "seeds, so the run will not repeat an uninterrupted one exactly.\n"
+    )
 
 
 def test_checkpoint_left_incomplete_by_a_crash_is_removed_on_start(ram_dir):
@@ -522,27 +523,31 @@ def test_checkpoint_left_incomplete_by_a_crash_is_removed_on_start(ram_dir):
     # A crash while the files of step 6 moved in one by one (an object
     # store renames no directory): its state.json never arrived.
     tf.io.gfile.makedirs(f"{directory}/ckpt-00000006")
-    tf.io.gfile.copy(f"{directory}/ckpt-00000003/model.weights.h5",
-                     f"{directory}/ckpt-00000006/model.weights.h5")
-    assert [step for step, _ in CheckpointManager(
-        directory, is_chief=False).checkpoints()] == [3]
+    tf.io.gfile.copy(
+        f"{directory}/ckpt-00000003/model.weights.h5", f"{directory}/ckpt-00000006/model.weights.h5"
+    )
+    assert [step for step, _ in CheckpointManager(directory, is_chief=False).checkpoints()] == [3]
     CheckpointManager(directory)
     assert tf.io.gfile.listdir(directory) == ["ckpt-00000003"]
 
 
-def test_full_disk_is_one_line_and_leaves_no_partial_checkpoint(tmp_path, tiny_corpus,
-                                                                small_disk):
+def test_full_disk_is_one_line_and_leaves_no_partial_checkpoint(tmp_path, tiny_corpus, small_disk):
     # 3 MiB: full at the first checkpoint of the tiny model.
     model_dir = small_disk("3m") / "run"
     argv = tiny_cli_args(tmp_path, tiny_corpus) + ["--model_dir", str(model_dir)]
-    result = subprocess.run([sys.executable, "-m", "keras_bert.pretrain", *argv],
-                            capture_output=True, text=True, cwd=os.getcwd())
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_bert.pretrain", *argv],
+        capture_output=True,
+        text=True,
+        cwd=os.getcwd(),
+    )
     assert result.returncode == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
         f"error: no space left on device in {model_dir}; no partial checkpoint or "
         "export is kept. Free space and run the same command to resume from the "
-        "last checkpoint.")
+        "last checkpoint."
+    )
     assert os.listdir(model_dir / "checkpoints") == []
 
 
@@ -552,32 +557,42 @@ def test_outputs_follow_the_umask(full_run):
     for folder, dirs, files in os.walk(config.model_dir):
         for name in dirs + files:
             path = os.path.join(folder, name)
-            modes[os.path.relpath(path, config.model_dir)] = (
-                os.stat(path).st_mode & 0o777)
-    for path in ("checkpoints/ckpt-00000009",
-                 "checkpoints/ckpt-00000009/model.weights.h5",
-                 "config.yaml", "backbone.keras", "pretrainer.keras"):
+            modes[os.path.relpath(path, config.model_dir)] = os.stat(path).st_mode & 0o777
+    for path in (
+        "checkpoints/ckpt-00000009",
+        "checkpoints/ckpt-00000009/model.weights.h5",
+        "config.yaml",
+        "backbone.keras",
+        "pretrainer.keras",
+    ):
         assert path in modes
     if keras.backend.backend() != "torch":
         assert "saved_model/backbone/saved_model.pb" in modes
-    wrong = {p: oct(m) for p, m in modes.items()
-             if m != (0o755 if os.path.isdir(
-                 os.path.join(config.model_dir, p)) else 0o644)}
+    wrong = {
+        p: oct(m)
+        for p, m in modes.items()
+        if m != (0o755 if os.path.isdir(os.path.join(config.model_dir, p)) else 0o644)
+    }
     assert not wrong
 
 
 @pytest.mark.skipif(
     keras.backend.backend() == "torch",
     reason="torch's Dropout(seed=None) draws from torch's global generator, "
-           "which is not part of the model")
+    "which is not part of the model",
+)
 def test_data_seed_makes_runs_repeat_and_resume_exactly(tmp_path, tiny_corpus):
-    dropout = {"num_layers": 1, "hidden_dim": 16, "num_heads": 2,
-               "intermediate_dim": 32, "dropout": 0.1}
+    dropout = {
+        "num_layers": 1,
+        "hidden_dim": 16,
+        "num_heads": 2,
+        "intermediate_dim": 32,
+        "dropout": 0.1,
+    }
 
     def run(name, seed, **kwargs):
         keras.utils.set_random_seed(seed)  # Overridden by data.seed.
-        config = tiny_config(tmp_path / name, tiny_corpus, eval_steps=0,
-                             model_overrides=dropout)
+        config = tiny_config(tmp_path / name, tiny_corpus, eval_steps=0, model_overrides=dropout)
         return run_pretraining(config, verbose=0, **kwargs)
 
     # Same initial weights and dropout masks: the run repeats. Same
@@ -586,41 +601,40 @@ def test_data_seed_makes_runs_repeat_and_resume_exactly(tmp_path, tiny_corpus):
     assert run("b", 2, callbacks=[SignalAt(4)])["preempted"]
     resumed = run("b", 3)["pretraining"].model
     for a, b in zip(uninterrupted.weights, resumed.weights):
-        np.testing.assert_allclose(keras.ops.convert_to_numpy(a),
-                                   keras.ops.convert_to_numpy(b),
-                                   rtol=2e-4, atol=2e-6)
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), rtol=2e-4, atol=2e-6
+        )
 
 
-def test_longer_train_steps_only_with_the_flag(full_run, tmp_path,
-                                              tiny_corpus, capsys):
+def test_longer_train_steps_only_with_the_flag(full_run, tmp_path, tiny_corpus, capsys):
     from keras_bert import pretrain
 
     config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
     path = os.path.join(config.model_dir, "config.yaml")
     capsys.readouterr()
-    longer = tiny_cli_args(tmp_path, tiny_corpus, eval_steps=0,
-                           train_steps=11, **{"phases.1.steps": 5})
+    longer = tiny_cli_args(
+        tmp_path, tiny_corpus, eval_steps=0, train_steps=11, **{"phases.1.steps": 5}
+    )
 
     assert pretrain.main(longer) == 2
     err = capsys.readouterr().err
     assert "train_steps: 9 -> 11" in err and "--allow_longer_train_steps" in err
 
     # Phase 0 would grow: the steps already trained would change phase.
-    moved = tiny_cli_args(tmp_path, tiny_corpus, eval_steps=0, train_steps=11,
-                          **{"phases.0.steps": 8})
+    moved = tiny_cli_args(
+        tmp_path, tiny_corpus, eval_steps=0, train_steps=11, **{"phases.0.steps": 8}
+    )
     assert pretrain.main(moved + ["--allow_longer_train_steps"]) == 2
     assert "Only the last phase may grow" in capsys.readouterr().err
 
     assert pretrain.main(longer + ["--allow_longer_train_steps"]) == 0
     assert "train_steps: 11" in open(path).read()
-    latest = CheckpointManager(os.path.join(config.model_dir,
-                                            "checkpoints")).latest()
+    latest = CheckpointManager(os.path.join(config.model_dir, "checkpoints")).latest()
     state = CheckpointManager.read_state(latest)
     assert state["step"] == 11 and state["finished"] and state["phase"] == 2
 
 
-def test_run_on_a_remote_file_system_resumes_after_an_interruption(
-        ram_dir, tmp_path, tiny_corpus):
+def test_run_on_a_remote_file_system_resumes_after_an_interruption(ram_dir, tmp_path, tiny_corpus):
     """Corpus, vocabulary and model_dir on `ram://`, which stands in for
     `gs://`: paths with a scheme, no directory rename."""
     import socket
@@ -632,14 +646,20 @@ def test_run_on_a_remote_file_system_resumes_after_an_interruption(
         tf.io.gfile.copy(path, f"{ram_dir}/corpus/{os.path.basename(path)}")
     tf.io.gfile.copy(VOCAB, f"{ram_dir}/vocab.txt")
     model_dir = f"{ram_dir}/run"
-    config = tiny_config(tmp_path, f"{ram_dir}/corpus/*.txt", eval_steps=0,
-                         model_dir=model_dir,
-                         **{"data.vocab_file": f"{ram_dir}/vocab.txt"})
+    config = tiny_config(
+        tmp_path,
+        f"{ram_dir}/corpus/*.txt",
+        eval_steps=0,
+        model_dir=model_dir,
+        **{"data.vocab_file": f"{ram_dir}/vocab.txt"},
+    )
 
     keras.utils.set_random_seed(7)
     assert run_pretraining(config, verbose=0, callbacks=[SignalAt(4)])["preempted"]
-    assert [step for step, _ in CheckpointManager(
-        f"{model_dir}/checkpoints").checkpoints()] == [3, 5]
+    assert [step for step, _ in CheckpointManager(f"{model_dir}/checkpoints").checkpoints()] == [
+        3,
+        5,
+    ]
     assert tf.io.gfile.exists(f"{model_dir}/config.yaml")
     assert not tf.io.gfile.exists(f"{model_dir}/pretrain.lock")  # Released.
 
@@ -650,10 +670,13 @@ def test_run_on_a_remote_file_system_resumes_after_an_interruption(
     with pytest.raises(ConfigError, match=f"{lock} is held by pid {os.getpid()}"):
         run_pretraining(config, verbose=0)
     tf.io.gfile.remove(lock)
-    changed = tiny_config(tmp_path, f"{ram_dir}/corpus/*.txt", eval_steps=0,
-                          model_dir=model_dir,
-                          **{"data.vocab_file": f"{ram_dir}/vocab.txt",
-                             "optimizer.learning_rate": 2e-3})
+    changed = tiny_config(
+        tmp_path,
+        f"{ram_dir}/corpus/*.txt",
+        eval_steps=0,
+        model_dir=model_dir,
+        **{"data.vocab_file": f"{ram_dir}/vocab.txt", "optimizer.learning_rate": 2e-3},
+    )
     with pytest.raises(ConfigError, match="optimizer.learning_rate: 0.001 -> 0.002"):
         run_pretraining(changed, verbose=0)
 
@@ -663,16 +686,21 @@ def test_run_on_a_remote_file_system_resumes_after_an_interruption(
     assert recorder.seen == list(range(5, 9))
     assert results["state"].step == 9 and results["state"].finished
     written = set(tf.io.gfile.listdir(model_dir))
-    assert written == {"checkpoints", "config.yaml", "logs", "backbone.keras",
-                       "pretrainer.keras", "saved_model"} - (
-        {"saved_model"} if keras.backend.backend() == "torch" else set())
+    assert written == {
+        "checkpoints",
+        "config.yaml",
+        "logs",
+        "backbone.keras",
+        "pretrainer.keras",
+        "saved_model",
+    } - ({"saved_model"} if keras.backend.backend() == "torch" else set())
     assert sorted(tf.io.gfile.listdir(f"{model_dir}/checkpoints")) == [
-        "ckpt-00000006", "ckpt-00000009"]
+        "ckpt-00000006",
+        "ckpt-00000009",
+    ]
     backbone = keras.saving.load_model(f"{model_dir}/backbone.keras")
     assert backbone.vocabulary[:1] == ["[PAD]"]
     if keras.backend.backend() != "torch":
-        assert sorted(tf.io.gfile.listdir(f"{model_dir}/saved_model")) == [
-            "backbone", "pretrainer"]
-        assert tf.io.gfile.exists(
-            f"{model_dir}/saved_model/backbone/saved_model.pb")
+        assert sorted(tf.io.gfile.listdir(f"{model_dir}/saved_model")) == ["backbone", "pretrainer"]
+        assert tf.io.gfile.exists(f"{model_dir}/saved_model/backbone/saved_model.pb")
     assert read_scalars(f"{model_dir}/logs/train")["loss"]

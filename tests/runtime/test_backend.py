@@ -30,12 +30,15 @@ class FakeProbe:
         return self.seconds[backend]
 
 
-@pytest.mark.parametrize("seconds, expected", [
-    ({"tensorflow": 0.05, "jax": 0.09}, "tensorflow"),
-    ({"tensorflow": 0.09, "jax": 0.05}, "jax"),
-    ({"tensorflow": None, "jax": 0.5}, "jax"),
-    ({"tensorflow": None, "jax": None}, None),
-])
+@pytest.mark.parametrize(
+    "seconds, expected",
+    [
+        ({"tensorflow": 0.05, "jax": 0.09}, "tensorflow"),
+        ({"tensorflow": 0.09, "jax": 0.05}, "jax"),
+        ({"tensorflow": None, "jax": 0.5}, "jax"),
+        ({"tensorflow": None, "jax": None}, None),
+    ],
+)
 def test_pick_fastest(seconds, expected):
     assert fastest_backend.pick_fastest(seconds) == expected
 
@@ -80,7 +83,10 @@ def test_unset_backend_is_chosen_before_keras_loads(cache, monkeypatch, capsys):
     monkeypatch.setattr(fastest_backend, "measure_step", FakeProbe(tensorflow=0.2, jax=0.1))
     fastest_backend.use_fastest_backend()
     assert fastest_backend.os.environ["KERAS_BACKEND"] == "jax"
-    assert "Keras backend: jax (fastest here; BERT-Tiny step: tensorflow 200 ms, jax 100 ms" in capsys.readouterr().err
+    assert (
+        "Keras backend: jax (fastest here; BERT-Tiny step: tensorflow 200 ms, jax 100 ms"
+        in capsys.readouterr().err
+    )
 
 
 def test_nothing_is_measured_once_keras_is_loaded(cache, monkeypatch):
@@ -105,7 +111,9 @@ def test_probe_command_names_what_exists():
     tree = ast.parse(fastest_backend.PROBE_COMMAND)
     imports = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     assert [node.module for node in imports] == [
-        "keras_bert.runtime.backend", "keras_bert.pretraining.step_probe"]
+        "keras_bert.runtime.backend",
+        "keras_bert.pretraining.step_probe",
+    ]
     for node in imports:
         module = importlib.import_module(node.module)
         assert all(hasattr(module, alias.name) for alias in node.names)
@@ -114,6 +122,6 @@ def test_probe_command_names_what_exists():
 def test_machine_key_counts_the_accelerators(monkeypatch):
     keys = []
     for devices in ([], ["/dev/nvidia0"]):
-        monkeypatch.setattr(fastest_backend, "accelerator_devices", lambda: devices)
+        monkeypatch.setattr(fastest_backend, "accelerator_devices", lambda d=devices: d)
         keys.append(fastest_backend.machine_key())
     assert keys[0] != keys[1]

@@ -35,27 +35,45 @@ def test_a_user_error_is_one_line_and_exit_2(error, capsys):
 
 def test_a_command_names_its_own_user_errors_and_prefix(capsys):
     body = fail_with(ValueError("`seq_len` must be at least 5"))
-    assert command.run_command(body, "out", error_prefix="prog: error: ",
-                               user_errors=(ValueError,)) == 2
+    assert (
+        command.run_command(body, "out", error_prefix="prog: error: ", user_errors=(ValueError,))
+        == 2
+    )
     assert capsys.readouterr().err == "prog: error: `seq_len` must be at least 5\n"
 
 
-@pytest.mark.parametrize("error, line", [
-    (FileNotFoundError(2, "No such file or directory", "/data/x.txt"),
-     "[Errno 2] No such file or directory: '/data/x.txt'"),
-    (OSError(21, "Is a directory", "/data"), "[Errno 21] Is a directory: '/data'"),
-    (PermissionError(13, "Permission denied", "/data/x.txt"),
-     "[Errno 13] Permission denied: '/data/x.txt'"),
-    (FileExistsError("`version` must be new; '/m/1' already exists."),
-     "`version` must be new; '/m/1' already exists."),
-    (tf.errors.NotFoundError(None, None, "/data/x.txt; No such file or directory"),
-     "/data/x.txt; No such file or directory"),
-    (tf.errors.FailedPreconditionError(None, None, "/data; Is a directory"),
-     "/data; Is a directory"),
-    (tf.errors.UnimplementedError(
-        None, None, "File system scheme 'foo' not implemented (file: 'foo://x')"),
-     "File system scheme 'foo' not implemented (file: 'foo://x')"),
-])
+@pytest.mark.parametrize(
+    "error, line",
+    [
+        (
+            FileNotFoundError(2, "No such file or directory", "/data/x.txt"),
+            "[Errno 2] No such file or directory: '/data/x.txt'",
+        ),
+        (OSError(21, "Is a directory", "/data"), "[Errno 21] Is a directory: '/data'"),
+        (
+            PermissionError(13, "Permission denied", "/data/x.txt"),
+            "[Errno 13] Permission denied: '/data/x.txt'",
+        ),
+        (
+            FileExistsError("`version` must be new; '/m/1' already exists."),
+            "`version` must be new; '/m/1' already exists.",
+        ),
+        (
+            tf.errors.NotFoundError(None, None, "/data/x.txt; No such file or directory"),
+            "/data/x.txt; No such file or directory",
+        ),
+        (
+            tf.errors.FailedPreconditionError(None, None, "/data; Is a directory"),
+            "/data; Is a directory",
+        ),
+        (
+            tf.errors.UnimplementedError(
+                None, None, "File system scheme 'foo' not implemented (file: 'foo://x')"
+            ),
+            "File system scheme 'foo' not implemented (file: 'foo://x')",
+        ),
+    ],
+)
 def test_a_file_error_on_the_users_path_is_one_line(error, line, capsys):
     assert command.run_command(fail_with(error), "out") == 2
     assert capsys.readouterr().err == f"error: {line}\n"
@@ -73,10 +91,15 @@ def test_a_real_missing_file_names_its_path(tmp_path, capsys):
     assert err.startswith(f"error: {missing}") and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("error", [
-    RuntimeError("a bug"), KeyError("x"), OSError(5, "Input/output error"),
-    tf.errors.NotFoundError(None, None, "Op type not registered 'Foo'"),
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        RuntimeError("a bug"),
+        KeyError("x"),
+        OSError(5, "Input/output error"),
+        tf.errors.NotFoundError(None, None, "Op type not registered 'Foo'"),
+    ],
+)
 def test_anything_else_keeps_its_traceback(error):
     with pytest.raises(type(error)):
         command.run_command(fail_with(error), "out")
@@ -91,16 +114,20 @@ def test_ctrl_c_is_one_line_and_exit_130(capsys):
 @pytest.mark.parametrize("output", ["'runs/x'", "lambda: 'runs/x'"])
 def test_a_full_disk_is_one_line_and_exit_1_at_once(output):
     # os._exit: run in a child, whose exit status is the command's.
-    code = ("from keras_bert.runtime.command import run_command\n"
-            "def body():\n"
-            "    raise OSError(28, 'No space left on device')\n"
-            f"run_command(body, {output})\n"
-            "print('not reached')\n")
-    result = subprocess.run([sys.executable, "-c", code], cwd=REPO,
-                            capture_output=True, text=True, timeout=120)
+    code = (
+        "from keras_bert.runtime.command import run_command\n"
+        "def body():\n"
+        "    raise OSError(28, 'No space left on device')\n"
+        f"run_command(body, {output})\n"
+        "print('not reached')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.strip().splitlines()[-1] == (
         "error: no space left on device in runs/x: free space and run the same "
         "command again (it replaces what this run wrote; nothing is left "
-        "half-written).")
+        "half-written)."
+    )

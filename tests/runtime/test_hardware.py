@@ -10,18 +10,22 @@ import pytest
 from keras_bert.runtime import hardware
 
 
-@pytest.mark.parametrize("accelerator, bf16_cpu, hidden_dim, backend, expected", [
-    (None, False, 768, "tensorflow", "float32"),  # No bf16 arithmetic.
-    (None, True, 128, "tensorflow", "float32"),  # Tiny: too narrow to pay.
-    (None, True, 256, "tensorflow", "float32"),  # Mini: too narrow to pay.
-    (None, True, 768, "tensorflow", "mixed_bfloat16"),  # Base.
-    (None, True, 768, "torch", "mixed_bfloat16"),
-    (None, True, 768, "jax", "float32"),  # XLA's CPU bfloat16 never pays.
-    ("gpu", False, 128, "jax", "mixed_bfloat16"),
-    ("tpu", False, 128, "tensorflow", "mixed_bfloat16"),
-])
+@pytest.mark.parametrize(
+    "accelerator, bf16_cpu, hidden_dim, backend, expected",
+    [
+        (None, False, 768, "tensorflow", "float32"),  # No bf16 arithmetic.
+        (None, True, 128, "tensorflow", "float32"),  # Tiny: too narrow to pay.
+        (None, True, 256, "tensorflow", "float32"),  # Mini: too narrow to pay.
+        (None, True, 768, "tensorflow", "mixed_bfloat16"),  # Base.
+        (None, True, 768, "torch", "mixed_bfloat16"),
+        (None, True, 768, "jax", "float32"),  # XLA's CPU bfloat16 never pays.
+        ("gpu", False, 128, "jax", "mixed_bfloat16"),
+        ("tpu", False, 128, "tensorflow", "mixed_bfloat16"),
+    ],
+)
 def test_auto_precision_is_bfloat16_where_it_pays(
-        monkeypatch, accelerator, bf16_cpu, hidden_dim, backend, expected):
+    monkeypatch, accelerator, bf16_cpu, hidden_dim, backend, expected
+):
     monkeypatch.setattr(hardware, "accelerator", lambda: accelerator)
     monkeypatch.setattr(hardware, "cpu_has_bfloat16_arithmetic", lambda: bf16_cpu)
     monkeypatch.setattr(hardware, "keras_backend", lambda: backend)
@@ -29,17 +33,21 @@ def test_auto_precision_is_bfloat16_where_it_pays(
     assert hardware.resolve_precision("float32", hidden_dim) == "float32"
 
 
-@pytest.mark.parametrize("jit_compile, accelerator, backend, expected", [
-    ("auto", None, "tensorflow", False),  # TensorFlow's CPU kernels.
-    ("auto", "gpu", "tensorflow", "auto"),
-    ("auto", "tpu", "tensorflow", "auto"),
-    ("auto", None, "jax", "auto"),
-    ("auto", None, "torch", "auto"),
-    (True, None, "tensorflow", True),
-    (False, "gpu", "jax", False),
-])
+@pytest.mark.parametrize(
+    "jit_compile, accelerator, backend, expected",
+    [
+        ("auto", None, "tensorflow", False),  # TensorFlow's CPU kernels.
+        ("auto", "gpu", "tensorflow", "auto"),
+        ("auto", "tpu", "tensorflow", "auto"),
+        ("auto", None, "jax", "auto"),
+        ("auto", None, "torch", "auto"),
+        (True, None, "tensorflow", True),
+        (False, "gpu", "jax", False),
+    ],
+)
 def test_auto_jit_compile_keeps_tensorflow_kernels_on_a_cpu(
-        monkeypatch, jit_compile, accelerator, backend, expected):
+    monkeypatch, jit_compile, accelerator, backend, expected
+):
     monkeypatch.setattr(hardware, "accelerator", lambda: accelerator)
     monkeypatch.setattr(hardware, "keras_backend", lambda: backend)
     assert hardware.resolve_jit_compile(jit_compile) == expected
@@ -61,16 +69,18 @@ def test_bfloat16_arithmetic_read_from_the_cpu_flags(monkeypatch, tmp_path):
     assert hardware.cpu_has_bfloat16_arithmetic()
 
 
-@pytest.mark.parametrize("devices, env, expected", [
-    ([], {}, False),
-    (["/dev/nvidia0"], {}, True),
-    (["/dev/accel0"], {}, True),
-    ([], {"CUDA_VISIBLE_DEVICES": "0"}, True),
-    ([], {"TPU_NAME": "my-tpu"}, True),
-    ([], {"CUDA_VISIBLE_DEVICES": ""}, False),
-])
-def test_accelerator_expected_from_devices_or_environment(
-        monkeypatch, devices, env, expected):
+@pytest.mark.parametrize(
+    "devices, env, expected",
+    [
+        ([], {}, False),
+        (["/dev/nvidia0"], {}, True),
+        (["/dev/accel0"], {}, True),
+        ([], {"CUDA_VISIBLE_DEVICES": "0"}, True),
+        ([], {"TPU_NAME": "my-tpu"}, True),
+        ([], {"CUDA_VISIBLE_DEVICES": ""}, False),
+    ],
+)
+def test_accelerator_expected_from_devices_or_environment(monkeypatch, devices, env, expected):
     monkeypatch.setattr(hardware, "accelerator_devices", lambda: devices)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("TPU_NAME", raising=False)
@@ -84,10 +94,13 @@ def test_accelerator_is_none_or_a_device_kind():
 
 
 def test_importing_it_loads_no_framework():
-    code = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location("
-            f"'hardware', {hardware.__file__!r}); "
-            "spec.loader.exec_module(importlib.util.module_from_spec(spec)); "
-            "print(sorted({'keras', 'tensorflow', 'jax', 'torch'} & set(sys.modules)))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True,
-                            text=True, check=True)
+    code = (
+        "import importlib.util, sys; spec = importlib.util.spec_from_file_location("
+        f"'hardware', {hardware.__file__!r}); "
+        "spec.loader.exec_module(importlib.util.module_from_spec(spec)); "
+        "print(sorted({'keras', 'tensorflow', 'jax', 'torch'} & set(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout == "[]\n"

@@ -20,18 +20,14 @@ from tensorflow.python.framework import op_def_registry
 def _tensor(value):
     array = np.array(value, dtype=object)
     if array.size and isinstance(array.flat[0], str):
-        return tf.constant(
-            np.vectorize(lambda s: s.encode("latin-1"), otypes=[object])(array)
-        )
+        return tf.constant(np.vectorize(lambda s: s.encode("latin-1"), otypes=[object])(array))
     return tf.constant(np.array(value, dtype=np.int32))
 
 
 def _jsonable(tensor):
     array = tensor.numpy()
     if array.dtype == object:
-        return np.vectorize(lambda b: b.decode("latin-1"), otypes=[object])(
-            array
-        ).tolist()
+        return np.vectorize(lambda b: b.decode("latin-1"), otypes=[object])(array).tolist()
     return array.tolist()
 
 
@@ -57,9 +53,7 @@ def main(requests_path, results_path):
     for request in requests:
         path = request["path"]
         if path not in loaded:
-            unregistered = sorted(
-                op for op in _op_types(path) if op_def_registry.get(op) is None
-            )
+            unregistered = sorted(op for op in _op_types(path) if op_def_registry.get(op) is None)
             assert not unregistered, f"non-core ops: {unregistered}"
             loaded[path] = tf.saved_model.load(path)
         function = loaded[path].signatures[request["signature"]]

@@ -20,9 +20,7 @@ def _truncate_seq_pair(len_a, len_b, budget):
 def test_truncated_lengths_match_the_original_loop():
     cases = list(itertools.product(range(14), range(14), (3, 4, 7, 8, 12)))
     len_a, len_b, seq_len = (tf.constant(c, tf.int64) for c in zip(*cases))
-    got_a, got_b = packing.truncated_lengths(
-        len_a, len_b, tf.ones_like(len_a, tf.bool), seq_len
-    )
+    got_a, got_b = packing.truncated_lengths(len_a, len_b, tf.ones_like(len_a, tf.bool), seq_len)
     expected = [_truncate_seq_pair(a, b, s - 3) for a, b, s in cases]
     assert list(zip(got_a.numpy(), got_b.numpy())) == expected
 

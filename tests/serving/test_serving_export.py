@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 
 from keras_bert import BertBackbone, BertPretrainer, BertSpanLabeler
-from keras_bert.serving import export_for_serving, find_model_file
-from keras_bert.serving import serving_export
+from keras_bert.serving import export_for_serving, find_model_file, serving_export
 from pipelines.tasks.features import pack_pair
 from tests.pipelines.reference_tokenizer import ReferenceTokenizer
 
@@ -69,9 +68,7 @@ def _backbone(vocab):
 @pytest.fixture(scope="module")
 def backbone_export(vocab, tmp_path_factory):
     backbone = _backbone(vocab)
-    path = export_for_serving(
-        backbone, str(tmp_path_factory.mktemp("backbone")), seq_len=SEQ_LEN
-    )
+    path = export_for_serving(backbone, str(tmp_path_factory.mktemp("backbone")), seq_len=SEQ_LEN)
     return backbone, path
 
 
@@ -84,9 +81,20 @@ def pretrainer_export(vocab, tmp_path_factory):
     pretrainer.backbone.save(str(model_dir / "backbone.keras"))
     output = tmp_path_factory.mktemp("served")
     result = subprocess.run(
-        [sys.executable, "-m", "keras_bert.export", "--model_dir",
-         str(model_dir), "--output", str(output), "--seq_len", str(SEQ_LEN)],
-        cwd=ROOT, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "keras_bert.export",
+            "--model_dir",
+            str(model_dir),
+            "--output",
+            str(output),
+            "--seq_len",
+            str(SEQ_LEN),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return pretrainer, str(output / "1")
@@ -99,8 +107,7 @@ def serve(requests, tmp_path):
             "path": path,
             "signature": signature,
             "inputs": {
-                k: _latin1(v) if _is_text(v) else np.asarray(v).tolist()
-                for k, v in inputs.items()
+                k: _latin1(v) if _is_text(v) else np.asarray(v).tolist() for k, v in inputs.items()
             },
         }
         for path, signature, inputs in requests
@@ -109,14 +116,20 @@ def serve(requests, tmp_path):
     request_file.write_text(json.dumps(encoded))
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
     result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "tests", "serving", "serve_fresh.py"),
-         str(request_file), str(result_file)],
-        cwd=ROOT, capture_output=True, text=True, env=env,
+        [
+            sys.executable,
+            os.path.join(ROOT, "tests", "serving", "serve_fresh.py"),
+            str(request_file),
+            str(result_file),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return [
-        {k: _from_latin1(v) for k, v in out.items()}
-        for out in json.loads(result_file.read_text())
+        {k: _from_latin1(v) for k, v in out.items()} for out in json.loads(result_file.read_text())
     ]
 
 
@@ -201,7 +214,7 @@ def test_failed_export_leaves_no_version(tmp_path, vocab):
     broken = tmp_path / "model.keras"
     broken.write_bytes(b"not a keras archive")
     output = tmp_path / "out"
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 (any failure: the point is what it leaves)
         export_for_serving(str(broken), str(output), vocabulary=vocab)
     assert not output.exists() or os.listdir(output) == []
 
@@ -218,13 +231,14 @@ def test_argument_errors(vocab, tmp_path):
             export_for_serving(backbone, str(tmp_path), **{name: 0})
     # A span labeler's question must leave a context piece in every window.
     span_labeler = BertSpanLabeler(backbone)
-    with pytest.raises(ValueError, match=(
-        r"`max_query_length` must leave room .* Received: "
-        r"max_query_length=29, seq_len=32"
-    )):
-        export_for_serving(
-            span_labeler, str(tmp_path), seq_len=32, max_query_length=29
-        )
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"`max_query_length` must leave room .* Received: "
+            r"max_query_length=29, seq_len=32"
+        ),
+    ):
+        export_for_serving(span_labeler, str(tmp_path), seq_len=32, max_query_length=29)
     assert os.listdir(tmp_path) == []
 
 
@@ -255,15 +269,12 @@ def served(backbone_export, pretrainer_export, reference, tmp_path_factory):
     expected = expected_packed(reference, HOSTILE, BACKBONE_TEXT_B)
     backbone = backbone_export[1]
     requests = {
-        "pair": (backbone, "serving_default",
-                 {"text_a": HOSTILE, "text_b": BACKBONE_TEXT_B}),
+        "pair": (backbone, "serving_default", {"text_a": HOSTILE, "text_b": BACKBONE_TEXT_B}),
         "single": (backbone, "serve_text", {"text_a": HOSTILE}),
         "batch_256": (backbone, "serve_text", {"text_a": BATCH_256}),
-        "batch_1": (backbone, "serving_default",
-                    {"text_a": [b"one"], "text_b": [b"two"]}),
+        "batch_1": (backbone, "serving_default", {"text_a": [b"one"], "text_b": [b"two"]}),
         "ids": (backbone, "serve_token_ids", keras_inputs(expected)),
-        "fill_mask": (pretrainer_export[1], "serve_text",
-                      {"text_a": FILL_MASK_TEXTS}),
+        "fill_mask": (pretrainer_export[1], "serve_text", {"text_a": FILL_MASK_TEXTS}),
     }
     outputs = serve(list(requests.values()), tmp_path_factory.mktemp("serve"))
     return dict(zip(requests, outputs))
@@ -278,12 +289,8 @@ def test_backbone_raw_text_in_fresh_process(backbone_export, served, reference):
     )
     # Ids identical to the training tokenizer + reader, for hostile rows too.
     np.testing.assert_array_equal(out_pair["token_ids"], expected)
-    np.testing.assert_array_equal(
-        out_single["token_ids"], expected_packed(reference, HOSTILE)
-    )
-    np.testing.assert_array_equal(
-        out_256["token_ids"], expected_packed(reference, BATCH_256)
-    )
+    np.testing.assert_array_equal(out_single["token_ids"], expected_packed(reference, HOSTILE))
+    np.testing.assert_array_equal(out_256["token_ids"], expected_packed(reference, BATCH_256))
     np.testing.assert_array_equal(
         out_one["token_ids"], expected_packed(reference, [b"one"], [b"two"])
     )
@@ -298,9 +305,7 @@ def test_backbone_raw_text_in_fresh_process(backbone_export, served, reference):
             first_sep = list(expected[row]).index(SEP)
             segments[row, first_sep + 1 :] = expected[row, first_sep + 1 :] != PAD
     keras_out = to_numpy(backbone(keras_inputs(expected, segments)))
-    np.testing.assert_allclose(
-        out_pair["pooled_output"], keras_out["pooled_output"], atol=1e-4
-    )
+    np.testing.assert_allclose(out_pair["pooled_output"], keras_out["pooled_output"], atol=1e-4)
     keras_single = to_numpy(backbone(keras_inputs(expected)))
     np.testing.assert_allclose(
         out_ids["sequence_output"], keras_single["sequence_output"], atol=1e-4
@@ -312,10 +317,20 @@ def test_saved_model_cli_run(backbone_export):
     _, path = backbone_export
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     result = subprocess.run(
-        [cli, "run", "--dir", path, "--tag_set", "serve", "--signature_def",
-         "serving_default", "--input_exprs",
-         'text_a=[b"Hello, World!", b"\\xff\\x00 \\xe4\\xb8\\xad"];text_b=[b"", b"x"]'],
-        capture_output=True, text=True,
+        [
+            cli,
+            "run",
+            "--dir",
+            path,
+            "--tag_set",
+            "serve",
+            "--signature_def",
+            "serving_default",
+            "--input_exprs",
+            'text_a=[b"Hello, World!", b"\\xff\\x00 \\xe4\\xb8\\xad"];text_b=[b"", b"x"]',
+        ],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Result for output key pooled_output" in result.stdout
@@ -356,16 +371,23 @@ def test_pretrainer_fill_mask(pretrainer_export, served, reference, vocab):
     probabilities = out["top_k_probabilities"]
     assert (np.diff(probabilities[valid], axis=-1) <= 1e-7).all()
     assert (probabilities[~valid] == 0).all()
-    np.testing.assert_allclose(
-        out["next_sentence_probabilities"].sum(-1), 1.0, atol=1e-5
-    )
+    np.testing.assert_allclose(out["next_sentence_probabilities"].sum(-1), 1.0, atol=1e-5)
 
 
 def test_cli_reports_a_missing_model_in_one_line(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "keras_bert.export", "--model_dir",
-         str(tmp_path / "missing"), "--output", str(tmp_path / "out")],
-        cwd=ROOT, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "keras_bert.export",
+            "--model_dir",
+            str(tmp_path / "missing"),
+            "--output",
+            str(tmp_path / "out"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
@@ -373,21 +395,27 @@ def test_cli_reports_a_missing_model_in_one_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("name, bad", [
-    ("token_ids", -5), ("token_ids", 30522), ("segment_ids", 2),
-    ("padding_mask", -1),
-])
+@pytest.mark.parametrize(
+    "name, bad",
+    [
+        ("token_ids", -5),
+        ("token_ids", 30522),
+        ("segment_ids", 2),
+        ("padding_mask", -1),
+    ],
+)
 def test_serve_token_ids_refuses_out_of_range_ids(backbone_export, name, bad):
     import tensorflow as tf
 
     served = tf.saved_model.load(backbone_export[1])
-    inputs = {"token_ids": tf.constant([[101, 7, 102]]),
-              "segment_ids": tf.zeros([1, 3], tf.int32),
-              "padding_mask": tf.ones([1, 3], tf.int32)}
+    inputs = {
+        "token_ids": tf.constant([[101, 7, 102]]),
+        "segment_ids": tf.zeros([1, 3], tf.int32),
+        "padding_mask": tf.ones([1, 3], tf.int32),
+    }
     served.signatures["serve_token_ids"](**inputs)  # In range: answered.
     inputs[name] = tf.tensor_scatter_nd_update(inputs[name], [[0, 1]], [bad])
-    with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=rf"{name} must be in \[0, "):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=rf"{name} must be in \[0, "):
         served.signatures["serve_token_ids"](**inputs)
 
 
@@ -407,22 +435,34 @@ def _damage(path, how):
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("args, damage, message", [
-    (["--version", "-1"], None,
-     "`version` must be a non-negative int. Received: version=-1"),
-    ([], "truncated",
-     "{model}: not a .keras archive (truncated or corrupt zip file)"),
-    ([], "crc", "{model}: corrupt .keras archive ("),
-    (["--seq_len", "4"], None, "`seq_len` must be at least 5"),
-    # Found after loading the model: on JAX and PyTorch in the TensorFlow
-    # child process, whose one line comes back as is.
-    (["--seq_len", "100000"], None, "`seq_len` must be at most the backbone's "
-     "max_sequence_length (64). Received: seq_len=100000"),
-    (["--top_k", "100000", "--seq_len", "64"], None, "`top_k` must be at most the vocabulary size "
-     "(30522). Received: top_k=100000"),
-    (["--vocab", "{short_vocab}", "--seq_len", "64"], None, "`vocabulary` must have one token per "
-     "embedding row. Received: 3 tokens for vocabulary_size=30522"),
-])
+@pytest.mark.parametrize(
+    "args, damage, message",
+    [
+        (["--version", "-1"], None, "`version` must be a non-negative int. Received: version=-1"),
+        ([], "truncated", "{model}: not a .keras archive (truncated or corrupt zip file)"),
+        ([], "crc", "{model}: corrupt .keras archive ("),
+        (["--seq_len", "4"], None, "`seq_len` must be at least 5"),
+        # Found after loading the model: on JAX and PyTorch in the TensorFlow
+        # child process, whose one line comes back as is.
+        (
+            ["--seq_len", "100000"],
+            None,
+            "`seq_len` must be at most the backbone's "
+            "max_sequence_length (64). Received: seq_len=100000",
+        ),
+        (
+            ["--top_k", "100000", "--seq_len", "64"],
+            None,
+            "`top_k` must be at most the vocabulary size (30522). Received: top_k=100000",
+        ),
+        (
+            ["--vocab", "{short_vocab}", "--seq_len", "64"],
+            None,
+            "`vocabulary` must have one token per "
+            "embedding row. Received: 3 tokens for vocabulary_size=30522",
+        ),
+    ],
+)
 def test_cli_bad_input_is_one_line(vocab, tmp_path, capsys, args, damage, message):
     from keras_bert.export import main
 

@@ -14,8 +14,8 @@ import tensorflow as tf
 
 import pipelines
 import pipelines.tasks as tasks
-from keras_bert.serving import squad_windows
 from keras_bert.finetuning.squad_postprocess import span_candidates
+from keras_bert.serving import squad_windows
 from pipelines.tasks.squad import _max_context
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "finetuning", "fixtures")
@@ -43,9 +43,7 @@ def test_windows_are_doc_spans(doc_stride):
         got = [span for span, r in zip(spans, request) if r == row]
         assert got == expected, (row, query, doc)
         # Each request's windows are numbered 0, 1, ... in order.
-        assert windows["index"].numpy()[request == row].tolist() == list(
-            range(len(expected))
-        )
+        assert windows["index"].numpy()[request == row].tolist() == list(range(len(expected)))
 
 
 @pytest.mark.parametrize("doc_stride", [1, 2, 3, 7, 16, 128])
@@ -76,10 +74,17 @@ def windowed_features():
     return examples, features
 
 
-@pytest.mark.parametrize("scale, n_best_size, max_answer_length", [
-    (1.0, 20, 30), (1.0, 3, 4), (1.0, 2, 2), (1.0, 1, 30), (1.0, 5, 1),
-    (0.0, 20, 30),  # Every span ties: window, then position order decides.
-])
+@pytest.mark.parametrize(
+    "scale, n_best_size, max_answer_length",
+    [
+        (1.0, 20, 30),
+        (1.0, 3, 4),
+        (1.0, 2, 2),
+        (1.0, 1, 30),
+        (1.0, 5, 1),
+        (0.0, 20, 30),  # Every span ties: window, then position order decides.
+    ],
+)
 def test_best_spans_is_the_first_candidate(
     windowed_features, scale, n_best_size, max_answer_length
 ):

@@ -15,8 +15,8 @@ import pytest
 import pipelines
 import pipelines.tasks as tasks
 from keras_bert import models
-from keras_bert.serving import export_for_serving
 from keras_bert.finetuning.squad_postprocess import span_candidates, squad_predictions
+from keras_bert.serving import export_for_serving
 from pipelines.tasks.squad import split_words
 from tests.serving.test_serving_export import (
     CLS,
@@ -71,9 +71,7 @@ def test_classifier(vocab, reference, tmp_path):
     np.testing.assert_allclose(out["probabilities"], _softmax(logits), atol=1e-5)
     best = logits.argmax(-1)
     assert out["label_id"].tolist() == best.tolist()
-    assert [b.decode() for b in out["label"]] == [
-        ["neg", "neu", "pos"][i] for i in best
-    ]
+    assert [b.decode() for b in out["label"]] == [["neg", "neu", "pos"][i] for i in best]
     assert out["label_names"].tolist() == [[b"neg", b"neu", b"pos"]] * 4
 
 
@@ -143,15 +141,24 @@ def _finetuning_answers(model, vocab, questions, contexts):
     logits = to_numpy(model(keras_inputs(ids, segments)))
     starts, ends = logits["start_logits"], logits["end_logits"]
     predictions, _ = squad_predictions(
-        examples, features, starts, ends, vocab,
-        n_best_size=SQUAD["n_best_size"], max_answer_length=SQUAD["max_answer_length"],
+        examples,
+        features,
+        starts,
+        ends,
+        vocab,
+        n_best_size=SQUAD["n_best_size"],
+        max_answer_length=SQUAD["max_answer_length"],
     )
     windows, best = [], []
     for i in range(len(examples)):
         windows.append([n for n, f in enumerate(features) if f.example_index == i])
         candidates = span_candidates(
-            features, windows[-1], starts, ends,
-            SQUAD["n_best_size"], SQUAD["max_answer_length"],
+            features,
+            windows[-1],
+            starts,
+            ends,
+            SQUAD["n_best_size"],
+            SQUAD["max_answer_length"],
         )
         best.append(candidates[0] if candidates else None)
     answers = [predictions[str(i)] for i in range(len(examples))]
@@ -163,17 +170,18 @@ def test_span_labeler_windows_match_finetuning(vocab, tmp_path):
     import tensorflow as tf
 
     model = _zebra_span_labeler(vocab)
-    path = export_for_serving(
-        model, str(tmp_path / "export"), seq_len=SEQ_LEN, **SQUAD
-    )
+    path = export_for_serving(model, str(tmp_path / "export"), seq_len=SEQ_LEN, **SQUAD)
     questions = [q for q, _ in SQUAD_REQUESTS]
     contexts = [c.encode() for _, c in SQUAD_REQUESTS]
-    batch, last_alone, pair = serve([
-        (path, "serving_default", {"text_a": questions, "text_b": contexts}),
-        (path, "serving_default", {"text_a": questions[:1], "text_b": contexts[:1]}),
-        # Two requests of different lengths (5 windows and 1).
-        (path, "serving_default", {"text_a": questions[1:3], "text_b": contexts[1:3]}),
-    ], tmp_path)
+    batch, last_alone, pair = serve(
+        [
+            (path, "serving_default", {"text_a": questions, "text_b": contexts}),
+            (path, "serving_default", {"text_a": questions[:1], "text_b": contexts[:1]}),
+            # Two requests of different lengths (5 windows and 1).
+            (path, "serving_default", {"text_a": questions[1:3], "text_b": contexts[1:3]}),
+        ],
+        tmp_path,
+    )
     answers, features, windows, best = _finetuning_answers(
         model, vocab, questions, [c for _, c in SQUAD_REQUESTS]
     )
@@ -202,26 +210,20 @@ def test_span_labeler_windows_match_finetuning(vocab, tmp_path):
         np.testing.assert_allclose(out["score"], batch["score"][rows], atol=1e-5)
     # The export records the settings it answers with.
     settings = tf.saved_model.load(path).squad_settings
-    assert {k: int(v.numpy()) for k, v in settings.items()} == dict(
-        seq_len=SEQ_LEN, **SQUAD
-    )
+    assert {k: int(v.numpy()) for k, v in settings.items()} == dict(seq_len=SEQ_LEN, **SQUAD)
 
 
 @pytest.mark.slow
 def test_token_classifier(vocab, reference, tmp_path):
     names = ["O", "B-PER", "I-PER"]
-    model = models.BertTokenClassifier(
-        _backbone(vocab), num_labels=3, label_names=names
-    )
+    model = models.BertTokenClassifier(_backbone(vocab), num_labels=3, label_names=names)
     texts = [
         "John Smith lives in New-York , ok".encode(),
         b"",
         b"\xff \xcc\x81 lone-mark word",
         " ".join(["unaffable"] * 20).encode(),  # Cut at a word boundary.
     ]
-    (out,) = _export_and_serve(
-        model, [("serving_default", {"text_a": texts})], tmp_path
-    )
+    (out,) = _export_and_serve(model, [("serving_default", {"text_a": texts})], tmp_path)
     # The tagging reader: words tokenized one by one, cut at the first word
     # that does not fit, labelled by their first piece.
     rows, firsts, words_per_row = [], [], []
@@ -267,13 +269,8 @@ def test_multiple_choice(vocab, reference, tmp_path):
     flat_a = [c for c in contexts for _ in range(3)]
     flat_b = [e for row in endings for e in row]
     ids = expected_packed(reference, flat_a, flat_b)
-    inputs = {
-        k: v.reshape(3, 3, SEQ_LEN)
-        for k, v in keras_inputs(ids, _segments(ids)).items()
-    }
+    inputs = {k: v.reshape(3, 3, SEQ_LEN) for k, v in keras_inputs(ids, _segments(ids)).items()}
     logits = to_numpy(model(inputs))
     np.testing.assert_allclose(out["probabilities"], _softmax(logits), atol=1e-5)
     assert out["choice"].tolist() == logits.argmax(-1).tolist()
-    assert out["choice_text"].tolist() == [
-        endings[i][c] for i, c in enumerate(logits.argmax(-1))
-    ]
+    assert out["choice_text"].tolist() == [endings[i][c] for i, c in enumerate(logits.argmax(-1))]
