@@ -17,6 +17,7 @@ exported by `python -m keras_bert.export` in a child process with
 
 import importlib
 import logging
+import errno
 import os
 import pkgutil
 import re
@@ -347,6 +348,10 @@ def _export_in_subprocess(model, output_dir, version, vocabulary, lower_case, op
     ]
     if result.returncode == 2 and user_errors:  # Bad arguments: the child's line.
         raise ValueError(user_errors[-1])
+    if result.returncode == 1 and "no space left on device" in result.stderr.lower():
+        # The child's full disk, raised here as one so the caller's harness
+        # reports it as such.
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), output_dir)
     if result.returncode:
         raise RuntimeError(
             f"Export under the TensorFlow backend failed (exit "
