@@ -15,9 +15,9 @@ exported by `python -m keras_bert.export` in a child process with
 `KERAS_BACKEND=tensorflow`.
 """
 
+import errno
 import importlib
 import logging
-import errno
 import os
 import pkgutil
 import re
