@@ -1,7 +1,7 @@
 """`python -m keras_bert.predict`: a fine-tuned model's predictions for new data.
 
     python -m keras_bert.predict --model_dir runs/sst2 --input glue/SST-2/test.tsv \
-        [--output preds.jsonl] [--glue_submission]
+        [--output preds.jsonl] [--glue_submission] [--overwrite]
 
 The task, its settings, the model and the vocabulary come from `--model_dir`
 (what `keras_bert.finetune` wrote); `--input` is a file in the task's format
@@ -9,7 +9,8 @@ without labels: a GLUE TSV (the official `test.tsv`, or the train/dev
 layout), CSV/TSV/JSONL with the run's text columns, SQuAD JSON, CoNLL text
 (a word a line), SWAG CSV. `--glue_submission` writes the leaderboard's
 `index<TAB>prediction` file under the name it expects (`SST-2.tsv`,
-`MNLI-m.tsv`, ...). Input errors print one line, exit 2.
+`MNLI-m.tsv`, ...). An existing output is replaced only with `--overwrite`;
+the input and the run's own files never are. Input errors print one line, exit 2.
 """
 
 import argparse
@@ -37,6 +38,11 @@ def parse_args(argv):
         action="store_true",
         help="write the GLUE leaderboard's file (official test.tsv input)",
     )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace existing output files (never the input or the run's own files)",
+    )
     add_verbose_argument(parser)
     return parser.parse_args(argv)
 
@@ -49,7 +55,11 @@ def main(argv=None):
 
         print_json(
             run_prediction(
-                args.model_dir, args.input, args.output, glue_submission=args.glue_submission
+                args.model_dir,
+                args.input,
+                args.output,
+                glue_submission=args.glue_submission,
+                overwrite=args.overwrite,
             )
         )
 

@@ -1,14 +1,24 @@
-"""A run's `model_dir`: one process at a time (`RunLock`), and one kind of
-run (`refuse_another_run`)."""
+"""A run's `model_dir`: one process at a time (`RunLock`), one kind of run
+(`refuse_another_run`), and its own files written by that run only
+(`check_output`, which every command that writes calls first)."""
 
 import os
+import posixpath
 import socket
 
 import tensorflow as tf
 import yaml
 
-from keras_bert.errors import ConfigError, FinetuneError
-from keras_bert.file_io import FILE_ERRORS, error_reason, is_file, is_local
+from keras_bert.errors import ConfigError, FinetuneError, UserError
+from keras_bert.file_io import (
+    FILE_ERRORS,
+    error_reason,
+    is_file,
+    is_local,
+    listdir,
+    makedirs,
+    remove,
+)
 
 LOCK_FILE = "pretrain.lock"
 FINETUNE_LOCK_FILE = "finetune.lock"
@@ -163,3 +173,185 @@ def _running(pid):
     except PermissionError:  # Alive, owned by another user.
         return True
     return True
+
+
+# What a run writes into its folder and reads back (fine-tuning: the model,
+# its config, vocabulary, scores and dev predictions; pre-training: its
+# checkpoints, logs and saved models). No other command writes over them.
+EVAL_FILES = (
+    "eval_results.json",
+    "predictions.jsonl",
+    "predictions.json",
+    "predictions.txt",
+    "null_odds.json",
+)
+RUN_FILES = frozenset(
+    {
+        "config.yaml",
+        "model.keras",
+        "vocab.txt",
+        *EVAL_FILES,
+        "export",
+        "checkpoints",
+        "logs",
+        "backbone.keras",
+        "pretrainer.keras",
+        "saved_model",
+        LOCK_FILE,
+        FINETUNE_LOCK_FILE,
+    }
+)
+
+
+def check_output(flag, path, inputs=(), overwrite=False, error=UserError):
+    """Refuses, before anything is computed, to write the file `path` (what
+    `flag` names) over a file the user did not name for writing:
+
+    - one of `inputs` (files the command reads), through any spelling of
+      the path or a symlink;
+    - a run folder's own file (`RUN_FILES` in a folder holding a
+      `config.yaml`), even with `overwrite`;
+    - any existing file, unless `overwrite`; a folder, always.
+
+    Raises `error` with one line naming the flag, the path and the cause.
+    """
+    where = f"{flag} {path}" if flag else path
+    for given in inputs:
+        if _same_file(path, given):
+            raise error(f"{where}: is the input file {given}; write the output elsewhere")
+    run, part = _run_part(path)
+    if run is not None:
+        raise error(
+            f"{where}: is {part} of the run in {run}; write the output elsewhere "
+            "(not replaced, even with --overwrite)"
+        )
+    if tf.io.gfile.isdir(path):
+        raise error(f"{where}: is a folder, not a file")
+    if tf.io.gfile.exists(path) and not overwrite:
+        raise error(f"{where}: already exists; pass --overwrite to replace it")
+
+
+def _same_file(a, b):
+    if is_local(a) and is_local(b):
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
+        try:  # A hard link, or a mount seen under two names.
+            return os.path.samefile(a, b)
+        except OSError:
+            return False
+    return _normalized(a) == _normalized(b)
+
+
+def _normalized(path):
+    scheme, sep, rest = os.fspath(path).partition("://")
+    return scheme + sep + posixpath.normpath(rest) if sep else posixpath.normpath(scheme)
+
+
+def _run_part(path):
+    """`(run folder, its own file)` when `path` is, or is inside, one of
+    `RUN_FILES` of a folder holding a `config.yaml`; `(None, None)`."""
+    path = os.path.realpath(path) if is_local(path) else _normalized(path)
+    child, folder = path, os.path.dirname(path)
+    while folder and folder != child:
+        name = os.path.basename(child)
+        if name in RUN_FILES and tf.io.gfile.exists(os.path.join(folder, "config.yaml")):
+            return folder, os.path.relpath(path, folder)
+        child, folder = folder, os.path.dirname(folder)
+    return None, None
+
+
+# Where a fine-tuning rerun keeps the previous run until its new model is saved.
+PREVIOUS_RUN = ".previous-run"
+
+
+def _previous_outputs(model_dir):
+    """The names in `model_dir` a fine-tuning run wrote, or that `predict`
+    and `evaluate` derived from its model by default: the model, its
+    config, vocabulary, scores and predictions, `predictions_*`,
+    `glue_submission/`, `eval_*/`. Not `export/`, whose numbered versions
+    TF Serving keeps side by side."""
+    names = listdir(model_dir) if tf.io.gfile.isdir(model_dir) else []
+    return sorted(
+        name
+        for name in names
+        if name in RUN_FILES - {"export", LOCK_FILE, FINETUNE_LOCK_FILE}
+        or name.startswith(("predictions_", "eval_"))
+        or name == "glue_submission"
+    )
+
+
+class PreviousRun:
+    """A fine-tuning rerun's predecessor in `model_dir`, set aside.
+
+    A rerun must leave no output of the old model beside the new one, and
+    no new config or vocabulary beside the old model (`evaluate` would
+    score the old model with them). `set_aside` moves the previous run's
+    files (`_previous_outputs`) into `<model_dir>/.previous-run/` before the
+    rerun writes anything; `discard` deletes them once the new model is
+    saved, and `restore` puts them back if the rerun fails. A process
+    killed in between leaves the folder without `model.keras` (nothing to
+    score) and the previous run in `.previous-run/`, which the next rerun
+    takes as its predecessor.
+    """
+
+    def __init__(self, model_dir):
+        self.model_dir = model_dir
+        self.folder = os.path.join(model_dir, PREVIOUS_RUN)
+        self.names = []
+
+    def set_aside(self):
+        """Moves the previous run's files away; returns their names."""
+        current = _previous_outputs(self.model_dir)
+        if tf.io.gfile.isdir(self.folder):
+            if "model.keras" in current:  # The set-aside run is older: drop it.
+                remove(self.folder)
+            else:  # A killed rerun's partial files: the set-aside run stays.
+                for name in current:
+                    remove(os.path.join(self.model_dir, name))
+                self.names = listdir(self.folder)
+                return self.names
+        if not current:
+            return []
+        makedirs(self.folder)
+        for name in current:
+            _move(os.path.join(self.model_dir, name), os.path.join(self.folder, name))
+        self.names = current
+        return current
+
+    def path(self, path):
+        """`path`, or where it is now if it was one of the set-aside files
+        (`--init_checkpoint <model_dir>/model.keras` continues from it)."""
+        for name in self.names:
+            if _same_file(path, os.path.join(self.model_dir, name)):
+                return os.path.join(self.folder, name)
+        return path
+
+    def restore(self):
+        """Puts the previous run back, removing what the rerun wrote."""
+        if not self.names:
+            return
+        for name in _previous_outputs(self.model_dir):
+            remove(os.path.join(self.model_dir, name))
+        for name in self.names:
+            _move(os.path.join(self.folder, name), os.path.join(self.model_dir, name))
+        remove(self.folder)
+
+    def discard(self):
+        remove(self.folder)
+
+
+def _move(source, target):
+    """Renames a file or folder; on an object store, file by file."""
+    if is_local(source):
+        os.rename(source, target)
+    elif not tf.io.gfile.isdir(source):
+        tf.io.gfile.rename(source, target, overwrite=True)
+    else:
+        for folder, _, names in tf.io.gfile.walk(source):
+            relative = folder[len(source) :].strip("/")
+            tf.io.gfile.makedirs(os.path.join(target, relative))
+            for name in names:
+                tf.io.gfile.rename(
+                    os.path.join(folder, name), os.path.join(target, relative, name), overwrite=True
+                )
+        remove(source)

@@ -56,15 +56,22 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def output_error(path, overwrite):
-    """What is wrong with `--output`, found before learning, not after."""
+def output_error(path, inputs, overwrite):
+    """What is wrong with `--output`, found before learning, not after: the
+    shared rules (`run_dir.check_output`: never an input or a run's own
+    file, an existing file only with `--overwrite`), then its folder."""
+    import tensorflow as tf
+
+    from keras_bert.errors import UserError
+    from keras_bert.run_dir import check_output
+
+    try:
+        check_output("--output", path, [f for p in inputs for f in tf.io.gfile.glob(p)], overwrite)
+    except UserError as error:
+        return str(error)
     if "://" in path:  # A remote file system: its writer will tell.
         return None
     parent = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        return f"--output {path}: is a folder, not a file"
-    if os.path.exists(path) and not overwrite:
-        return f"--output {path}: already exists; pass --overwrite to replace it"
     if not os.path.isdir(parent):
         return f"--output {path}: {parent} is not an existing folder"
     if not os.access(parent, os.W_OK):
@@ -80,7 +87,7 @@ def main(argv=None):
         from keras_bert.errors import UserError
         from keras_bert.runtime.progress import progress_callback
 
-        error = output_error(args.output, args.overwrite)
+        error = output_error(args.output, args.input, args.overwrite)
         if error:
             raise UserError(error)
         start = time.time()

@@ -34,6 +34,7 @@ from keras_bert.file_io import (
     save_keras_atomically,
 )
 from keras_bert.layers.bert_encoder_block import ACTIVATIONS
+from keras_bert.run_dir import check_output
 
 _ACTIVATION_FORMS = {
     "gelu": "exact GELU, x * Phi(x) with erf",
@@ -199,8 +200,16 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
         dst = os.path.realpath(dst)
     if os.path.exists(dst):
         if not overwrite:
-            raise CheckpointError(f"{dst}: already exists (pass overwrite to replace it).")
+            raise CheckpointError(f"{dst}: already exists; pass --overwrite to replace it")
         _check_replaceable(dst)
+    # Never the source, nor a run folder's own files (`run_dir.check_output`).
+    inputs = [src, *([vocab] if vocab else [])]
+    inputs += [os.path.join(src, name) for name in HUGGING_FACE_FILES]
+    targets = (
+        [dst] if dst.endswith(".keras") else [os.path.join(dst, n) for n in HUGGING_FACE_FILES]
+    )
+    for target in targets:
+        check_output("", target, inputs, overwrite=True, error=CheckpointError)
     parent = os.path.dirname(os.path.abspath(dst))
     if not os.path.isdir(parent):
         raise CheckpointError(f"{dst}: parent folder does not exist.")

@@ -30,6 +30,10 @@ class ChoiceTask:
         self.train_examples = take_limit(train, data.train_limit, config.training.seed)
         self.dev_examples = take_limit(dev, data.eval_limit, 0)
 
+    @property
+    def model_class(self):
+        return BertMultipleChoice
+
     def use_model(self, model):
         """Nothing to take: the choices are numbered."""
 

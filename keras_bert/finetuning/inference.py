@@ -6,6 +6,7 @@ settings, `model.keras` and `vocab.txt`, no training.
 behind a progress bar, to a temporary name renamed into place at the end.
 """
 
+import hashlib
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ from keras_bert.file_io import (
 from keras_bert.finetuning.config import load_saved_config
 from keras_bert.finetuning.runner import infer_lower_case, load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
+from keras_bert.run_dir import EVAL_FILES, check_output
 from keras_bert.runtime.progress import StderrProgbar
 
 logger = logging.getLogger(__name__)
@@ -44,7 +46,9 @@ SUBMISSION_NAMES = {
 
 def load_run(model_dir, input_file):
     """`(task, handler, model)` for the fine-tuning run in `model_dir`, the
-    handler holding its tokenizer and the model's label names."""
+    handler holding its tokenizer and the model's label names, once
+    `check_run_parts` found its config, model and vocabulary to belong
+    together."""
     import pipelines
 
     task, config = load_saved_config(model_dir)
@@ -52,13 +56,72 @@ def load_run(model_dir, input_file):
         raise FinetuneError(f"{input_file}: no such file")
     model = load_keras_model(os.path.join(model_dir, "model.keras"))
     vocab_path = os.path.join(model_dir, "vocab.txt")
+    vocabulary = pipelines.load_vocabulary(vocab_path)
     lower_case = config.data.lower_case
     if lower_case is None:
-        lower_case = infer_lower_case(pipelines.load_vocabulary(vocab_path))
+        lower_case = infer_lower_case(vocabulary)
     tokenizer = pipelines.BertTokenizer(vocab_path, lower_case=lower_case)
-    handler = TASKS[task][0](task, config, None, tokenizer)
+    handler = check_run_parts(model_dir, task, config, model, tokenizer)
     handler.use_model(model)
     return task, handler, model
+
+
+def check_run_parts(model_dir, task, config, model, tokenizer):
+    """The task's handler (with `tokenizer`), once `model_dir`'s parts are found to belong
+    together: `config.yaml` names a known task, `model.keras` holds that
+    task's model (with the task's classes, for GLUE), fit for the config's
+    `max_seq_length`, and `vocab.txt` is the vocabulary the model was
+    fine-tuned with. Anything else is a `FinetuneError` naming what was
+    found and what was expected.
+
+    The model carries its vocabulary (a token a row of its embeddings): a
+    `vocab.txt` that differs is refused rather than replaced by it, since
+    it means the folder's files come from different runs, and its config
+    may too.
+    """
+    config_path = os.path.join(model_dir, "config.yaml")
+    model_path = os.path.join(model_dir, "model.keras")
+    vocab_path = os.path.join(model_dir, "vocab.txt")
+    if task not in TASKS:
+        raise FinetuneError(
+            f"{config_path}: task {task!r} is not a fine-tuning task; "
+            f"expected one of {', '.join(sorted(TASKS))}"
+        )
+    handler = TASKS[task][0](task, config, None, tokenizer)
+    expected = handler.model_class
+    if not isinstance(model, expected):
+        raise FinetuneError(
+            f"{model_path}: holds a {type(model).__name__}, but {config_path} "
+            f"names task {task!r}, whose model is a {expected.__name__}"
+        )
+    task_labels = getattr(handler, "label_names", None)
+    model_labels = getattr(model, "label_names", None)
+    if task_labels and model_labels and list(task_labels) != list(model_labels):
+        raise FinetuneError(
+            f"{model_path}: classifies into {list(model_labels)}, but task "
+            f"{task!r} (named in {config_path}) has the classes {list(task_labels)}"
+        )
+    backbone = model.backbone
+    if config.data.max_seq_length > backbone.max_sequence_length:
+        raise FinetuneError(
+            f"{config_path}: data.max_seq_length={config.data.max_seq_length} "
+            f"exceeds {model_path}'s max_sequence_length={backbone.max_sequence_length}"
+        )
+    vocabulary = list(tokenizer.vocabulary)
+    if len(vocabulary) != backbone.vocabulary_size:
+        raise FinetuneError(
+            f"{vocab_path}: {len(vocabulary)} tokens, but {model_path} has "
+            f"{backbone.vocabulary_size} token embeddings; the files come from different runs"
+        )
+    own = list(backbone.vocabulary or [])
+    if own and own != vocabulary:
+        row = next(i for i, (a, b) in enumerate(zip(own, vocabulary)) if a != b)
+        raise FinetuneError(
+            f"{vocab_path}: is not the vocabulary {model_path} was fine-tuned "
+            f"with (token {row} is {vocabulary[row]!r}, the model's is "
+            f"{own[row]!r}); the files come from different runs"
+        )
+    return handler
 
 
 def _makedirs(path, flag):
@@ -68,19 +131,29 @@ def _makedirs(path, flag):
         raise FinetuneError(f"{flag} {path}: cannot write: {error}") from None
 
 
-def run_evaluation(model_dir, eval_file, output_dir=None):
+def run_evaluation(model_dir, eval_file, output_dir=None, overwrite=False):
     """Scores the fine-tuned model in `model_dir` on `eval_file`, a labelled
     file of its task, with the task's official metric.
 
     Writes `eval_results.json` and the task's predictions file into
-    `output_dir` (default: `<model_dir>/eval_<file name>/`); returns the
-    results dict.
+    `output_dir` (default: `<model_dir>/eval_<file name>_<digest>/`, the
+    digest of the file's absolute path: two `dev.tsv` from different
+    folders get two folders); an existing one of these files is replaced
+    only with `overwrite`. Returns the results dict.
     """
     task, handler, model = load_run(model_dir, eval_file)
+    output_dir = output_dir or default_eval_dir(model_dir, eval_file)
+    if is_file(output_dir):
+        raise FinetuneError(f"--output_dir {output_dir}: is a file, not a folder")
+    for name in EVAL_FILES:
+        check_output(
+            "--output_dir",
+            os.path.join(output_dir, name),
+            inputs=[eval_file],
+            overwrite=overwrite,
+            error=FinetuneError,
+        )
     handler.use_eval_file(eval_file, model)
-    output_dir = output_dir or os.path.join(
-        model_dir, "eval_" + os.path.basename(eval_file).replace(".", "_")
-    )
     _makedirs(output_dir, "--output_dir")
     logger.info("Scoring %s (%s)", eval_file, task)
     start = time.time()
@@ -95,6 +168,15 @@ def run_evaluation(model_dir, eval_file, output_dir=None):
     return results
 
 
+def default_eval_dir(model_dir, eval_file):
+    """`<model_dir>/eval_<file name>_<8 hex digits>/`, the digits a hash of
+    the file's absolute path (its URL when remote)."""
+    where = eval_file if "://" in eval_file else os.path.abspath(eval_file)
+    digest = hashlib.sha256(where.encode("utf-8")).hexdigest()[:8]
+    name = os.path.basename(eval_file).replace(".", "_")
+    return os.path.join(model_dir, f"eval_{name}_{digest}")
+
+
 def submission_name(task, input_file):
     """The GLUE leaderboard's file name for predictions of `input_file`."""
     if task == "mnli":
@@ -105,7 +187,7 @@ def submission_name(task, input_file):
     return SUBMISSION_NAMES[task] + ".tsv"
 
 
-def run_prediction(model_dir, input_file, output=None, glue_submission=False):
+def run_prediction(model_dir, input_file, output=None, glue_submission=False, overwrite=False):
     """Predicts every example of `input_file` (the task's format, labels
     not needed) with the fine-tuned model in `model_dir`.
 
@@ -114,7 +196,9 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False):
     chosen ending); CoNLL text, `word tag` a line (NER); for SQuAD the
     official `{id: answer}` JSON and, beside it, `<name>.offsets.jsonl`
     with each answer's character offsets. `glue_submission`: the GLUE
-    leaderboard's `index<TAB>prediction` file under its expected name.
+    leaderboard's `index<TAB>prediction` file under its expected name. An
+    existing output file is replaced only with `overwrite`; the input and
+    the run's own files never are.
 
     Returns:
         `{"task", "input_file", "examples", "output"}` (and `"offsets"`).
@@ -145,6 +229,11 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False):
         }.get(task, (".jsonl", _write_jsonl))
         default = os.path.join(model_dir, f"predictions_{stem}{extension}")
     output = output or default
+    written = [output]
+    if write is _write_squad:
+        written.append(_offsets_path(output))
+    for path in written:
+        check_output("--output", path, [input_file], overwrite, error=FinetuneError)
     _makedirs(os.path.dirname(output) or os.curdir, "--output")
     progress = StderrProgbar(len(examples), unit_name="example")
     rows = []
@@ -184,7 +273,7 @@ def _write_conll(rows, path):
 
 
 def _write_squad(rows, path):
-    offsets = os.path.splitext(path)[0] + ".offsets.jsonl"
+    offsets = _offsets_path(path)
     _write_jsonl(rows, offsets)
     write_atomically(
         path,
@@ -193,3 +282,7 @@ def _write_squad(rows, path):
         ),
     )
     return {"output": path, "offsets": offsets}
+
+
+def _offsets_path(path):
+    return os.path.splitext(path)[0] + ".offsets.jsonl"

@@ -5,6 +5,9 @@ Files written into `model_dir`, held with `finetune.lock` while it runs:
 `config.yaml` (the resolved config, before training), `vocab.txt`,
 `model.keras`, `eval_results.json`, the task's predictions file, and
 `export/<version>/` (SavedModel) when `keras_bert.export` is available.
+A rerun into the folder sets the previous run's files aside when it starts
+and removes them once it succeeds, or puts them back if it fails
+(`run_dir.PreviousRun`): the folder never mixes two runs.
 """
 
 import logging
@@ -29,7 +32,7 @@ from keras_bert.file_io import (
 from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
 from keras_bert.optimization import create_optimizer
-from keras_bert.run_dir import FINETUNE_LOCK_FILE, RunLock, refuse_another_run
+from keras_bert.run_dir import FINETUNE_LOCK_FILE, PreviousRun, RunLock, refuse_another_run
 
 logger = logging.getLogger("keras_bert.finetune")
 
@@ -173,10 +176,27 @@ def run_finetune(
     except FILE_ERRORS as error:
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
     with RunLock(model_dir, FINETUNE_LOCK_FILE, "fine-tuning", error=FinetuneError):
-        return _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config)
+        previous = PreviousRun(model_dir)
+        if previous.set_aside():
+            logger.info(
+                "A rerun: the previous run's %s set aside in %s until the new model is saved",
+                ", ".join(previous.names),
+                previous.folder,
+            )
+        try:
+            results = _run_locked(
+                task, data_dir, init_checkpoint, model_dir, vocab, config, previous
+            )
+        except BaseException:
+            previous.restore()
+            raise
+        if previous.names:
+            previous.discard()
+            logger.info("Removed the previous run's %s", ", ".join(previous.names))
+        return results
 
 
-def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config):
+def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config, previous):
     try:  # The first write: an unwritable model_dir fails before training.
         write_atomically(
             os.path.join(model_dir, "config.yaml"),
@@ -190,13 +210,15 @@ def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config):
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
     keras.utils.set_random_seed(config.training.seed)
 
-    backbone = with_dropout(load_backbone(init_checkpoint), config.training.dropout)
+    backbone = with_dropout(load_backbone(previous.path(init_checkpoint)), config.training.dropout)
     if config.data.max_seq_length > backbone.max_sequence_length:
         raise FinetuneError(
             f"data.max_seq_length={config.data.max_seq_length} exceeds the "
             f"checkpoint's max_sequence_length={backbone.max_sequence_length}"
         )
-    tokenizer = _tokenizer(backbone, vocab, model_dir, config.data.lower_case)
+    tokenizer = _tokenizer(
+        backbone, vocab and previous.path(vocab), model_dir, config.data.lower_case
+    )
     handler_class = TASKS[task][0]
     handler = handler_class(task, config, data_dir, tokenizer)
     if handler.num_train_examples == 0:

@@ -101,6 +101,10 @@ class SentenceTask:
             path, data.text_column, text_b, data.label_column if labelled else None
         )
 
+    @property
+    def model_class(self):
+        return BertRegressor if self.regression else BertClassifier
+
     def use_model(self, model):
         """Without training files, the classes are those `model` learned."""
         if not self.regression:

@@ -114,6 +114,10 @@ class SquadTask:
             loss_weights={"start_logits": 0.5, "end_logits": 0.5},
         )
 
+    @property
+    def model_class(self):
+        return BertSpanLabeler
+
     def use_model(self, model):
         """Nothing to take: spans need no label names."""
 

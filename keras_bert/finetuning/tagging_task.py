@@ -37,6 +37,10 @@ class TaggingTask:
         self.train_sentences = take_limit(train, data.train_limit, config.training.seed)
         self.dev_sentences = take_limit(dev, data.eval_limit, 0)
 
+    @property
+    def model_class(self):
+        return BertTokenClassifier
+
     def use_model(self, model):
         """Without training files, the tags are those `model` learned."""
         self.label_names = model_label_names(model)

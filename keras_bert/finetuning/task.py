@@ -54,6 +54,11 @@ class FinetuningTask(typing.Protocol):
         its predictions file into `model_dir`; returns `(results, path)`,
         results a flat dict of numbers with `eval_examples`."""
 
+    @property
+    def model_class(self) -> type[keras.Model]:
+        """The class of `build_model`'s model: a saved run whose
+        `model.keras` holds another is refused."""
+
     def use_model(self, model: keras.Model) -> None:
         """A saved run, no training files: takes what `model` learned (its
         `label_names`), or nothing where the task has no classes."""

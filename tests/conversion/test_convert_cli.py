@@ -311,3 +311,25 @@ def test_with_and_without_heads_exclude_each_other(capsys):
         main(["src", "dst.keras", "--with_heads", "--without-heads"])
     assert exit_info.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_destination_is_never_the_source_or_a_runs_model(tmp_path, capsys):
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
+    source = str(tmp_path / "m.keras")
+    assert main([str(tmp_path / "google"), source]) == 0
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("task: sst2\n")
+    (run / "model.keras").write_bytes(b"the run's model")
+    os.symlink(source, tmp_path / "link.keras")
+    before = open(source, "rb").read()
+    capsys.readouterr()
+    for dst, message in [
+        (str(tmp_path / "link.keras"), f"is the input file {source}"),
+        (str(run / "model.keras"), f"is model.keras of the run in {run}"),
+    ]:
+        assert main([source, dst, "--overwrite"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
+    assert open(source, "rb").read() == before
+    assert (run / "model.keras").read_bytes() == b"the run's model"

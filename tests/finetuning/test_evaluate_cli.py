@@ -9,6 +9,7 @@ import re
 import pytest
 
 from keras_bert.evaluate import main as evaluate
+from keras_bert.finetuning.inference import default_eval_dir
 from tests.finetuning.test_finetune_cli import finetune
 
 FAMILIES = [
@@ -39,7 +40,7 @@ def test_scores_the_dev_file_as_fine_tuning_did(
     out, err = capsys.readouterr()
     printed = json.loads(out)  # Progress goes to stderr: stdout is the JSON.
     assert re.search(r"(\d+)/\1", err), err
-    out = run / ("eval_" + os.path.basename(dev_file).replace(".", "_"))
+    out = run / os.path.basename(default_eval_dir(str(run), str(fixtures / folder / dev_file)))
     written = json.loads((out / "eval_results.json").read_text())
     assert written == printed
     assert written["task"] == task and written["predictions_file"] == predictions

@@ -52,6 +52,7 @@ def test_the_contract_lists_what_the_callers_use():
         "build_model",
         "compile_args",
         "evaluate",
+        "model_class",
         "num_train_examples",
         "predict",
         "read_unlabelled",

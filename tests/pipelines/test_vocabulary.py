@@ -136,3 +136,22 @@ def test_word_counting_reports_bytes_read(tmp_path):
     assert all(t == total for _, t in calls)
     done = [d for d, _ in calls]
     assert done == sorted(done) and done[0] > 0
+
+
+def test_vocab_output_is_never_an_input_or_a_runs_file(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(open(SMALL[0], "rb").read())
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("task: sst2\n")
+    (run / "vocab.txt").write_text("[PAD]\n")
+    for output, message in [
+        (corpus, f"is the input file {corpus}"),
+        (run / "vocab.txt", f"is vocab.txt of the run in {run}"),
+    ]:
+        argv = ["--input", str(tmp_path / "*.txt"), "--output", str(output), "--overwrite"]
+        assert vocab_cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
+    assert corpus.read_bytes() == open(SMALL[0], "rb").read()
+    assert (run / "vocab.txt").read_text() == "[PAD]\n"

@@ -1,0 +1,284 @@
+"""A fine-tuning run folder stays whole: `predict` and `evaluate` write
+over no file the user did not name for writing (`run_dir.check_output`),
+score only a folder whose config, model and vocabulary belong together
+(`inference.check_run_parts`), and a rerun never leaves the old run's
+outputs beside the new model (`run_dir.PreviousRun`)."""
+
+import json
+import os
+
+import pytest
+import yaml
+
+from keras_bert.evaluate import main as evaluate
+from keras_bert.finetune import main as finetune_main
+from keras_bert.predict import main as predict
+from tests.finetuning.test_finetune_cli import QUICK, finetune
+
+
+@pytest.fixture(scope="module")
+def sst2_run(checkpoint, fixtures, tmp_path_factory):
+    run = tmp_path_factory.mktemp("sst2") / "run"
+    finetune("sst2", fixtures / "glue", checkpoint, run)
+    return run
+
+
+@pytest.fixture
+def run_copy(sst2_run, tmp_path):
+    """A copy of the run, for tests that change it."""
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(sst2_run, copy)
+    return copy
+
+
+def one_line_error(command, args, capsys):
+    capsys.readouterr()
+    assert command(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "\n" not in err, err
+    return err
+
+
+def files(folder):
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+# --- The output-path guard -------------------------------------------------
+
+
+def test_predict_never_writes_over_its_input(sst2_run, fixtures, tmp_path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    labelled = data / "dev.tsv"
+    labelled.write_bytes((fixtures / "glue" / "SST-2" / "dev.tsv").read_bytes())
+    os.symlink(labelled, tmp_path / "link.tsv")
+    before = labelled.read_bytes()
+    # The same file by another relative path, through a symlink, and with --overwrite.
+    for output in (
+        str(labelled),
+        str(data / ".." / "data" / "dev.tsv"),
+        str(tmp_path / "link.tsv"),
+    ):
+        err = one_line_error(
+            predict,
+            [
+                "--model_dir",
+                str(sst2_run),
+                "--input",
+                str(labelled),
+                "--output",
+                output,
+                "--overwrite",
+            ],
+            capsys,
+        )
+        assert "is the input file" in err, err
+    assert labelled.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["model.keras", "config.yaml", "vocab.txt", "eval_results.json"])
+def test_predict_never_writes_over_the_runs_own_files(sst2_run, fixtures, capsys, name):
+    before = files(sst2_run)
+    err = one_line_error(
+        predict,
+        [
+            "--model_dir",
+            str(sst2_run),
+            "--input",
+            str(fixtures / "glue" / "SST-2" / "dev.tsv"),
+            "--output",
+            str(sst2_run / name),
+            "--overwrite",
+        ],
+        capsys,
+    )
+    assert f"is {name} of the run in" in err, err
+    assert files(sst2_run) == before
+
+
+def test_existing_output_needs_overwrite(sst2_run, fixtures, tmp_path, capsys):
+    out = tmp_path / "preds.jsonl"
+    out.write_text("the user's\n")
+    args = ["--model_dir", str(sst2_run), "--input", str(fixtures / "glue" / "SST-2" / "dev.tsv")]
+    err = one_line_error(predict, args + ["--output", str(out)], capsys)
+    assert err == f"error: --output {out}: already exists; pass --overwrite to replace it"
+    assert out.read_text() == "the user's\n"
+    assert predict(args + ["--output", str(out), "--overwrite"]) == 0
+    assert json.loads(out.read_text().splitlines()[0])["prediction"]
+
+
+def test_evaluate_never_replaces_the_runs_scores(sst2_run, fixtures, capsys):
+    before = files(sst2_run)
+    err = one_line_error(
+        evaluate,
+        [
+            "--model_dir",
+            str(sst2_run),
+            "--input",
+            str(fixtures / "glue" / "SST-2" / "dev.tsv"),
+            "--output_dir",
+            str(sst2_run),
+            "--overwrite",
+        ],
+        capsys,
+    )
+    assert "is eval_results.json of the run in" in err, err
+    assert files(sst2_run) == before
+
+
+def test_evaluate_defaults_differ_for_files_of_one_name(run_copy, fixtures, tmp_path, capsys):
+    dev = fixtures / "glue" / "SST-2" / "dev.tsv"
+    lines = dev.read_text().splitlines(keepends=True)
+    first, second = tmp_path / "a" / "dev.tsv", tmp_path / "b" / "dev.tsv"
+    for path, rows in ((first, lines[:3]), (second, [lines[0]] + lines[3:])):
+        path.parent.mkdir()
+        path.write_text("".join(rows))
+    for path in (first, second):
+        assert evaluate(["--model_dir", str(run_copy), "--input", str(path)]) == 0
+    results = [json.loads(p.read_text()) for p in run_copy.glob("eval_dev_tsv_*/eval_results.json")]
+    assert sorted(r["eval_file"] for r in results) == [str(first), str(second)]
+    # A second evaluation of the same file asks before replacing its results.
+    err = one_line_error(evaluate, ["--model_dir", str(run_copy), "--input", str(first)], capsys)
+    assert "already exists; pass --overwrite" in err
+    assert evaluate(["--model_dir", str(run_copy), "--input", str(first), "--overwrite"]) == 0
+
+
+# --- Config, model and vocabulary belong together --------------------------
+
+
+def test_swapped_vocabulary_is_one_line(run_copy, fixtures, capsys):
+    tokens = (run_copy / "vocab.txt").read_text().splitlines()
+    tokens[10], tokens[11] = tokens[11], tokens[10]
+    (run_copy / "vocab.txt").write_text("\n".join(tokens) + "\n")
+    args = ["--model_dir", str(run_copy), "--input", str(fixtures / "glue" / "SST-2" / "dev.tsv")]
+    for command in (predict, evaluate):
+        err = one_line_error(command, args, capsys)
+        assert "vocab.txt: is not the vocabulary" in err and "token 10" in err, err
+
+
+def test_vocabulary_of_another_size_is_one_line(run_copy, fixtures, capsys):
+    with open(run_copy / "vocab.txt", "a") as f:
+        f.write("extra\n")
+    err = one_line_error(
+        evaluate,
+        ["--model_dir", str(run_copy), "--input", str(fixtures / "glue" / "SST-2" / "dev.tsv")],
+        capsys,
+    )
+    assert "175 tokens" in err and "174 token embeddings" in err, err
+
+
+def edit_config(run, **changes):
+    path = run / "config.yaml"
+    tree = yaml.safe_load(path.read_text())
+    tree.update(changes)
+    path.write_text(yaml.safe_dump(tree, sort_keys=False))
+
+
+@pytest.mark.parametrize(
+    "task, message",
+    [
+        (
+            "stsb",
+            "holds a BertClassifier, but {config} names task 'stsb', whose model is a BertRegressor",
+        ),
+        ("squad_v1", "whose model is a BertSpanLabeler"),
+        ("conll2003", "whose model is a BertTokenClassifier"),
+        ("swag", "whose model is a BertMultipleChoice"),
+        ("mnli", "classifies into ['0', '1'], but task 'mnli'"),
+        ("nonsense", "task 'nonsense' is not a fine-tuning task; expected one of"),
+    ],
+)
+def test_model_of_another_task_is_one_line(run_copy, fixtures, capsys, task, message):
+    edit_config(run_copy, task=task)
+    err = one_line_error(
+        evaluate,
+        ["--model_dir", str(run_copy), "--input", str(fixtures / "glue" / "SST-2" / "dev.tsv")],
+        capsys,
+    )
+    assert message.format(config=run_copy / "config.yaml") in err, err
+
+
+def test_pretrainer_in_a_run_folder_is_one_line(run_copy, fixtures, capsys):
+    from keras_bert.models import BertBackbone, BertPretrainer
+
+    backbone = BertBackbone(
+        vocabulary_size=174, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32
+    )
+    BertPretrainer(backbone).save(run_copy / "model.keras")
+    err = one_line_error(
+        predict,
+        ["--model_dir", str(run_copy), "--input", str(fixtures / "glue" / "SST-2" / "dev.tsv")],
+        capsys,
+    )
+    assert "model.keras: holds a BertPretrainer, but" in err and "BertClassifier" in err, err
+
+
+# --- A rerun into the folder -------------------------------------------------
+
+
+def finetune_args(fixtures, checkpoint, model_dir, *overrides):
+    args = ["--task", "sst2", "--data_dir", str(fixtures / "glue"), "--init_checkpoint", checkpoint]
+    args += ["--model_dir", str(model_dir)]
+    for item in QUICK + ["export.enabled=false", *overrides]:
+        args += ["--set", item]
+    return args
+
+
+def test_rerun_removes_the_old_models_outputs(run_copy, fixtures, checkpoint, tmp_path):
+    dev = str(fixtures / "glue" / "SST-2" / "dev.tsv")
+    assert predict(["--model_dir", str(run_copy), "--input", dev]) == 0
+    assert evaluate(["--model_dir", str(run_copy), "--input", dev]) == 0
+    (run_copy / "glue_submission").mkdir()
+    (run_copy / "glue_submission" / "SST-2.tsv").write_text("index\tprediction\n")
+    (run_copy / "notes.txt").write_text("the user's\n")
+    assert finetune_main(finetune_args(fixtures, checkpoint, run_copy, "training.seed=1")) == 0
+    assert sorted(os.listdir(run_copy)) == [
+        "config.yaml",
+        "eval_results.json",
+        "model.keras",
+        "notes.txt",
+        "predictions.jsonl",
+        "vocab.txt",
+    ]
+
+
+def test_failed_rerun_puts_the_previous_run_back(run_copy, fixtures, checkpoint, capsys):
+    before = files(run_copy)
+    # Fails after config.yaml is written: the checkpoint is too short.
+    args = finetune_args(fixtures, checkpoint, run_copy, "data.max_seq_length=512")
+    one_line_error(finetune_main, args, capsys)
+    assert files(run_copy) == before
+
+
+def test_rerun_continues_from_the_folders_own_model(run_copy, fixtures):
+    model = str(run_copy / "model.keras")
+    assert finetune_main(finetune_args(fixtures, model, run_copy, "training.seed=1")) == 0
+    assert yaml.safe_load((run_copy / "config.yaml").read_text())["init_checkpoint"] == model
+    assert not (run_copy / ".previous-run").exists()
+
+
+def test_killed_rerun_leaves_no_model_to_score_and_is_taken_up(
+    run_copy, fixtures, checkpoint, capsys
+):
+    from keras_bert.run_dir import PreviousRun
+
+    before = files(run_copy)
+    PreviousRun(str(run_copy)).set_aside()  # What a rerun does first; then kill -9.
+    (run_copy / "config.yaml").write_text("task: sst2\ndata:\n  max_seq_length: 16\n")
+    err = one_line_error(
+        evaluate,
+        ["--model_dir", str(run_copy), "--input", str(fixtures / "glue" / "SST-2" / "dev.tsv")],
+        capsys,
+    )
+    assert "model.keras" in err
+    # The next rerun fails too: the set-aside run comes back whole.
+    one_line_error(
+        finetune_main,
+        finetune_args(fixtures, checkpoint, run_copy, "data.max_seq_length=512"),
+        capsys,
+    )
+    assert files(run_copy) == before
