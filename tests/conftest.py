@@ -1,4 +1,18 @@
-"""Shared pytest setup: quiet TensorFlow logs, deterministic seeds."""
+"""Shared pytest setup: quiet TensorFlow logs, deterministic seeds, and the
+split of the suite by Keras backend.
+
+`make test` runs the whole suite under TensorFlow, then only the
+backend-dependent tests under JAX and PyTorch (`--backend-dependent-only`).
+The rule: a test is `backend_independent` (a module-level `pytestmark` or a
+mark on the test) when nothing it checks goes through the Keras backend's
+numerics: configs, file handling and run folders, command-line errors, the
+console and the backend choice, the tf.data pipelines and task readers,
+metrics in numpy, conversion name maps, the README and the notebook. A test
+that builds, trains, saves, loads, predicts with or evaluates a model for
+what it checks is backend-dependent and stays unmarked, so it runs under all
+three; an error test that trains first is marked only where the same path
+is trained by a dependent test. Unmarked is the safe default.
+"""
 
 import os
 import subprocess
@@ -8,6 +22,23 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--backend-dependent-only",
+        action="store_true",
+        help="deselect the tests marked backend_independent (make test's JAX and PyTorch runs)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--backend-dependent-only"):
+        return
+    independent = [item for item in items if item.get_closest_marker("backend_independent")]
+    if independent:
+        config.hook.pytest_deselected(items=independent)
+        items[:] = [item for item in items if not item.get_closest_marker("backend_independent")]
 
 
 @pytest.fixture(autouse=True)

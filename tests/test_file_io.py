@@ -13,6 +13,8 @@ from keras_bert.file_io import (
     write_atomically,
 )
 
+pytestmark = pytest.mark.backend_independent
+
 
 @pytest.fixture(params=["local", "ram"])
 def root(request, tmp_path):

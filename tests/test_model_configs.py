@@ -7,6 +7,8 @@ from keras_bert.model_configs import (
     load_model_config,
 )
 
+pytestmark = pytest.mark.backend_independent
+
 
 def test_turc_grid_and_paper_sizes_are_shipped():
     names = set(available_model_configs())

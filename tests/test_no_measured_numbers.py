@@ -6,6 +6,10 @@ cases, speed ratios, throughputs and wall times, not every wording."""
 import pathlib
 import re
 
+import pytest
+
+pytestmark = pytest.mark.backend_independent
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SCANNED = [
     "keras_bert/**/*.py",

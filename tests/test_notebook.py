@@ -14,6 +14,8 @@ import keras
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.backend_independent
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "bert_on_colab.ipynb"
 SENTENCES = ("a gripping , funny and moving film .", "a dull , lifeless mess .")

@@ -13,6 +13,8 @@ import pytest
 from keras_bert import pretrain
 from tests.pretraining.conftest import write_corpus
 
+pytestmark = pytest.mark.backend_independent
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

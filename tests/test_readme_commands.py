@@ -45,11 +45,14 @@ TINY = {  # Appended to each command of the README, by command.
     "finetune": {"training.epochs": 1, "training.batch_size": 4, "data.max_seq_length": 32},
 }
 
-pytestmark = pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow",
-    reason="runs the commands as a user would; the backend is theirs to pick "
-    "(tested under TensorFlow, once)",
-)
+pytestmark = [
+    pytest.mark.backend_independent,
+    pytest.mark.skipif(
+        keras.backend.backend() != "tensorflow",
+        reason="runs the commands as a user would; the backend is theirs to pick "
+        "(tested under TensorFlow, once)",
+    ),
+]
 
 
 def readme_commands(section):

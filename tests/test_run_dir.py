@@ -7,6 +7,8 @@ import pytest
 from keras_bert.errors import ConfigError, FinetuneError
 from keras_bert.run_dir import refuse_another_run
 
+pytestmark = pytest.mark.backend_independent
+
 
 def folder(tmp_path, config=None, lock=False, checkpoints=False):
     if config is not None:

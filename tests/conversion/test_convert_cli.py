@@ -83,6 +83,7 @@ def test_hidden_activation_picks_the_gelu(tmp_path, capsys, inputs):
         assert json.load(f)["hidden_act"] == "gelu_new"
 
 
+@pytest.mark.backend_independent
 def test_bad_hidden_activation_is_one_line(tmp_path, capsys):
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
 
@@ -96,6 +97,7 @@ def test_bad_hidden_activation_is_one_line(tmp_path, capsys):
     assert sorted(os.listdir(tmp_path)) == ["google"]
 
 
+@pytest.mark.backend_independent
 def test_vocab_of_another_size_is_refused(tmp_path, capsys):
     # One embedding row per token is what export and fine-tuning need.
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
@@ -113,6 +115,7 @@ def test_vocab_of_another_size_is_refused(tmp_path, capsys):
     assert not (tmp_path / "hf").exists()
 
 
+@pytest.mark.backend_independent
 def test_overwrite_through_a_symlink_replaces_its_target(tmp_path, capsys):
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
@@ -129,6 +132,7 @@ def test_overwrite_through_a_symlink_replaces_its_target(tmp_path, capsys):
     ]
 
 
+@pytest.mark.backend_independent
 def test_existing_destination_needs_overwrite(tmp_path, capsys):
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     os.makedirs(tmp_path / "hf")
@@ -139,6 +143,7 @@ def test_existing_destination_needs_overwrite(tmp_path, capsys):
     assert os.listdir(tmp_path / "hf") == ["keep.txt"]
 
 
+@pytest.mark.backend_independent
 def test_overwrite_replaces_a_previous_output(tmp_path, capsys):
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     google, hf = str(tmp_path / "google"), str(tmp_path / "hf")
@@ -152,6 +157,7 @@ def test_overwrite_replaces_a_previous_output(tmp_path, capsys):
     assert main([google, str(tmp_path / "m.keras"), "--overwrite"]) == 0
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "dst, make, message",
     [
@@ -188,6 +194,7 @@ def test_overwrite_never_deletes_user_files(tmp_path, capsys, dst, make, message
         assert path.read_text() == "mine"
 
 
+@pytest.mark.backend_independent
 def test_unwritable_destination_is_one_line(tmp_path, capsys, monkeypatch):
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     # Tests may run as root, which chmod cannot lock out.
@@ -201,6 +208,7 @@ def test_unwritable_destination_is_one_line(tmp_path, capsys, monkeypatch):
     assert sorted(os.listdir(tmp_path)) == ["google"]
 
 
+@pytest.mark.backend_independent
 def test_unreadable_source_is_one_line(tmp_path, capsys, monkeypatch):
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
 
@@ -216,6 +224,7 @@ def test_unreadable_source_is_one_line(tmp_path, capsys, monkeypatch):
     assert err.count("\n") == 1
 
 
+@pytest.mark.backend_independent
 def test_error_is_one_line(tmp_path, capsys):
     weights = random_weights(original_shapes())
     del weights["cls/seq_relationship/output_bias"]
@@ -259,6 +268,7 @@ def test_entry_point_exits_non_zero_without_traceback(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["google"]
 
 
+@pytest.mark.backend_independent
 def test_weights_file_destination_is_refused(tmp_path, capsys):
     assert main([str(tmp_path / "missing"), str(tmp_path / "x.weights.h5")]) == 2
     assert "a `.keras` file or a folder" in capsys.readouterr().err
@@ -266,6 +276,7 @@ def test_weights_file_destination_is_refused(tmp_path, capsys):
     assert "no such checkpoint" in capsys.readouterr().err
 
 
+@pytest.mark.backend_independent
 def test_outputs_follow_the_umask(tmp_path):
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     previous = os.umask(0o027)

@@ -62,6 +62,7 @@ def _broken(tmp_path, change):
     return write_google_checkpoint(tmp_path / "google", weights)
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "change, expected",
     [
@@ -94,6 +95,7 @@ def test_mismatch_is_listed(tmp_path, change, expected):
     assert not os.path.exists(tmp_path / "model.keras")
 
 
+@pytest.mark.backend_independent
 def test_corrupt_checkpoint(tmp_path):
     prefix = write_google_checkpoint(tmp_path / "google", random_weights(original_shapes()))
     (data,) = [p for p in (tmp_path / "google").iterdir() if ".data-" in p.name]
@@ -102,6 +104,7 @@ def test_corrupt_checkpoint(tmp_path):
         read_google_checkpoint(prefix)
 
 
+@pytest.mark.backend_independent
 def test_missing_config(tmp_path):
     prefix = write_google_checkpoint(tmp_path / "google", random_weights(original_shapes()))
     os.remove(tmp_path / "google" / "bert_config.json")

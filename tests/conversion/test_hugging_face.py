@@ -93,6 +93,7 @@ def write_hf_folder(folder, weights, prefix="", config=None, vocab=VOCAB, rename
     return tensors
 
 
+@pytest.mark.backend_independent
 def test_names_match_transformers():
     shapes = original_shapes(dict(TINY, num_layers=1))
     names = {original_to_hf_name(name, "bert.")[0] for name in shapes}
@@ -287,6 +288,7 @@ def test_legacy_and_tied_names(tmp_path, inputs):
 # === Clear errors ===
 
 
+@pytest.mark.backend_independent
 def test_mismatched_folder_lists_names(tmp_path):
     weights = random_weights(original_shapes(heads=False))
     tensors = write_hf_folder(tmp_path / "hf", weights, config={"hidden_size": 12})
@@ -302,6 +304,7 @@ def test_mismatched_folder_lists_names(tmp_path):
     assert os.listdir(tmp_path) == ["hf"]  # Nothing half-written.
 
 
+@pytest.mark.backend_independent
 def test_pickle_weights_are_refused(tmp_path):
     os.makedirs(tmp_path / "hf")
     (tmp_path / "hf" / "config.json").write_text(json.dumps(bert_config_json()))
@@ -312,6 +315,7 @@ def test_pickle_weights_are_refused(tmp_path):
         convert(tmp_path / "hf" / "pytorch_model.bin", tmp_path / "model.keras")
 
 
+@pytest.mark.backend_independent
 def test_corrupt_safetensors(tmp_path):
     write_hf_folder(tmp_path / "hf", random_weights(original_shapes(heads=False)))
     path = tmp_path / "hf" / "model.safetensors"
@@ -320,6 +324,7 @@ def test_corrupt_safetensors(tmp_path):
         read_hugging_face(tmp_path / "hf")
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "act, expected",
     [
@@ -344,6 +349,7 @@ def test_attention_dropout_round_trips_through_config_json(attention, expected):
     assert back["attention_probs_dropout_prob"] == attention
 
 
+@pytest.mark.backend_independent
 def test_unknown_hidden_act():
     with pytest.raises(CheckpointError, match="Received: hidden_act='relu'"):
         backbone_config_from_json(dict(bert_config_json(), hidden_act="relu"))

@@ -96,6 +96,7 @@ def test_mismatched_weights_are_listed(tmp_path, hub_backbone):
     assert "mis-shaped: layers/dense/vars/0 (8, 8) vs (12, 12)" in message
 
 
+@pytest.mark.backend_independent
 def test_corrupt_weights_file(tmp_path, hub_backbone):
     hub_backbone.save_weights(tmp_path / "hub.weights.h5")
     path = tmp_path / "hub.weights.h5"
@@ -104,6 +105,7 @@ def test_corrupt_weights_file(tmp_path, hub_backbone):
         read_keras_hub(path)
 
 
+@pytest.mark.backend_independent
 def test_other_archives_are_refused(tmp_path):
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
     model.save(tmp_path / "other.keras")

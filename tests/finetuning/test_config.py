@@ -7,6 +7,8 @@ from keras_bert.finetuning.config import FinetuneConfigError, load_finetune_conf
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
 from keras_bert.optimization import create_optimizer
 
+pytestmark = pytest.mark.backend_independent
+
 
 def test_every_task_has_a_config_file():
     for task in TASKS:

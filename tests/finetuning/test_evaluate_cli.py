@@ -72,6 +72,7 @@ def one_line_error(args, capsys):
     return err
 
 
+@pytest.mark.backend_independent
 def test_unknown_label_is_one_line(sst2_run, tmp_path, capsys):
     path = tmp_path / "dev.tsv"
     path.write_text("sentence\tlabel\na fine film .\t1\nawful .\t7\n")
@@ -79,6 +80,7 @@ def test_unknown_label_is_one_line(sst2_run, tmp_path, capsys):
     assert err == f"error: {path}:3: unknown label '7'; expected one of ['0', '1']"
 
 
+@pytest.mark.backend_independent
 def test_folder_without_a_fine_tuning_run_is_one_line(fixtures, tmp_path, capsys):
     err = one_line_error(
         ["--model_dir", str(tmp_path), "--input", str(fixtures / "glue" / "SST-2" / "dev.tsv")],
@@ -87,6 +89,7 @@ def test_folder_without_a_fine_tuning_run_is_one_line(fixtures, tmp_path, capsys
     assert err == f"error: {tmp_path / 'config.yaml'}: no such config file"
 
 
+@pytest.mark.backend_independent
 def test_missing_input_is_one_line(sst2_run, tmp_path, capsys):
     err = one_line_error(
         ["--model_dir", str(sst2_run), "--input", str(tmp_path / "nope.tsv")], capsys
@@ -94,6 +97,7 @@ def test_missing_input_is_one_line(sst2_run, tmp_path, capsys):
     assert err == f"error: {tmp_path / 'nope.tsv'}: no such file"
 
 
+@pytest.mark.backend_independent
 def test_tags_the_model_never_saw_are_one_line(checkpoint, fixtures, tmp_path, capsys):
     run = tmp_path / "run"
     finetune("conll2003", fixtures / "conll", checkpoint, run)
@@ -103,6 +107,7 @@ def test_tags_the_model_never_saw_are_one_line(checkpoint, fixtures, tmp_path, c
     assert err.startswith(f"error: {path}: tags ['B-CITY'] are not among the model's ")
 
 
+@pytest.mark.backend_independent
 def test_squad_file_without_answers_is_one_line(checkpoint, fixtures, tmp_path, capsys):
     run = tmp_path / "run"
     finetune(

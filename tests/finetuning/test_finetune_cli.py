@@ -154,6 +154,7 @@ def test_tiny_model_learns_sst2_fixture(checkpoint, fixtures, tmp_path):
     assert results["accuracy"] == 1.0
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -237,6 +238,7 @@ def test_input_errors_are_one_line(checkpoint, fixtures, tmp_path, capsys, args,
     assert err.startswith("error: ") and message in err and "\n" not in err
 
 
+@pytest.mark.backend_independent
 def test_malformed_data_is_one_line(checkpoint, fixtures, tmp_path, capsys):
     data = tmp_path / "data"
     data.mkdir()
@@ -260,6 +262,7 @@ def test_malformed_data_is_one_line(checkpoint, fixtures, tmp_path, capsys):
     )
 
 
+@pytest.mark.backend_independent
 def test_single_class_training_set_is_one_line(checkpoint, tmp_path, capsys):
     data = tmp_path / "data"
     data.mkdir()
@@ -282,6 +285,7 @@ def test_single_class_training_set_is_one_line(checkpoint, tmp_path, capsys):
     )
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "setup, message",
     [
@@ -339,6 +343,7 @@ def test_same_task_reruns_into_its_folder(checkpoint, fixtures, tmp_path):
     assert not (tmp_path / "finetune.lock").exists()
 
 
+@pytest.mark.backend_independent
 def test_full_disk_is_one_line(checkpoint, fixtures, small_disk):
     import os
     import subprocess
@@ -371,6 +376,7 @@ def test_full_disk_is_one_line(checkpoint, fixtures, small_disk):
     )
 
 
+@pytest.mark.backend_independent
 def test_missing_vocabulary_needs_vocab_flag(fixtures, tmp_path, capsys):
     backbone = BertBackbone(
         vocabulary_size=174, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16

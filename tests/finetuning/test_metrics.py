@@ -6,6 +6,8 @@ import pytest
 
 from keras_bert.finetuning import metrics
 
+pytestmark = pytest.mark.backend_independent
+
 
 def test_accuracy_and_binary_f1():
     labels = [1, 0, 1, 1, 0]

@@ -5,6 +5,8 @@ import pytest
 import keras_bert.finetuning as finetuning
 from keras_bert.finetuning import config, inference, runner, task, task_registry
 
+pytestmark = pytest.mark.backend_independent
+
 
 def test_public_api():
     assert finetuning.__all__ == [

@@ -159,6 +159,7 @@ def test_swag_without_labels_gets_the_chosen_ending(runs, fixtures, tmp_path, ca
         assert p["ending"] == f"{row['sent2']} {row['ending' + str(p['prediction'])]}"
 
 
+@pytest.mark.backend_independent
 def test_mnli_submission_names():
     assert inference.submission_name("mnli", "MNLI/test_matched.tsv") == "MNLI-m.tsv"
     assert inference.submission_name("mnli", "MNLI/test_mismatched.tsv") == "MNLI-mm.tsv"

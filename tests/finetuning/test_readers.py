@@ -12,6 +12,8 @@ from keras_bert.finetuning.sentence_task import SentenceTask
 from keras_bert.finetuning.squad_postprocess import final_text, squad_predictions
 from keras_bert.finetuning.task_registry import default_config_file
 
+pytestmark = pytest.mark.backend_independent
+
 
 def reference_truncate(len_a, len_b, budget):
     # run_classifier.py's _truncate_seq_pair, popping one token at a time.

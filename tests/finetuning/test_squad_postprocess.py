@@ -12,6 +12,8 @@ import pytest
 import pipelines.tasks as tasks
 from keras_bert.finetuning.squad_postprocess import squad_predictions
 
+pytestmark = pytest.mark.backend_independent
+
 
 def unanswerable_question(fixtures):
     # q5: "Who won the 1920s cup?" on "John Smith visited Paris in 1920s, ...".

@@ -8,6 +8,8 @@ from keras_bert.finetuning.sentence_task import SentenceTask
 from keras_bert.finetuning.task import FinetuningTask
 from keras_bert.finetuning.task_registry import TASKS
 
+pytestmark = pytest.mark.backend_independent
+
 HANDLERS = sorted({handler for handler, _ in TASKS.values()}, key=lambda c: c.__name__)
 
 

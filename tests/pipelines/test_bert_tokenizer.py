@@ -11,6 +11,8 @@ import pipelines
 from tests.pipelines.common import CORPUS, VOCAB, shared_path
 from tests.pipelines.reference_tokenizer import ReferenceTokenizer
 
+pytestmark = pytest.mark.backend_independent
+
 EDGE_CASES = [
     "Hello, World! café naïve résumé Über",
     "a\u200bb zero\u200dwidth\u200cjoin \ufeffbom \u2060wj \u00adsoft",

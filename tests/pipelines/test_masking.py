@@ -6,6 +6,8 @@ import tensorflow as tf
 
 from pipelines.masking import mask_batch, num_to_predict
 
+pytestmark = pytest.mark.backend_independent
+
 CLS, SEP, PAD, MASK = 101, 102, 0, 103
 VOCAB_SIZE = 30522
 # Ids >= 1000 are ordinary tokens; the test vocabulary marks every id in

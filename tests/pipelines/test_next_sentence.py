@@ -10,6 +10,8 @@ import tensorflow as tf
 from pipelines.next_sentence import _final_lengths, create_pairs
 from tests.pipelines.reference_pairs import instances_from_document, truncate_pair
 
+pytestmark = pytest.mark.backend_independent
+
 CLS, SEP, PAD = 101, 102, 0
 
 

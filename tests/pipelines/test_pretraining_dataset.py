@@ -13,6 +13,8 @@ import pipelines
 from pipelines import corpus
 from tests.pipelines.common import CORPUS, VOCAB
 
+pytestmark = pytest.mark.backend_independent
+
 CLS, SEP, PAD = 101, 102, 0
 SOURCES = sorted(glob.glob(os.path.join(CORPUS, "inaugural", "18*.txt")))[:12]
 

@@ -11,6 +11,8 @@ from keras_bert import data as data_cli
 from pipelines import corpus, shards
 from tests.pipelines.common import CORPUS, VOCAB
 
+pytestmark = pytest.mark.backend_independent
+
 SMALL = sorted(glob.glob(os.path.join(CORPUS, "inaugural", "19*.txt")))[:4]
 
 

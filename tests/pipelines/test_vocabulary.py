@@ -11,6 +11,8 @@ import pipelines
 from keras_bert import vocab as vocab_cli
 from tests.pipelines.common import CORPUS, VOCAB
 
+pytestmark = pytest.mark.backend_independent
+
 SMALL = sorted(glob.glob(os.path.join(CORPUS, "inaugural", "19*.txt")))[:4]
 
 

@@ -7,6 +7,8 @@ import yaml
 from keras_bert.pretraining import ConfigError, load_pretraining_config
 from keras_bert.pretraining.config import parse_override
 
+pytestmark = pytest.mark.backend_independent
+
 
 @pytest.mark.parametrize("name, steps", [("default", [1750, 650]), ("budget", [4800, 3200])])
 def test_short_sequences_first_recipes(name, steps):

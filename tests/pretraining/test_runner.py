@@ -250,6 +250,7 @@ def test_rerun_after_kill_during_export_finishes(tmp_path, tiny_corpus, monkeypa
     assert run_pretraining(config, verbose=0)["state"].finished
 
 
+@pytest.mark.backend_independent
 def test_second_run_on_a_locked_model_dir_is_refused(tmp_path, tiny_corpus, capsys):
     import socket
 
@@ -356,6 +357,7 @@ def cli_error(argv, capsys):
     return err
 
 
+@pytest.mark.backend_independent
 def test_config_file_not_utf8_is_one_line_exit_2(tmp_path, capsys):
     path = tmp_path / "recipe.yaml"
     path.write_bytes(b"train_steps: 9\nmodel: bert_\xff\xfe\n")
@@ -363,6 +365,7 @@ def test_config_file_not_utf8_is_one_line_exit_2(tmp_path, capsys):
     assert f"{path} is not UTF-8 text" in err
 
 
+@pytest.mark.backend_independent
 def test_model_dir_that_is_a_file_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
     (tmp_path / "run").write_text("not a folder")
     err = cli_error(tiny_cli_args(tmp_path, tiny_corpus), capsys)
@@ -370,6 +373,7 @@ def test_model_dir_that_is_a_file_is_one_line_exit_2(tmp_path, tiny_corpus, caps
     assert f"model_dir={str(tmp_path / 'run')!r}" in err
 
 
+@pytest.mark.backend_independent
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
 def test_read_only_model_dir_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
     (tmp_path / "run").mkdir(mode=0o555)
@@ -377,6 +381,7 @@ def test_read_only_model_dir_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
     assert "Cannot write in model_dir" in err
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("damage", ["truncated", "bad_crc"])
 def test_damaged_init_checkpoint_is_one_line_exit_2(damage, tmp_path, tiny_corpus, capsys):
     from keras_bert.pretraining import build_backbone
@@ -418,6 +423,7 @@ def test_custom_vocabulary_sizes_the_model_and_exports(tmp_path, tiny_corpus):
     assert os.path.exists(os.path.join(exported, "saved_model.pb"))
 
 
+@pytest.mark.backend_independent
 def test_vocabulary_size_override_that_disagrees_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
     overrides = {
         **tiny_overrides(tmp_path, tiny_corpus)["model_overrides"],
@@ -439,6 +445,7 @@ def test_vocabulary_size_override_that_disagrees_is_one_line_exit_2(tmp_path, ti
     )
 
 
+@pytest.mark.backend_independent
 def test_model_override_typo_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
     overrides = {**tiny_overrides(tmp_path, tiny_corpus)["model_overrides"], "hidden_dimm": 3}
     err = cli_error(tiny_cli_args(tmp_path, tiny_corpus, model_overrides=overrides), capsys)
@@ -458,6 +465,7 @@ def test_float16_without_a_gpu_is_one_line_exit_2(tmp_path, tiny_corpus, capsys)
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.backend_independent
 def test_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(tmp_path, capsys):
     # It used to spin forever looking for a first document.
     for i in range(3):
@@ -467,6 +475,7 @@ def test_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(tmp_path, capsys):
     assert err.startswith(f"error: Every corpus file matching {corpus!r} is empty or blank")
 
 
+@pytest.mark.backend_independent
 def test_large_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
     # Too large for the start-up check: it used to cycle through the files
     # forever, deaf to SIGTERM.
@@ -485,6 +494,7 @@ def test_large_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(tmp_path, cap
     assert not os.listdir(tmp_path / "run" / "checkpoints")
 
 
+@pytest.mark.backend_independent
 def test_finetuning_folder_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "config.yaml").write_text("task: sst2\ndata: {}\n")
@@ -513,6 +523,7 @@ def test_checkpoint_without_seed_state_resumes_with_a_warning(tmp_path, capsys):
     )
 
 
+@pytest.mark.backend_independent
 def test_checkpoint_left_incomplete_by_a_crash_is_removed_on_start(ram_dir):
     import tensorflow as tf
 

@@ -10,6 +10,8 @@ import pytest
 
 from keras_bert.runtime import backend as fastest_backend
 
+pytestmark = pytest.mark.backend_independent
+
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):

@@ -11,6 +11,8 @@ import tensorflow as tf
 from keras_bert.errors import ConfigError, UserError
 from keras_bert.runtime import command
 
+pytestmark = pytest.mark.backend_independent
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 

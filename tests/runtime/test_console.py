@@ -10,6 +10,8 @@ import pytest
 
 from keras_bert.runtime import console, hardware
 
+pytestmark = pytest.mark.backend_independent
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTICES = (
     "WARNING: All log messages before absl::InitializeLog() is called are "

@@ -9,6 +9,8 @@ import pytest
 
 from keras_bert.runtime import hardware
 
+pytestmark = pytest.mark.backend_independent
+
 
 @pytest.mark.parametrize(
     "accelerator, bf16_cpu, hidden_dim, backend, expected",

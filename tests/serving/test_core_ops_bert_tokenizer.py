@@ -19,6 +19,8 @@ import tensorflow as tf
 from keras_bert.serving.core_ops_bert_tokenizer import CoreOpsBertTokenizer
 from tests.pipelines.reference_tokenizer import ReferenceTokenizer
 
+pytestmark = pytest.mark.backend_independent
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 VOCAB = os.path.join(ROOT, "data", "vocab", "bert_uncased_vocab.txt")
 

@@ -2,9 +2,12 @@
 
 import itertools
 
+import pytest
 import tensorflow as tf
 
 from keras_bert.serving import packing
+
+pytestmark = pytest.mark.backend_independent
 
 
 def _truncate_seq_pair(len_a, len_b, budget):

@@ -219,6 +219,7 @@ def test_failed_export_leaves_no_version(tmp_path, vocab):
     assert not output.exists() or os.listdir(output) == []
 
 
+@pytest.mark.backend_independent
 def test_argument_errors(vocab, tmp_path):
     backbone = _backbone(vocab)
     # One minimum with fine-tuning and pre-training: [CLS] A [SEP] B [SEP].
@@ -242,6 +243,7 @@ def test_argument_errors(vocab, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.backend_independent
 def test_find_model_file(tmp_path):
     for name in ("backbone.keras", "pretrainer.keras", "model.keras"):
         (tmp_path / name).write_bytes(b"")
@@ -250,6 +252,7 @@ def test_find_model_file(tmp_path):
         find_model_file(str(tmp_path / "missing"))
 
 
+@pytest.mark.backend_independent
 def test_infer_lower_case():
     assert serving_export.infer_lower_case(["[PAD]", "[UNK]", "the", "##s"])
     assert not serving_export.infer_lower_case(["[PAD]", "[UNK]", "The"])
@@ -374,6 +377,7 @@ def test_pretrainer_fill_mask(pretrainer_export, served, reference, vocab):
     np.testing.assert_allclose(out["next_sentence_probabilities"].sum(-1), 1.0, atol=1e-5)
 
 
+@pytest.mark.backend_independent
 def test_cli_reports_a_missing_model_in_one_line(tmp_path):
     result = subprocess.run(
         [
@@ -435,6 +439,7 @@ def _damage(path, how):
     path.write_bytes(bytes(data))
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "args, damage, message",
     [

@@ -18,6 +18,8 @@ from keras_bert.finetuning.squad_postprocess import span_candidates
 from keras_bert.serving import squad_windows
 from pipelines.tasks.squad import _max_context
 
+pytestmark = pytest.mark.backend_independent
+
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "finetuning", "fixtures")
 
 # (query pieces, context pieces) rows: empty, fitting, one piece over,
