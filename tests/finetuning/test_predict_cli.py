@@ -237,3 +237,21 @@ def test_failure_midway_leaves_no_output(runs, fixtures, tmp_path, monkeypatch):
             str(run), str(fixtures / "glue" / "STS-B" / "dev.tsv"), str(output)
         )
     assert os.listdir(tmp_path) == []
+
+
+def test_repeated_squad_ids_are_one_line(runs, fixtures, tmp_path, capsys):
+    # The answers file is `{id: answer}`: a repeated id would keep one answer.
+    run = runs("squad_v1", "squad", *SQUAD)
+    squad = json.loads((fixtures / "squad" / "dev-v1.1.json").read_text())
+    squad["data"][1]["paragraphs"][0]["qas"][1]["id"] = "q2"
+    path = tmp_path / "test.json"
+    path.write_text(json.dumps(squad))
+    output = tmp_path / "answers.json"
+    err = one_line_error(
+        ["--model_dir", str(run), "--input", str(path), "--output", str(output)], capsys
+    )
+    assert err == (
+        f"error: {path}: question id 'q2' is repeated (data[0].paragraphs[0].qas[1] and "
+        "data[1].paragraphs[0].qas[1]); answers are keyed by id, so each needs its own"
+    )
+    assert os.listdir(tmp_path) == ["test.json"]

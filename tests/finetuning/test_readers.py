@@ -423,6 +423,70 @@ def test_bad_squad_files_are_refused(tmp_path, starts, context, message):
     assert str(error.value) == f"{path}: {message}"
 
 
+def _edited_squad(fixtures, tmp_path, edit):
+    """The dev fixture with `edit(questions)` applied, written to a file."""
+    squad = json.loads((fixtures / "squad/dev-v1.1.json").read_text())
+    edit([q for a in squad["data"] for p in a["paragraphs"] for q in p["qas"]])
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(squad))
+    return path
+
+
+@pytest.mark.parametrize("repeated", ["q1", 1])
+def test_repeated_question_ids_are_refused_where_answers_are_keyed_by_id(
+    fixtures, tmp_path, repeated
+):
+    def repeat_first(questions):
+        questions[0]["id"] = repeated
+        questions[2]["id"] = "1" if repeated == 1 else repeated
+
+    path = _edited_squad(fixtures, tmp_path, repeat_first)
+    # Predictions and scores key answers by id: one answer would stand for two.
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_squad(path)
+    assert str(error.value) == (
+        f"{path}: question id '1' is repeated (data[0].paragraphs[0].qas[0] and "
+        "data[1].paragraphs[0].qas[0]); answers are keyed by id, so each needs its own"
+        if repeated == 1
+        else f"{path}: question id 'q1' is repeated (data[0].paragraphs[0].qas[0] and "
+        "data[1].paragraphs[0].qas[0]); answers are keyed by id, so each needs its own"
+    )
+    # Training does not key by id.
+    assert len(tasks.read_squad(path, training=True)) == 4
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("text", [1895, None])
+def test_an_answer_that_is_not_text_is_refused_when_read(fixtures, tmp_path, training, text):
+    def number(questions):
+        questions[3]["answers"][0]["text"] = text
+
+    path = _edited_squad(fixtures, tmp_path, number)
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_squad(path, training=training)
+    assert str(error.value) == (
+        f"{path}: data[1].paragraphs[0].qas[1] (id 'q4'): answer 'text' must be text, "
+        f"not {type(text).__name__}"
+    )
+
+
+@pytest.mark.parametrize(
+    "answers, message",
+    [
+        ({"text": "a", "answer_start": 0}, "'answers' must be a list, not dict"),
+        ([5], "every answer needs 'text' and 'answer_start'"),
+    ],
+)
+def test_malformed_answers_are_refused(fixtures, tmp_path, answers, message):
+    def malform(questions):
+        questions[1]["answers"] = answers
+
+    path = _edited_squad(fixtures, tmp_path, malform)
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_squad(path)
+    assert str(error.value) == f"{path}: data[0].paragraphs[0].qas[1]: {message}"
+
+
 def test_squad_v2_unanswerable(fixtures, tokenizer):
     examples = tasks.read_squad(fixtures / "squad/train-v2.0.json", version_2=True, training=True)
     impossible = [e for e in examples if e.is_impossible]
