@@ -255,3 +255,27 @@ def test_repeated_squad_ids_are_one_line(runs, fixtures, tmp_path, capsys):
         "data[1].paragraphs[0].qas[1]); answers are keyed by id, so each needs its own"
     )
     assert os.listdir(tmp_path) == ["test.json"]
+
+
+def test_a_tab_inside_a_test_sentence_is_one_line(runs, tmp_path, capsys):
+    run = runs("sst2", "glue")
+    path = tmp_path / "test.tsv"
+    path.write_text("index\tsentence\n0\ta moving\tfilm\n")
+    err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
+    assert err == (
+        f"error: {path}:2: expected 2 tab-separated columns, found 3 "
+        "(a tab inside a sentence? the text after it would be lost)"
+    )
+
+
+def test_tsv_rows_may_leave_off_an_unused_trailing_column(runs, fixtures, tmp_path, capsys):
+    run = runs("classification", "generic")
+    texts = [r["text"] for r in csv.DictReader(open(fixtures / "generic" / "dev.csv"))]
+    unlabelled = tmp_path / "new.tsv"
+    # The first row has the unused column, the others end at their text.
+    unlabelled.write_text(f"text\tsource\n{texts[0]}\tweb\n" + "".join(f"{t}\n" for t in texts[1:]))
+    written = run_predict(["--model_dir", str(run), "--input", str(unlabelled)], capsys)
+    rows = jsonl(written["output"])
+    fine_tuned = jsonl(run / "predictions.jsonl")
+    assert [r["text_a"] for r in rows] == texts
+    assert [r["prediction"] for r in rows] == [r["prediction"] for r in fine_tuned]

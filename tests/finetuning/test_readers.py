@@ -139,6 +139,59 @@ def test_malformed_rows_name_file_and_line(fixtures, tmp_path):
         tasks.read_glue("sst2", tmp_path / "missing.tsv")
 
 
+@pytest.mark.parametrize(
+    "read, task, content",
+    [
+        (tasks.read_glue_test, "sst2", "index\tsentence\n0\ta fine\n1\ta moving\tfilm\n"),
+        (
+            tasks.read_glue_test,
+            "mrpc",
+            "index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+            "0\t1\t2\ta fine\tb\n1\t3\t4\ta\tb moving\tfilm\n",
+        ),
+        (tasks.read_glue, "sst2", "sentence\tlabel\na fine\t1\na moving\tfilm\t1\n"),
+        (
+            tasks.read_glue,
+            "mrpc",
+            "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+            "1\t1\t2\ta fine\tb\n1\t3\t4\ta\tb moving\tfilm\n",
+        ),
+        # CoLA: no header, four columns.
+        (tasks.read_glue, "cola", "\ngj04\t1\t\ta fine\ngj04\t1\t\ta moving\tfilm\n"),
+    ],
+)
+def test_a_tab_inside_a_sentence_is_refused_by_every_glue_reader(tmp_path, read, task, content):
+    path = tmp_path / "test.tsv"
+    path.write_text(content)
+    width = content.splitlines()[-2].count("\t") + 1
+    # The last row's text after the stray tab would be dropped.
+    with pytest.raises(tasks.TaskDataError) as error:
+        read(task, path)
+    assert str(error.value) == (
+        f"{path}:3: expected {width} tab-separated columns, found {width + 1} "
+        "(a tab inside a sentence? the text after it would be lost)"
+    )
+    # A trailing tab (an empty cell) loses nothing.
+    lines = content.splitlines()[:-1]
+    path.write_text("\n".join(lines + [lines[-1] + "\t"]) + "\n")
+    assert [e.text_a for e in read(task, path)] == ["a fine", "a fine"]
+
+
+@pytest.mark.parametrize("extension", [".csv", ".tsv"])
+def test_a_row_may_leave_off_an_unused_trailing_column(tmp_path, extension):
+    # Many exporters end a row at its last non-empty cell.
+    path = tmp_path / f"train{extension}"
+    comma = "," if extension == ".csv" else "\t"
+    path.write_text(comma.join(["text", "label", "source"]) + f"\na{comma}1{comma}web\nb{comma}0\n")
+    examples = tasks.read_table(path, "text", label_column="label")
+    assert [(e.text_a, e.label) for e in examples] == [("a", "1"), ("b", "0")]
+    # A used column left off is still refused.
+    path.write_text(comma.join(["text", "label", "source"]) + "\na\n")
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_table(path, "text", label_column="label")
+    assert str(error.value) == f"{path}:2: expected 3 columns as in the header"
+
+
 def test_generic_tables(fixtures):
     csv_rows = tasks.read_table(fixtures / "generic/train.csv", "text", label_column="label")
     assert csv_rows[0].text_a == "a great, moving film" and csv_rows[0].label == "pos"
