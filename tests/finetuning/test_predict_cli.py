@@ -4,6 +4,7 @@ be given unlabelled, the predictions must be those fine-tuning wrote."""
 
 import csv
 import json
+import logging
 import os
 
 import pytest
@@ -279,3 +280,18 @@ def test_tsv_rows_may_leave_off_an_unused_trailing_column(runs, fixtures, tmp_pa
     fine_tuned = jsonl(run / "predictions.jsonl")
     assert [r["text_a"] for r in rows] == texts
     assert [r["prediction"] for r in rows] == [r["prediction"] for r in fine_tuned]
+
+
+def test_conll_words_past_max_seq_length_are_counted(runs, tmp_path, capsys, caplog):
+    run = runs("conll2003", "conll")
+    text = tmp_path / "text.txt"
+    # 200 one-piece words: 126 fit in max_seq_length 128 with [CLS] and [SEP].
+    text.write_text("John\n" * 200 + "\nParis\n.\n")
+    with caplog.at_level(logging.WARNING):
+        written = run_predict(["--model_dir", str(run), "--input", str(text)], capsys)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"{text}: words past data.max_seq_length=128 (126 word pieces): "
+        "74 in 1 of 2 sentences, tagged O."
+    ]
+    tagged = [line.split() for line in open(written["output"]).read().split("\n\n")[0].splitlines()]
+    assert len(tagged) == 200 and {t for _, t in tagged[126:]} == {"O"}

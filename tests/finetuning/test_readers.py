@@ -2,6 +2,8 @@
 
 import itertools
 import json
+import logging
+import types
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ import pipelines.tasks as tasks
 from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.finetuning.sentence_task import SentenceTask
 from keras_bert.finetuning.squad_postprocess import final_text, squad_predictions
+from keras_bert.finetuning.tagging_task import TaggingTask
 from keras_bert.finetuning.task_registry import default_config_file
 
 
@@ -379,6 +382,40 @@ def test_conll_first_subword_carries_the_label(fixtures, tokenizer):
     # Truncation: words that do not fit are marked -1.
     _, _, starts = tasks.tagging_features(sentences, tokenizer, 5, names)
     assert starts[0] == [1, 2, -1, -1, -1]
+
+
+def test_conll_words_past_max_seq_length_are_counted_and_warned_of(
+    fixtures, tokenizer, tmp_path, caplog
+):
+    sentences = tasks.read_conll(fixtures / "conll/train.txt")
+    # Pieces per word: 1 1 2 1 1 and 1 1 1 1 1 1 1; [CLS] and [SEP] take 2.
+    assert tasks.words_cut(sentences, tokenizer, 5) == (7, 2)
+    assert tasks.words_cut(sentences, tokenizer, 8) == (1, 1)
+    assert tasks.words_cut(sentences, tokenizer, 9) == (0, 0)
+    # The task says so for each file it reads, with what becomes of them.
+    config = load_finetune_config(
+        "conll2003", default_config_file("conll2003"), ["data.max_seq_length=8"]
+    )
+    with caplog.at_level(logging.WARNING):
+        TaggingTask("conll2003", config, fixtures / "conll", tokenizer)
+        text = tmp_path / "text.txt"
+        text.write_text("a\n" * 7)
+        TaggingTask("conll2003", config, None, tokenizer).read_unlabelled(str(text))
+        model = types.SimpleNamespace(label_names=tasks.tag_names(sentences))
+        TaggingTask("conll2003", config, None, tokenizer).use_eval_file(
+            str(fixtures / "conll/valid.txt"), model
+        )
+    conll = fixtures / "conll"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{conll / 'train.txt'}: words past data.max_seq_length=8 (6 word pieces): "
+        "1 in 1 of 2 sentences, not trained on.",
+        f"{conll / 'valid.txt'}: words past data.max_seq_length=8 (6 word pieces): "
+        "1 in 1 of 2 sentences, predicted O and scored so.",
+        f"{text}: words past data.max_seq_length=8 (6 word pieces): "
+        "1 in 1 of 1 sentences, tagged O.",
+        f"{conll / 'valid.txt'}: words past data.max_seq_length=8 (6 word pieces): "
+        "1 in 1 of 2 sentences, predicted O and scored so.",
+    ]
 
 
 def test_conll_iob1_and_bad_tags(fixtures, tmp_path):
