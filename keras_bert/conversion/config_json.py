@@ -5,6 +5,8 @@ plus a few keys (`layer_norm_eps`, `model_type`, `architectures`, ...), so
 one pair of functions serves both formats.
 """
 
+import math
+
 from keras_bert.errors import CheckpointError
 
 # `"gelu"` is read as the exact erf form of the GELU paper, as Hugging Face
@@ -30,8 +32,9 @@ _REQUIRED = (
 def backbone_config_from_json(config, source="config"):
     """`BertBackbone` keyword arguments from a BERT JSON config dict.
 
-    Raises `CheckpointError` for a missing key, an unknown `hidden_act` or a
-    BERT variant keras_bert does not implement.
+    Raises `CheckpointError` for a missing key, a size or rate that is no
+    number (null, text), an unknown `hidden_act` or a BERT variant keras_bert
+    does not implement.
     """
     missing = [key for key in _REQUIRED if key not in config]
     if missing:
@@ -51,23 +54,46 @@ def backbone_config_from_json(config, source="config"):
             f"{source}: `hidden_act` must be one of {sorted(_ACTIVATIONS)}. "
             f"Received: hidden_act={activation!r}"
         )
-    dropout = float(config.get("hidden_dropout_prob", 0.1))
-    attention_dropout = float(config.get("attention_probs_dropout_prob", dropout))
+
+    def number(key, default, integer=False):
+        return _number(config, key, default, integer, source)
+
+    dropout = number("hidden_dropout_prob", 0.1)
+    attention_dropout = number("attention_probs_dropout_prob", dropout)
     return {
-        "vocabulary_size": int(config["vocab_size"]),
-        "num_layers": int(config["num_hidden_layers"]),
-        "num_heads": int(config["num_attention_heads"]),
-        "hidden_dim": int(config["hidden_size"]),
-        "intermediate_dim": int(config["intermediate_size"]),
+        "vocabulary_size": number("vocab_size", None, integer=True),
+        "num_layers": number("num_hidden_layers", None, integer=True),
+        "num_heads": number("num_attention_heads", None, integer=True),
+        "hidden_dim": number("hidden_size", None, integer=True),
+        "intermediate_dim": number("intermediate_size", None, integer=True),
         "dropout": dropout,
         # None: the attention rate follows `dropout` (BERT sets both to 0.1).
         "attention_dropout": (None if attention_dropout == dropout else attention_dropout),
-        "max_sequence_length": int(config.get("max_position_embeddings", 512)),
-        "num_segments": int(config.get("type_vocab_size", 2)),
+        "max_sequence_length": number("max_position_embeddings", 512, integer=True),
+        "num_segments": number("type_vocab_size", 2, integer=True),
         "hidden_activation": _ACTIVATIONS[activation],
         # The original code hard-codes 1e-12; Hugging Face made it a key.
-        "layer_norm_epsilon": float(config.get("layer_norm_eps", 1e-12)),
+        "layer_norm_epsilon": number("layer_norm_eps", 1e-12),
     }
+
+
+def _number(config, key, default, integer, source):
+    """`config[key]` (or `default` when absent) as a float or an int.
+
+    Raises `CheckpointError` naming the key for null, text that is no
+    number, a non-finite number, or a fraction where a count belongs.
+    """
+    value = config.get(key, default)
+    try:
+        if isinstance(value, bool):  # float(True) is 1.0.
+            raise TypeError
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number) or (integer and not number.is_integer()):
+        kind = "a whole number" if integer else "a number"
+        raise CheckpointError(f"{source}: `{key}` must be {kind}. Received: {key}={value!r}")
+    return int(number) if integer else number
 
 
 def json_from_backbone_config(config, architecture):

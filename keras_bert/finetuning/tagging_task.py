@@ -1,5 +1,6 @@
 """CoNLL-2003 named-entity recognition (paper section 5.3)."""
 
+import logging
 import os
 
 import keras
@@ -11,6 +12,8 @@ from keras_bert.finetuning import metrics as official
 from keras_bert.finetuning.batch_prediction import model_label_names, predict_batches, take_limit
 from keras_bert.models import BertTokenClassifier
 
+logger = logging.getLogger(__name__)
+
 
 class TaggingTask:
     """Word tagging with a label on each word's first WordPiece.
@@ -20,6 +23,10 @@ class TaggingTask:
     training file (IOB1 or IOB2, kept as is); scores are seqeval's entity
     precision/recall/F1 on words. `predictions.txt` is `word gold predicted`
     per line, blank lines between sentences (conlleval input).
+
+    Words past `data.max_seq_length - 2` WordPieces of their sentence are
+    cut, wherever a file is read: not trained on, predicted `O` (and scored
+    so against their gold tags), each file's count in a warning.
     """
 
     def __init__(self, name, config, data_dir, tokenizer):
@@ -31,11 +38,32 @@ class TaggingTask:
         if data_dir is None:
             return
         data = config.data
-        train = tasks.read_conll(os.path.join(data_dir, data.train_file or "train.txt"))
-        dev = tasks.read_conll(os.path.join(data_dir, data.dev_file or "valid.txt"))
+        train_path = os.path.join(data_dir, data.train_file or "train.txt")
+        dev_path = os.path.join(data_dir, data.dev_file or "valid.txt")
+        train = tasks.read_conll(train_path)
+        dev = tasks.read_conll(dev_path)
         self.label_names = data.label_names or tasks.tag_names(train)
         self.train_sentences = take_limit(train, data.train_limit, config.training.seed)
         self.dev_sentences = take_limit(dev, data.eval_limit, 0)
+        self._warn_cut(train_path, self.train_sentences, "not trained on")
+        self._warn_cut(dev_path, self.dev_sentences, "predicted O and scored so")
+
+    def _warn_cut(self, path, sentences, fate):
+        """Warns of the words of `sentences` past max_seq_length, if any."""
+        length = self.config.data.max_seq_length
+        words, cut = tasks.words_cut(sentences, self.tokenizer, length)
+        if words:
+            logger.warning(
+                "%s: words past data.max_seq_length=%d (%d word pieces): %d in %d of %d "
+                "sentences, %s.",
+                path,
+                length,
+                length - 2,
+                words,
+                cut,
+                len(sentences),
+                fate,
+            )
 
     @property
     def model_class(self):
@@ -48,7 +76,9 @@ class TaggingTask:
     def read_unlabelled(self, path):
         """Sentences to tag: a word a line (its first column), blank lines
         between sentences."""
-        return tasks.read_conll(path, tagged=False)
+        sentences = tasks.read_conll(path, tagged=False)
+        self._warn_cut(path, sentences, "tagged O")
+        return sentences
 
     def predict(self, model, sentences, progress=True):
         """A row per sentence: its words and one predicted tag per word."""
@@ -65,6 +95,7 @@ class TaggingTask:
             raise tasks.TaskDataError(
                 f"{path}: tags {unknown} are not among the model's {self.label_names}"
             )
+        self._warn_cut(path, self.dev_sentences, "predicted O and scored so")
 
     def _dataset(self, sentences, training):
         features, labels, starts = tasks.tagging_features(

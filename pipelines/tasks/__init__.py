@@ -4,7 +4,7 @@
   (`read_table`), packed by `classification_features`.
 * SQuAD v1.1/v2.0 JSON (`read_squad`, `squad_features`, windows by
   `doc_spans`).
-* CoNLL-2003 IOB1/IOB2 files (`read_conll`, `tagging_features`).
+* CoNLL-2003 IOB1/IOB2 files (`read_conll`, `tagging_features`, `words_cut`).
 * SWAG CSV (`read_swag`, `choice_features`).
 * `make_dataset`: dynamically padded batches (random for training, or of
   one length bucket each with `group_by_length`) from any of the above.
@@ -13,7 +13,13 @@ Bad input raises `TaskDataError` (a `pipelines.PipelineInputError`) naming
 the file and line. No Keras here.
 """
 
-from pipelines.tasks.conll import TaggedSentence, read_conll, tag_names, tagging_features
+from pipelines.tasks.conll import (
+    TaggedSentence,
+    read_conll,
+    tag_names,
+    tagging_features,
+    words_cut,
+)
 from pipelines.tasks.errors import TaskDataError
 from pipelines.tasks.features import (
     IGNORED_LABEL,
@@ -79,4 +85,5 @@ __all__ = [
     "tagging_features",
     "tokenize_texts",
     "truncated_lengths",
+    "words_cut",
 ]

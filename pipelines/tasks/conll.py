@@ -70,32 +70,55 @@ def tag_names(sentences):
     return ["O"] + sorted(tags - {"O"})
 
 
+def _words_that_fit(word_pieces, budget):
+    """How many of a sentence's words (given as their pieces) fit in
+    `budget` pieces: those before the first that does not fit, after which
+    the rest of the sentence is cut."""
+    used = 0
+    for count, pieces in enumerate(word_pieces):
+        used += len(pieces)
+        if used > budget:
+            return count
+    return len(word_pieces)
+
+
+def _sentence_pieces(sentences, tokenizer):
+    """Per sentence, the pieces of each word (one tokenizer call)."""
+    pieces = iter(tokenize_texts(tokenizer, [w for s in sentences for w in s.words]))
+    return [[next(pieces) for _ in s.words] for s in sentences]
+
+
+def words_cut(sentences, tokenizer, max_seq_length):
+    """`(words, sentences)`: how many words lie past `max_seq_length - 2`
+    pieces, and in how many sentences (`tagging_features` cuts them)."""
+    cut = [
+        len(pieces) - _words_that_fit(pieces, max_seq_length - 2)
+        for pieces in _sentence_pieces(sentences, tokenizer)
+    ]
+    return sum(cut), sum(1 for c in cut if c)
+
+
 def tagging_features(sentences, tokenizer, max_seq_length, label_names):
     """Packed ids, per-token labels and word starts for `make_dataset`.
 
-    Words past `max_seq_length - 2` pieces are cut; `word_starts[i][j]` is
-    the token position of word j of sentence i, or -1 when the word was cut
-    or tokenized to nothing (such words are predicted `O`).
+    Words past `max_seq_length - 2` pieces are cut (`words_cut` counts
+    them); `word_starts[i][j]` is the token position of word j of sentence
+    i, or -1 when the word was cut or tokenized to nothing (such words are
+    predicted `O`).
 
     Returns:
         (features, labels, word_starts): features a dict of `token_ids`,
         `segment_ids`; labels a list of per-token label ids (-1 = ignored).
     """
     index = {name: i for i, name in enumerate(label_names)}
-    flat_words = [w for s in sentences for w in s.words]
-    pieces = iter(tokenize_texts(tokenizer, flat_words))
     features = {"token_ids": [], "segment_ids": []}
     labels, word_starts = [], []
-    budget = max_seq_length - 2
-    for sentence in sentences:
+    for sentence, pieces in zip(sentences, _sentence_pieces(sentences, tokenizer)):
         tokens, token_labels, starts = [tokenizer.cls_id], [IGNORED_LABEL], []
-        full = False
+        fit = _words_that_fit(pieces, max_seq_length - 2)
         tags = sentence.tags or ["O"] * len(sentence.words)  # Untagged: unused.
-        for _word, tag in zip(sentence.words, tags):
-            word_pieces = next(pieces)
-            # Once a word does not fit, the rest of the sentence is cut.
-            full = full or len(tokens) - 1 + len(word_pieces) > budget
-            if full or not word_pieces:
+        for j, (word_pieces, tag) in enumerate(zip(pieces, tags)):
+            if j >= fit or not word_pieces:
                 starts.append(-1)
                 continue
             starts.append(len(tokens))

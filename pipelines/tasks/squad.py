@@ -76,9 +76,13 @@ def read_squad(path, version_2=False, training=False):
     `answer_start` are dropped (as `run_squad.py` does) and counted in a
     warning that names the first; when most are, the file is refused.
 
+    Without `training` (questions to answer or score), every question id
+    must be unique: answers and scores are keyed by id.
+
     Raises:
-        TaskDataError: missing file, invalid JSON, a missing key or a
-            `context`/`question` that is not text, naming the file and the
+        TaskDataError: missing file, invalid JSON, a missing key, a
+            `context`/`question`/answer `text` that is not text, or (not
+            `training`) a repeated question id, naming the file and the
             JSON position (`data[0].paragraphs[3].qas[1]`); or more than
             half of the answers off their offsets.
     """
@@ -89,7 +93,7 @@ def read_squad(path, version_2=False, training=False):
             data = json.load(f)
     except json.JSONDecodeError as error:
         raise TaskDataError(f"{path}:{error.lineno}: invalid JSON: {error.msg}") from None
-    examples, misplaced, answerable = [], [], 0
+    examples, misplaced, answerable, seen_ids = [], [], 0, {}
     try:
         articles = data["data"]
     except (KeyError, TypeError):
@@ -115,12 +119,33 @@ def read_squad(path, version_2=False, training=False):
                         f"{path}: {here}: 'question' must be text, "
                         f"not {type(qa['question']).__name__}"
                     )
+                if not training:
+                    # Predictions and scores are keyed by id (`{id: answer}`,
+                    # as the official script reads them): a repeated id would
+                    # keep one answer for several questions. Compared as
+                    # text, the form the id takes in the predictions file.
+                    first = seen_ids.setdefault(str(qa["id"]), here)
+                    if first != here:
+                        raise TaskDataError(
+                            f"{path}: question id {qa['id']!r} is repeated ({first} "
+                            f"and {here}); answers are keyed by id, so each needs its own"
+                        )
                 is_impossible = bool(qa.get("is_impossible", False)) and version_2
                 answers = [] if is_impossible else qa.get("answers", [])
+                if not isinstance(answers, list):
+                    raise TaskDataError(
+                        f"{path}: {here}: 'answers' must be a list, not {type(answers).__name__}"
+                    )
                 for answer in answers:
-                    if "text" not in answer or "answer_start" not in answer:
+                    if not isinstance(answer, dict) or not {"text", "answer_start"} <= set(answer):
                         raise TaskDataError(
                             f"{path}: {here}: every answer needs 'text' and 'answer_start'"
+                        )
+                    # The official script compares answers as text.
+                    if not isinstance(answer["text"], str):
+                        raise TaskDataError(
+                            f"{path}: {here} (id {qa['id']!r}): answer 'text' must be "
+                            f"text, not {type(answer['text']).__name__}"
                         )
                 example = SquadExample(
                     qid=qa["id"],
@@ -153,7 +178,7 @@ def _locate_answer(example, answer, words, char_to_word):
     """Sets `example`'s word span from `answer`; False when the answer's text
     is not at its `answer_start`."""
     start = answer["answer_start"]
-    if not isinstance(start, int) or not isinstance(answer["text"], str):
+    if not isinstance(start, int):
         return False
     end = start + len(answer["text"]) - 1
     if not 0 <= start <= end < len(char_to_word):

@@ -89,19 +89,25 @@ def read_glue(task, path):
     """Examples of one GLUE TSV file (`train.tsv`, `dev.tsv`, ...).
 
     Raises:
-        TaskDataError: missing file, a row with too few columns, an unknown
-            label or a non-numeric STS-B score, naming file and line.
+        TaskDataError: missing file, a row with too few columns or with
+            text past the file's last column (a tab inside a sentence),
+            an unknown label or a non-numeric STS-B score, naming file and
+            line.
     """
     spec = GLUE_TASKS[task]
+    columns = [spec.text_a, spec.label] + ([spec.text_b] if spec.text_b is not None else [])
+    needed = max(c + 1 if c >= 0 else -c for c in columns)
+    rows = _read_tsv(path)
+    # CoLA's files have no header: its four columns are fixed.
+    width = max(len(next(rows, (1, []))[1]), needed) if spec.header else needed
     examples = []
-    for line_number, row in _read_tsv(path, skip_header=spec.header):
-        columns = [spec.text_a, spec.label] + ([spec.text_b] if spec.text_b is not None else [])
-        needed = max(c + 1 if c >= 0 else -c for c in columns)
+    for line_number, row in rows:
         if len(row) < needed:
             raise TaskDataError(
                 f"{path}:{line_number}: expected at least {needed} tab-separated "
                 f"columns for {task}, found {len(row)}"
             )
+        _refuse_split_text(row, width, path, line_number)
         label = _parse_label(row[spec.label], spec.label_names, path, line_number)
         examples.append(
             Example(
@@ -133,8 +139,7 @@ GLUE_TEST_COLUMNS = {
 def is_glue_test_file(path):
     """Whether `path` has the test files' layout (a header starting `index`
     or `id`) rather than the train/dev one."""
-    rows = _read_tsv(path, skip_header=False)
-    first = next(rows, (None, [""]))[1]
+    first = next(_read_tsv(path), (None, [""]))[1]
     return bool(first) and first[0].strip() in ("index", "id")
 
 
@@ -143,11 +148,12 @@ def read_glue_test(task, path):
     index column.
 
     Raises:
-        TaskDataError: missing file, a header without the task's columns or
-            a short row, naming file and line.
+        TaskDataError: missing file, a header without the task's columns, a
+            short row or one with text past the header's last column (a tab
+            inside a sentence), naming file and line.
     """
     text_a, text_b = GLUE_TEST_COLUMNS[task]
-    rows = _read_tsv(path, skip_header=False)
+    rows = _read_tsv(path)
     _, header = next(rows, (1, []))
     header = [h.strip() for h in header]
     missing = [c for c in (header[:1] + [text_a, text_b]) if c and c not in header]
@@ -165,6 +171,7 @@ def read_glue_test(task, path):
                 f"{path}:{line_number}: expected {len(header)} tab-separated "
                 f"columns as in the header, found {len(row)}"
             )
+        _refuse_split_text(row, len(header), path, line_number)
         examples.append(
             Example(text_a=row[a], text_b=row[b] if b is not None else None, guid=row[0])
         )
@@ -188,16 +195,26 @@ def _parse_label(value, label_names, path, line_number):
     return value
 
 
-def _read_tsv(path, skip_header):
+def _refuse_split_text(row, width, path, line_number):
+    """A row with text past the last of a file's `width` columns: a tab
+    inside a sentence split it, and what follows the tab would be dropped.
+    (Empty cells there, a trailing tab, lose nothing.)"""
+    if any(cell.strip() for cell in row[width:]):
+        raise TaskDataError(
+            f"{path}:{line_number}: expected {width} tab-separated columns, found "
+            f"{len(row)} (a tab inside a sentence? the text after it would be lost)"
+        )
+
+
+def _read_tsv(path):
+    """`(line number, cells)` of each row with text, the header included."""
     if not is_file(path):
         raise TaskDataError(f"{path}: no such file")
     with open_text(path, newline="") as f, text_file_errors(path):
         # GLUE files are plain tab-separated, without quoting (as the
         # original processors read them: `quotechar=None`).
         reader = csv.reader(f, delimiter="\t", quotechar=None)
-        for index, row in enumerate(reader):
-            if index == 0 and skip_header:
-                continue
+        for row in reader:
             if not row or not any(cell.strip() for cell in row):
                 continue
             yield reader.line_num, row
@@ -239,8 +256,9 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
                 # A quote opened and not closed on its line swallows the
                 # rows after it into one field (CSV allows line breaks in
                 # quoted fields; TSV exports do not write them).
+                # (An unused column left off the end is None.)
                 if extension == ".tsv" and any(
-                    "\n" in value or "\r" in value for value in row.values()
+                    value is not None and ("\n" in value or "\r" in value) for value in row.values()
                 ):
                     raise TaskDataError(
                         f"{path}:{previous_line + 1}: a quoted field runs on to "

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 import keras_bert  # noqa: F401  (registers the models for load_model)
+from keras_bert.conversion import convert
 from keras_bert.convert import main
+from keras_bert.file_io import is_disk_full
 from tests.conversion.tiny_bert import (
     TINY,
     original_shapes,
@@ -155,6 +157,64 @@ def test_overwrite_replaces_a_previous_output(tmp_path, capsys):
     assert sorted(os.listdir(tmp_path)) == ["google", "hf"]  # No temporaries.
     assert main([google, str(tmp_path / "m.keras")]) == 0
     assert main([google, str(tmp_path / "m.keras"), "--overwrite"]) == 0
+
+
+def test_a_dropout_that_is_no_number_is_one_line(tmp_path, capsys):
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
+    hf = tmp_path / "hf"
+    assert main([str(tmp_path / "google"), str(hf)]) == 0
+    config = json.loads((hf / "config.json").read_text())
+    (hf / "config.json").write_text(json.dumps(dict(config, hidden_dropout_prob=None)))
+    capsys.readouterr()
+
+    assert main([str(hf), str(tmp_path / "out.keras")]) == 2
+
+    assert capsys.readouterr().err == (
+        f"error: {hf / 'config.json'}: `hidden_dropout_prob` must be a number. "
+        "Received: hidden_dropout_prob=None\n"
+    )
+    assert sorted(os.listdir(tmp_path)) == ["google", "hf"]
+
+
+def folder_bytes(folder):
+    return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
+
+
+# A previous output takes 20k of a tmpfs (4k pages): 24k leaves no room for the
+# new model.safetensors (safetensors' own error type), 32k for its config.json.
+@pytest.mark.parametrize("size", ["24k", "32k"])
+def test_full_disk_keeps_the_previous_hugging_face_folder(tmp_path, small_disk, size):
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
+    disk = small_disk(size)
+    hf = disk / "hf"
+    convert(str(tmp_path / "google"), str(hf))
+    before = folder_bytes(hf)
+
+    with pytest.raises(Exception) as error:
+        convert(str(tmp_path / "google"), str(hf), overwrite=True, heads=True)
+
+    assert is_disk_full(error.value)  # What the command turns into one line.
+    assert os.listdir(disk) == ["hf"]  # No temporary folder left.
+    assert folder_bytes(hf) == before
+
+
+def test_full_disk_is_one_line(tmp_path, small_disk):
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
+    disk = small_disk("8k")
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_bert.convert", str(tmp_path / "google"), str(disk / "hf")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: no space left on device in {disk / 'hf'}: free space and run the same "
+        "command again (it replaces what this run wrote; nothing is left half-written)."
+    )
+    assert os.listdir(disk) == []
 
 
 @pytest.mark.backend_independent

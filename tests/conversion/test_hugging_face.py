@@ -355,6 +355,31 @@ def test_unknown_hidden_act():
         backbone_config_from_json(dict(bert_config_json(), hidden_act="relu"))
 
 
+@pytest.mark.parametrize(
+    "key, value, kind",
+    [
+        ("hidden_dropout_prob", None, "a number"),
+        ("hidden_dropout_prob", "high", "a number"),
+        ("attention_probs_dropout_prob", None, "a number"),
+        ("attention_probs_dropout_prob", float("nan"), "a number"),
+        ("layer_norm_eps", [1e-12], "a number"),
+        ("num_hidden_layers", 2.5, "a whole number"),
+        ("hidden_size", None, "a whole number"),
+        ("vocab_size", True, "a whole number"),
+    ],
+)
+def test_a_size_or_rate_that_is_no_number_is_one_error_naming_the_key(key, value, kind):
+    with pytest.raises(CheckpointError) as error:
+        backbone_config_from_json(dict(bert_config_json(), **{key: value}), "hf/config.json")
+    assert str(error.value) == f"hf/config.json: `{key}` must be {kind}. Received: {key}={value!r}"
+
+
+def test_numbers_written_as_text_are_still_read():
+    config = dict(bert_config_json(), hidden_size="8", hidden_dropout_prob="0.2")
+    ours = backbone_config_from_json(config)
+    assert (ours["hidden_dim"], ours["dropout"]) == (8, 0.2)
+
+
 def test_sharded_half_precision_folder(tmp_path, inputs):
     weights = random_weights(original_shapes(heads=False))
     tensors = write_hf_folder(tmp_path / "hf", weights)

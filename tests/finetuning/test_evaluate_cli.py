@@ -108,7 +108,7 @@ def test_tags_the_model_never_saw_are_one_line(checkpoint, fixtures, tmp_path, c
 
 
 @pytest.mark.backend_independent
-def test_squad_file_without_answers_is_one_line(checkpoint, fixtures, tmp_path, capsys):
+def test_bad_squad_files_are_one_line(checkpoint, fixtures, tmp_path, capsys):
     run = tmp_path / "run"
     finetune(
         "squad_v1",
@@ -118,12 +118,33 @@ def test_squad_file_without_answers_is_one_line(checkpoint, fixtures, tmp_path, 
         "data.max_seq_length=64",
         "data.doc_stride=16",
     )
-    squad = json.loads((fixtures / "squad" / "dev-v1.1.json").read_text())
-    for article in squad["data"]:
-        for paragraph in article["paragraphs"]:
-            for question in paragraph["qas"]:
-                question["answers"] = []
+
+    def without_answers(questions):
+        for question in questions:
+            question["answers"] = []
+
+    def repeated_id(questions):
+        questions[1]["id"] = "q1"  # Scores are keyed by id: q1 would count twice.
+
+    def number_answer(questions):
+        questions[0]["answers"][0]["text"] = 1895  # Scored as text: no number.
+
     path = tmp_path / "test.json"
-    path.write_text(json.dumps(squad))
-    err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
-    assert err == f"error: {path}: 4 of 4 questions have no answers to score against"
+    for edit, message in [
+        (without_answers, "4 of 4 questions have no answers to score against"),
+        (
+            repeated_id,
+            "question id 'q1' is repeated (data[0].paragraphs[0].qas[0] and "
+            "data[0].paragraphs[0].qas[1]); answers are keyed by id, so each needs its own",
+        ),
+        (
+            number_answer,
+            "data[0].paragraphs[0].qas[0] (id 'q1'): answer 'text' must be text, not int",
+        ),
+    ]:
+        squad = json.loads((fixtures / "squad" / "dev-v1.1.json").read_text())
+        questions = [q for a in squad["data"] for p in a["paragraphs"] for q in p["qas"]]
+        edit(questions)
+        path.write_text(json.dumps(squad))
+        err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
+        assert err == f"error: {path}: {message}"

@@ -4,6 +4,7 @@ be given unlabelled, the predictions must be those fine-tuning wrote."""
 
 import csv
 import json
+import logging
 import os
 
 import pytest
@@ -238,3 +239,60 @@ def test_failure_midway_leaves_no_output(runs, fixtures, tmp_path, monkeypatch):
             str(run), str(fixtures / "glue" / "STS-B" / "dev.tsv"), str(output)
         )
     assert os.listdir(tmp_path) == []
+
+
+def test_repeated_squad_ids_are_one_line(runs, fixtures, tmp_path, capsys):
+    # The answers file is `{id: answer}`: a repeated id would keep one answer.
+    run = runs("squad_v1", "squad", *SQUAD)
+    squad = json.loads((fixtures / "squad" / "dev-v1.1.json").read_text())
+    squad["data"][1]["paragraphs"][0]["qas"][1]["id"] = "q2"
+    path = tmp_path / "test.json"
+    path.write_text(json.dumps(squad))
+    output = tmp_path / "answers.json"
+    err = one_line_error(
+        ["--model_dir", str(run), "--input", str(path), "--output", str(output)], capsys
+    )
+    assert err == (
+        f"error: {path}: question id 'q2' is repeated (data[0].paragraphs[0].qas[1] and "
+        "data[1].paragraphs[0].qas[1]); answers are keyed by id, so each needs its own"
+    )
+    assert os.listdir(tmp_path) == ["test.json"]
+
+
+def test_a_tab_inside_a_test_sentence_is_one_line(runs, tmp_path, capsys):
+    run = runs("sst2", "glue")
+    path = tmp_path / "test.tsv"
+    path.write_text("index\tsentence\n0\ta moving\tfilm\n")
+    err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
+    assert err == (
+        f"error: {path}:2: expected 2 tab-separated columns, found 3 "
+        "(a tab inside a sentence? the text after it would be lost)"
+    )
+
+
+def test_tsv_rows_may_leave_off_an_unused_trailing_column(runs, fixtures, tmp_path, capsys):
+    run = runs("classification", "generic")
+    texts = [r["text"] for r in csv.DictReader(open(fixtures / "generic" / "dev.csv"))]
+    unlabelled = tmp_path / "new.tsv"
+    # The first row has the unused column, the others end at their text.
+    unlabelled.write_text(f"text\tsource\n{texts[0]}\tweb\n" + "".join(f"{t}\n" for t in texts[1:]))
+    written = run_predict(["--model_dir", str(run), "--input", str(unlabelled)], capsys)
+    rows = jsonl(written["output"])
+    fine_tuned = jsonl(run / "predictions.jsonl")
+    assert [r["text_a"] for r in rows] == texts
+    assert [r["prediction"] for r in rows] == [r["prediction"] for r in fine_tuned]
+
+
+def test_conll_words_past_max_seq_length_are_counted(runs, tmp_path, capsys, caplog):
+    run = runs("conll2003", "conll")
+    text = tmp_path / "text.txt"
+    # 200 one-piece words: 126 fit in max_seq_length 128 with [CLS] and [SEP].
+    text.write_text("John\n" * 200 + "\nParis\n.\n")
+    with caplog.at_level(logging.WARNING):
+        written = run_predict(["--model_dir", str(run), "--input", str(text)], capsys)
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [
+        f"{text}: words past data.max_seq_length=128 (126 word pieces): "
+        "74 in 1 of 2 sentences, tagged O."
+    ]
+    tagged = [line.split() for line in open(written["output"]).read().split("\n\n")[0].splitlines()]
+    assert len(tagged) == 200 and {t for _, t in tagged[126:]} == {"O"}

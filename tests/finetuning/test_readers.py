@@ -2,6 +2,8 @@
 
 import itertools
 import json
+import logging
+import types
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ import pipelines.tasks as tasks
 from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.finetuning.sentence_task import SentenceTask
 from keras_bert.finetuning.squad_postprocess import final_text, squad_predictions
+from keras_bert.finetuning.tagging_task import TaggingTask
 from keras_bert.finetuning.task_registry import default_config_file
 
 pytestmark = pytest.mark.backend_independent
@@ -139,6 +142,59 @@ def test_malformed_rows_name_file_and_line(fixtures, tmp_path):
         tasks.read_table(bad_json, "text", label_column="label")
     with pytest.raises(tasks.TaskDataError, match=r"no such file"):
         tasks.read_glue("sst2", tmp_path / "missing.tsv")
+
+
+@pytest.mark.parametrize(
+    "read, task, content",
+    [
+        (tasks.read_glue_test, "sst2", "index\tsentence\n0\ta fine\n1\ta moving\tfilm\n"),
+        (
+            tasks.read_glue_test,
+            "mrpc",
+            "index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+            "0\t1\t2\ta fine\tb\n1\t3\t4\ta\tb moving\tfilm\n",
+        ),
+        (tasks.read_glue, "sst2", "sentence\tlabel\na fine\t1\na moving\tfilm\t1\n"),
+        (
+            tasks.read_glue,
+            "mrpc",
+            "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+            "1\t1\t2\ta fine\tb\n1\t3\t4\ta\tb moving\tfilm\n",
+        ),
+        # CoLA: no header, four columns.
+        (tasks.read_glue, "cola", "\ngj04\t1\t\ta fine\ngj04\t1\t\ta moving\tfilm\n"),
+    ],
+)
+def test_a_tab_inside_a_sentence_is_refused_by_every_glue_reader(tmp_path, read, task, content):
+    path = tmp_path / "test.tsv"
+    path.write_text(content)
+    width = content.splitlines()[-2].count("\t") + 1
+    # The last row's text after the stray tab would be dropped.
+    with pytest.raises(tasks.TaskDataError) as error:
+        read(task, path)
+    assert str(error.value) == (
+        f"{path}:3: expected {width} tab-separated columns, found {width + 1} "
+        "(a tab inside a sentence? the text after it would be lost)"
+    )
+    # A trailing tab (an empty cell) loses nothing.
+    lines = content.splitlines()[:-1]
+    path.write_text("\n".join(lines + [lines[-1] + "\t"]) + "\n")
+    assert [e.text_a for e in read(task, path)] == ["a fine", "a fine"]
+
+
+@pytest.mark.parametrize("extension", [".csv", ".tsv"])
+def test_a_row_may_leave_off_an_unused_trailing_column(tmp_path, extension):
+    # Many exporters end a row at its last non-empty cell.
+    path = tmp_path / f"train{extension}"
+    comma = "," if extension == ".csv" else "\t"
+    path.write_text(comma.join(["text", "label", "source"]) + f"\na{comma}1{comma}web\nb{comma}0\n")
+    examples = tasks.read_table(path, "text", label_column="label")
+    assert [(e.text_a, e.label) for e in examples] == [("a", "1"), ("b", "0")]
+    # A used column left off is still refused.
+    path.write_text(comma.join(["text", "label", "source"]) + "\na\n")
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_table(path, "text", label_column="label")
+    assert str(error.value) == f"{path}:2: expected 3 columns as in the header"
 
 
 def test_generic_tables(fixtures):
@@ -330,6 +386,40 @@ def test_conll_first_subword_carries_the_label(fixtures, tokenizer):
     assert starts[0] == [1, 2, -1, -1, -1]
 
 
+def test_conll_words_past_max_seq_length_are_counted_and_warned_of(
+    fixtures, tokenizer, tmp_path, caplog
+):
+    sentences = tasks.read_conll(fixtures / "conll/train.txt")
+    # Pieces per word: 1 1 2 1 1 and 1 1 1 1 1 1 1; [CLS] and [SEP] take 2.
+    assert tasks.words_cut(sentences, tokenizer, 5) == (7, 2)
+    assert tasks.words_cut(sentences, tokenizer, 8) == (1, 1)
+    assert tasks.words_cut(sentences, tokenizer, 9) == (0, 0)
+    # The task says so for each file it reads, with what becomes of them.
+    config = load_finetune_config(
+        "conll2003", default_config_file("conll2003"), ["data.max_seq_length=8"]
+    )
+    with caplog.at_level(logging.WARNING):
+        TaggingTask("conll2003", config, fixtures / "conll", tokenizer)
+        text = tmp_path / "text.txt"
+        text.write_text("a\n" * 7)
+        TaggingTask("conll2003", config, None, tokenizer).read_unlabelled(str(text))
+        model = types.SimpleNamespace(label_names=tasks.tag_names(sentences))
+        TaggingTask("conll2003", config, None, tokenizer).use_eval_file(
+            str(fixtures / "conll/valid.txt"), model
+        )
+    conll = fixtures / "conll"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{conll / 'train.txt'}: words past data.max_seq_length=8 (6 word pieces): "
+        "1 in 1 of 2 sentences, not trained on.",
+        f"{conll / 'valid.txt'}: words past data.max_seq_length=8 (6 word pieces): "
+        "1 in 1 of 2 sentences, predicted O and scored so.",
+        f"{text}: words past data.max_seq_length=8 (6 word pieces): "
+        "1 in 1 of 1 sentences, tagged O.",
+        f"{conll / 'valid.txt'}: words past data.max_seq_length=8 (6 word pieces): "
+        "1 in 1 of 2 sentences, predicted O and scored so.",
+    ]
+
+
 def test_conll_iob1_and_bad_tags(fixtures, tmp_path):
     sentences = tasks.read_conll(fixtures / "conll/iob1.txt")
     assert sentences[0].tags[-1] == "B-PER"
@@ -423,6 +513,70 @@ def test_bad_squad_files_are_refused(tmp_path, starts, context, message):
     with pytest.raises(tasks.TaskDataError) as error:
         tasks.read_squad(path, training=True)
     assert str(error.value) == f"{path}: {message}"
+
+
+def _edited_squad(fixtures, tmp_path, edit):
+    """The dev fixture with `edit(questions)` applied, written to a file."""
+    squad = json.loads((fixtures / "squad/dev-v1.1.json").read_text())
+    edit([q for a in squad["data"] for p in a["paragraphs"] for q in p["qas"]])
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps(squad))
+    return path
+
+
+@pytest.mark.parametrize("repeated", ["q1", 1])
+def test_repeated_question_ids_are_refused_where_answers_are_keyed_by_id(
+    fixtures, tmp_path, repeated
+):
+    def repeat_first(questions):
+        questions[0]["id"] = repeated
+        questions[2]["id"] = "1" if repeated == 1 else repeated
+
+    path = _edited_squad(fixtures, tmp_path, repeat_first)
+    # Predictions and scores key answers by id: one answer would stand for two.
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_squad(path)
+    assert str(error.value) == (
+        f"{path}: question id '1' is repeated (data[0].paragraphs[0].qas[0] and "
+        "data[1].paragraphs[0].qas[0]); answers are keyed by id, so each needs its own"
+        if repeated == 1
+        else f"{path}: question id 'q1' is repeated (data[0].paragraphs[0].qas[0] and "
+        "data[1].paragraphs[0].qas[0]); answers are keyed by id, so each needs its own"
+    )
+    # Training does not key by id.
+    assert len(tasks.read_squad(path, training=True)) == 4
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("text", [1895, None])
+def test_an_answer_that_is_not_text_is_refused_when_read(fixtures, tmp_path, training, text):
+    def number(questions):
+        questions[3]["answers"][0]["text"] = text
+
+    path = _edited_squad(fixtures, tmp_path, number)
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_squad(path, training=training)
+    assert str(error.value) == (
+        f"{path}: data[1].paragraphs[0].qas[1] (id 'q4'): answer 'text' must be text, "
+        f"not {type(text).__name__}"
+    )
+
+
+@pytest.mark.parametrize(
+    "answers, message",
+    [
+        ({"text": "a", "answer_start": 0}, "'answers' must be a list, not dict"),
+        ([5], "every answer needs 'text' and 'answer_start'"),
+    ],
+)
+def test_malformed_answers_are_refused(fixtures, tmp_path, answers, message):
+    def malform(questions):
+        questions[1]["answers"] = answers
+
+    path = _edited_squad(fixtures, tmp_path, malform)
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_squad(path)
+    assert str(error.value) == f"{path}: data[0].paragraphs[0].qas[1]: {message}"
 
 
 def test_squad_v2_unanswerable(fixtures, tokenizer):
