@@ -125,7 +125,8 @@ def load_finetune_config(task, config_file=None, overrides=()):
 def load_saved_config(model_dir):
     """`(task, config)` of the fine-tuning run whose `config.yaml` (written
     by the runner: the resolved config, the task, where the data and the
-    checkpoint came from) is in `model_dir`."""
+    checkpoint came from, the backend and precision it trained under) is
+    in `model_dir`."""
     path = os.path.join(model_dir, "config.yaml")
     tree = _read_tree(path)
     task = tree.get("task")
@@ -134,7 +135,11 @@ def load_saved_config(model_dir):
     config = FinetuneConfig(task=task)
     SCHEMA.merge(
         config,
-        {k: v for k, v in tree.items() if k not in ("task", "init_checkpoint", "data_dir")},
+        {
+            k: v
+            for k, v in tree.items()
+            if k not in ("task", "init_checkpoint", "data_dir", "trained_under")
+        },
         where=path,
     )
     SCHEMA.check(config)

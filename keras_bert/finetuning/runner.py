@@ -197,20 +197,26 @@ def run_finetune(
 
 
 def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config, previous):
+    keras.utils.set_random_seed(config.training.seed)
+    backbone = with_dropout(load_backbone(previous.path(init_checkpoint)), config.training.dropout)
+    # What it trains under, as pre-training records it (`trained_under`).
+    trained_under = {"backend": keras.backend.backend(), "precision": backbone.dtype_policy.name}
     try:  # The first write: an unwritable model_dir fails before training.
         write_atomically(
             os.path.join(model_dir, "config.yaml"),
             lambda f: yaml.safe_dump(
-                {**config.to_dict(), "init_checkpoint": init_checkpoint, "data_dir": data_dir},
+                {
+                    **config.to_dict(),
+                    "init_checkpoint": init_checkpoint,
+                    "data_dir": data_dir,
+                    "trained_under": trained_under,
+                },
                 f,
                 sort_keys=False,
             ),
         )
     except FILE_ERRORS as error:
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
-    keras.utils.set_random_seed(config.training.seed)
-
-    backbone = with_dropout(load_backbone(previous.path(init_checkpoint)), config.training.dropout)
     if config.data.max_seq_length > backbone.max_sequence_length:
         raise FinetuneError(
             f"data.max_seq_length={config.data.max_seq_length} exceeds the "

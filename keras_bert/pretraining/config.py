@@ -23,6 +23,10 @@ from keras_bert.paths import CONFIGS, DATA, bundled
 CONFIG_DIR = CONFIGS / "pretrain"
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
+# `config.yaml`'s record of what the run trained under (the Keras backend,
+# the precision `auto` resolved to): not a setting, so a config read from
+# a run's `config.yaml` ignores it.
+TRAINED_UNDER = "trained_under"
 # Pre-training gives the warmup in steps; `warmup_fraction` is fine-tuning's.
 OPTIMIZER_KEYS = tuple(
     f.name for f in dataclasses.fields(OptimizerConfig) if f.name != "warmup_fraction"
@@ -339,6 +343,8 @@ def load_pretraining_config(name_or_path="default", overrides=()):
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path} is not UTF-8 text: {error}") from None
+    if isinstance(values, dict):
+        values.pop(TRAINED_UNDER, None)
     config = SCHEMA.merge(PretrainingConfig(), values, where=path)
     pairs = overrides.items() if isinstance(overrides, dict) else map(parse_override, overrides)
     for key, value in pairs:
@@ -410,7 +416,10 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
     if only the last phase grows (the steps already trained keep their
     phases). Returns True when it does: `train_steps` was extended."""
     try:
-        recorded = SCHEMA.merge(PretrainingConfig(), read_yaml(path))
+        values = read_yaml(path)
+        if isinstance(values, dict):
+            values.pop(TRAINED_UNDER, None)
+        recorded = SCHEMA.merge(PretrainingConfig(), values)
     except (ConfigError, yaml.YAMLError, UnicodeDecodeError) as error:
         raise ConfigError(f"Cannot read {path}: {error}") from None
     before, now = recorded.to_dict(), config.to_dict()
@@ -448,8 +457,42 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
     return extended
 
 
-def write_config(config, path):
+def write_config(config, path, trained_under=None):
     """Writes the resolved config as YAML (sorted keys, one file), whole
-    or not at all, into an existing folder."""
-    text = yaml.safe_dump(config.to_dict(), sort_keys=False)
+    or not at all, into an existing folder; `trained_under` (a dict:
+    `backend`, `precision`) as its `TRAINED_UNDER` record."""
+    tree = config.to_dict()
+    if trained_under is not None:
+        tree[TRAINED_UNDER] = dict(trained_under)
+    text = yaml.safe_dump(tree, sort_keys=False)
     write_atomically(path, lambda f: f.write(text))
+
+
+def check_trained_under(config, path, trained_under):
+    """Raises `ConfigError` when the run recorded at `path` trained under
+    another Keras backend or precision than `trained_under`: its
+    checkpoints would resume, but not exactly (another backend's kernels
+    and random streams, another dtype). A `config.yaml` without the record
+    (written before it existed) is accepted."""
+    try:
+        recorded = read_yaml(path)
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ConfigError(f"Cannot read {path}: {error}") from None
+    recorded = recorded.get(TRAINED_UNDER) if isinstance(recorded, dict) else None
+    if not isinstance(recorded, dict):
+        return
+    backend, precision = recorded.get("backend"), recorded.get("precision")
+    if backend is not None and backend != trained_under["backend"]:
+        raise ConfigError(
+            f"{config.model_dir} was trained under the {backend} backend ({path}), "
+            f"this run has {trained_under['backend']}: set KERAS_BACKEND={backend} "
+            "to resume it, or use a new model_dir."
+        )
+    if precision is not None and precision != trained_under["precision"]:
+        # Only `auto` gets here (`check_rerun_config` refuses a changed
+        # value): the run moved to hardware where it resolves otherwise.
+        raise ConfigError(
+            f"{config.model_dir} was trained in {precision} ({path}); here "
+            f"precision={config.precision!r} resolves to {trained_under['precision']}: "
+            f"resume it where it resolves to {precision}, or use a new model_dir."
+        )

@@ -21,6 +21,7 @@ from keras_bert.models import BertPretrainer
 from keras_bert.pretraining.checkpoint_manager import CheckpointManager
 from keras_bert.pretraining.config import (
     check_rerun_config,
+    check_trained_under,
     write_config,
 )
 from keras_bert.pretraining.fill_mask import fill_mask
@@ -44,8 +45,9 @@ def run_pretraining(
 
     Steps: build the model and optimizer (seeded by `data.seed`); lock
     `model_dir` (`RunLock`: a second run on it is refused); write the
-    resolved config to `<model_dir>/config.yaml` or, on a rerun, refuse a
-    config that changes training (`record_config`); restore the newest
+    resolved config and the backend and precision it trains under to
+    `<model_dir>/config.yaml` or, on a rerun, refuse a config, backend or
+    precision that changes training (`record_config`); restore the newest
     readable checkpoint in `<model_dir>/checkpoints` (weights, optimizer
     and schedule position, dropout seeds, phase, data position) or else
     warm-start from `init_checkpoint`; run each remaining phase with
@@ -84,7 +86,7 @@ def run_pretraining(
         lock = RunLock(config.model_dir)
     with lock:
         if pretraining.distribution.is_chief:
-            record_config(config, allow_longer_train_steps)
+            record_config(config, allow_longer_train_steps, training_record(pretraining))
         return _resume_and_train(pretraining, verbose, callbacks)
 
 
@@ -206,19 +208,31 @@ def _no_document_is_a_corpus_error(config):
         raise CorpusError(f"{config.data.train_files!r}: {NO_DOCUMENT}.") from None
 
 
-def record_config(config, allow_longer_train_steps=False):
-    """Writes `<model_dir>/config.yaml` once, before the first checkpoint;
-    once checkpoints exist a rerun must match it (`check_rerun_config`),
-    so the file always describes what was trained."""
+def training_record(pretraining):
+    """What `config.yaml` records beside the config: the Keras backend and
+    the precision the model computes in (`precision: auto` resolved)."""
+    return {
+        "backend": keras.backend.backend(),
+        "precision": pretraining.backbone.dtype_policy.name,
+    }
+
+
+def record_config(config, allow_longer_train_steps, trained_under):
+    """Writes `<model_dir>/config.yaml` once, before the first checkpoint,
+    with `trained_under`; once checkpoints exist a rerun must match it
+    (`check_rerun_config`, `check_trained_under`), so the file always
+    describes what was trained."""
     path = os.path.join(config.model_dir, "config.yaml")
     refuse_another_run(config.model_dir)
     trained = CheckpointManager(
         os.path.join(config.model_dir, "checkpoints"), is_chief=False
     ).checkpoints()
-    if not (trained and tf.io.gfile.exists(path)) or check_rerun_config(
-        config, path, allow_longer_train_steps
-    ):
-        write_config(config, path)
+    if trained and tf.io.gfile.exists(path):
+        extended = check_rerun_config(config, path, allow_longer_train_steps)
+        check_trained_under(config, path, trained_under)
+        if not extended:
+            return
+    write_config(config, path, trained_under)
 
 
 def restore_newest_readable(manager, model, distribution):

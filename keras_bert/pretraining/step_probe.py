@@ -1,11 +1,13 @@
 """Seconds per pre-training step of a small `BertPretrainer`, the
 measurement behind the main command's backend choice.
 
-`keras_bert.runtime.backend` runs it in a subprocess under each candidate
-backend (its `PROBE_COMMAND`); it lives here, not in `runtime/`, because it
-builds a model, and `runtime/` sits below the libraries.
+`keras_bert.runtime.backend` runs `serve_rounds` in a subprocess under each
+candidate backend (its `PROBE_COMMAND`) and asks them for timed rounds in
+turn; it lives here, not in `runtime/`, because it builds a model, and
+`runtime/` sits below the libraries.
 """
 
+import sys
 import time
 
 import numpy as np
@@ -17,19 +19,36 @@ from keras_bert.pretraining.objective import compile_pretrainer
 from keras_bert.runtime.hardware import resolve_jit_compile
 
 
-def probe_seconds_per_step(
+def probe_seconds_per_step(warmup_steps, timed_steps, **model):
+    """Seconds per pre-training step (forward, backward, AdamW) of a
+    `BertPretrainer` on random ids, compiled as `keras_bert.pretraining` does,
+    over `timed_steps` after `warmup_steps`. `model`: `warmed_up_steps`'s."""
+    return warmed_up_steps(warmup_steps, **model)(timed_steps)
+
+
+def serve_rounds(warmup_steps, timed_steps, **model):
+    """The probe's subprocess side: warms up, prints `probe ready`, then for
+    each line read on stdin times `timed_steps` steps and prints `probe
+    <seconds per step>`, until stdin closes. Other output the libraries
+    may print on stdout does not start with `probe `."""
+    time_steps = warmed_up_steps(warmup_steps, **model)
+    print("probe ready", flush=True)
+    for _ in sys.stdin:
+        print(f"probe {time_steps(timed_steps)!r}", flush=True)
+
+
+def warmed_up_steps(
+    warmup_steps,
     num_layers,
     hidden_dim,
     num_heads,
     seq_len,
     batch_size,
-    warmup_steps,
-    timed_steps,
     precision="float32",
     jit_compile="auto",
 ):
-    """Seconds per pre-training step (forward, backward, AdamW) of a
-    `BertPretrainer` on random ids, compiled as `keras_bert.pretraining` does."""
+    """A function `steps -> seconds per step` that trains a compiled
+    `BertPretrainer` on random ids, after `warmup_steps` (compilation)."""
     vocabulary_size = 30522
     predictions = max(1, round(0.15 * seq_len))
     backbone = BertBackbone(
@@ -62,6 +81,10 @@ def probe_seconds_per_step(
     }
     dataset = tf.data.Dataset.from_tensors((features, labels, weights)).repeat()
     model.fit(dataset, steps_per_epoch=warmup_steps, epochs=1, verbose=0)
-    start = time.perf_counter()
-    model.fit(dataset, steps_per_epoch=timed_steps, epochs=1, verbose=0)
-    return (time.perf_counter() - start) / timed_steps
+
+    def time_steps(steps):
+        start = time.perf_counter()
+        model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
+        return (time.perf_counter() - start) / steps
+
+    return time_steps

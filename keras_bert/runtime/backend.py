@@ -1,31 +1,50 @@
-"""The Keras backend `python -m keras_bert.pretrain` trains on, measured.
+"""The Keras backend the training commands run on, measured.
 
 Which backend trains BERT fastest depends on the processor, and no rule on
 its name or flags predicts it: JAX (XLA's CPU code) wins on some CPUs,
 TensorFlow's kernels on others (BENCHMARKS.md#findings-behind-the-defaults).
-So, unless `KERAS_BACKEND` is set, the main command measures: it times a
-few BERT-Tiny training steps (`PROBE`, run by
-`keras_bert.pretraining.step_probe`) under each of `CANDIDATES` in a
-subprocess, once per machine, and keeps the answer in
-`~/.cache/keras_bert/` under a key of the processor, core count,
-accelerators and package versions. PyTorch is not a candidate: Keras runs
-its step eagerly, slower than TensorFlow's on every CPU measured
-(BENCHMARKS.md#training-step-speed), and its GPU step is not compiled
-either. Delete the cache file to measure again.
+So, unless `KERAS_BACKEND` is set, `python -m keras_bert.pretrain` and
+`python -m keras_bert.finetune` measure: each of `CANDIDATES` runs a few
+BERT-Tiny training steps (`PROBE`, `keras_bert.pretraining.step_probe`) in
+a subprocess, the subprocesses taking turns for `ROUNDS` timed rounds, once
+per machine, and the answer is kept in `~/.cache/keras_bert/` under a key
+of the processor, core count, accelerators and package versions. Delete
+the cache file to measure again.
+
+The rule (`pick_backend`): the candidate with the shortest step wins,
+unless another is within the probe's own spread of it (their rounds'
+ranges overlap), in which case
+the measurements cannot tell them apart and `PREFERRED` (TensorFlow) is
+kept: BENCHMARKS.md#training-step-speed finds it the fastest Keras backend
+on a CPU. Where the cache cannot be written, nothing is measured and
+`PREFERRED` is used: a choice that cannot be kept would be made again by
+every run, costing the probe's time each time and flipping between
+backends on noise.
+
+PyTorch is not a candidate: Keras runs its step eagerly, slower than
+TensorFlow's on every CPU measured (BENCHMARKS.md#training-step-speed), and
+its GPU step is not compiled either.
 """
 
 import hashlib
 import importlib.metadata
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
+import time
 
 from keras_bert.runtime.hardware import accelerator_devices
 
 CANDIDATES = ("tensorflow", "jax")
-# The default run's second phase: BERT-Tiny, 128 tokens, batch 32.
+# What a measurement cannot tell apart from the fastest is this one.
+PREFERRED = "tensorflow"
+# What `KERAS_BACKEND` may name: the backends Keras can load.
+KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
+# The default run's second phase: BERT-Tiny, 128 tokens, batch 32; each
+# round times `timed_steps` steps.
 PROBE = dict(
     num_layers=2,
     hidden_dim=128,
@@ -33,12 +52,12 @@ PROBE = dict(
     seq_len=128,
     batch_size=32,
     warmup_steps=2,
-    timed_steps=6,
+    timed_steps=2,
 )
+ROUNDS = 3
 PROBE_COMMAND = (
     "from keras_bert.runtime.backend import PROBE; "
-    "from keras_bert.pretraining.step_probe import "
-    "probe_seconds_per_step; print(probe_seconds_per_step(**PROBE))"
+    "from keras_bert.pretraining.step_probe import serve_rounds; serve_rounds(**PROBE)"
 )
 CACHE_FILE = os.path.join(
     os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
@@ -65,37 +84,121 @@ def machine_key():
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def pick_fastest(seconds_per_step):
-    """The backend with the shortest step among those that ran (a failed
-    probe is None); None when none ran."""
-    measured = {b: s for b, s in seconds_per_step.items() if s is not None}
-    return min(measured, key=measured.get) if measured else None
+def pick_backend(seconds_per_step):
+    """`(backend, tie)` from measured rounds.
+
+    Args:
+        seconds_per_step: dict of backend to its rounds' seconds per step
+            (a list), or None for a probe that failed.
+
+    Returns:
+        The backend whose best round is the shortest, and False; or, when
+        another backend's best round is within that backend's spread (no
+        slower than its slowest round: their ranges of rounds overlap),
+        `PREFERRED` and True: a difference the probe's own rounds show as
+        noise decides nothing, and BENCHMARKS.md#training-step-speed
+        favours TensorFlow on a CPU. `(None, False)` when no probe ran.
+    """
+    measured = {b: rounds for b, rounds in seconds_per_step.items() if rounds}
+    if not measured:
+        return None, False
+    fastest = min(measured, key=lambda b: min(measured[b]))
+    tied = [b for b in measured if b != fastest and min(measured[b]) <= max(measured[fastest])]
+    if tied and PREFERRED in (fastest, *tied):
+        return PREFERRED, True
+    return fastest, False
 
 
-def measure_step(backend, timeout=600):
-    """Seconds per `PROBE` training step under `backend`, or None when the
-    backend is missing or fails (its last error line is printed)."""
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
+def measure_rounds(backends=CANDIDATES, rounds=ROUNDS, timeout=600):
+    """`{backend: [seconds per step of each round] or None}`.
+
+    One subprocess per backend builds and compiles the probe (all at once),
+    then they take turns: every backend's round r before any backend's
+    round r + 1, so load that comes and goes on the machine falls on all of
+    them alike. A backend that is missing, fails or does not answer within
+    `timeout` seconds (the warm-up, or a round) gets None and its reason
+    on stderr.
+    """
+    env = {
+        **os.environ,
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        # Probes that share a GPU must not each take all of its memory.
+        "TF_FORCE_GPU_ALLOW_GROWTH": "true",
+        "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+    }
+    probes = {}
+    results = {}
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", PROBE_COMMAND],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        print(f"  {backend}: no result within {timeout} s", file=sys.stderr)
-        return None
-    lines = done.stdout.strip().splitlines()
-    if done.returncode or not lines:
-        reason = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        print(f"  {backend}: probe failed ({reason})", file=sys.stderr)
-        return None
-    return float(lines[-1])
+        for backend in backends:
+            errors = tempfile.TemporaryFile()
+            process = subprocess.Popen(
+                [sys.executable, "-c", PROBE_COMMAND],
+                env={**env, "KERAS_BACKEND": backend},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errors,
+                bufsize=0,
+            )
+            probes[backend] = (process, errors)
+            results[backend] = []
+        for round_index in range(rounds + 1):  # Round 0: "probe ready".
+            for backend, (process, errors) in probes.items():
+                if results[backend] is None:
+                    continue
+                try:
+                    if round_index:
+                        process.stdin.write(b"go\n")
+                    answer = _read_answer(process, timeout)
+                except BrokenPipeError:  # It exited.
+                    answer = ""
+                if isinstance(answer, str):
+                    process.kill()
+                    print(f"  {backend}: {answer or _last_line(errors)}", file=sys.stderr)
+                    results[backend] = None
+                elif round_index:
+                    results[backend].append(answer)
+    finally:
+        for process, errors in probes.values():
+            _stop(process)
+            errors.close()
+    return results
+
+
+def _read_answer(process, timeout):
+    """The probe's next `probe ...` line: a float, None for `ready`, or a
+    str saying why there is none ("" when the probe's stderr says why)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([process.stdout], [], [], left)[0]:
+            return f"no result within {timeout} s"
+        line = process.stdout.readline().decode(errors="replace").strip()
+        if not line:
+            return ""  # It exited.
+        if line.startswith("probe "):
+            value = line[len("probe ") :]
+            return None if value == "ready" else float(value)
+
+
+def _last_line(errors):
+    errors.seek(0)
+    lines = errors.read().decode(errors="replace").strip().splitlines()
+    return f"probe failed ({lines[-1] if lines else 'no output'})"
+
+
+def _stop(process):
+    try:
+        process.stdin.close()  # The probe's loop ends at end of input.
+        process.wait(timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        process.kill()
+        process.wait()
 
 
 def read_cache(key):
+    """This machine's cached record, or None when the file is missing, not
+    JSON, of another machine or not a record this module writes (then it
+    is measured again and rewritten)."""
     try:
         with open(CACHE_FILE, encoding="utf-8") as f:
             cached = json.load(f)
@@ -103,7 +206,35 @@ def read_cache(key):
         return None
     if not isinstance(cached, dict) or cached.get("machine") != key:
         return None
-    return cached
+    seconds = cached.get("seconds_per_step")
+    valid = (
+        cached.get("backend") in CANDIDATES
+        and isinstance(cached.get("tie"), bool)
+        and isinstance(seconds, dict)
+        and set(seconds) <= set(CANDIDATES)
+        and all(
+            rounds is None
+            or (
+                isinstance(rounds, list)
+                and rounds
+                and all(isinstance(s, (int, float)) and s > 0 for s in rounds)
+            )
+            for rounds in seconds.values()
+        )
+    )
+    return cached if valid else None
+
+
+def cache_problem():
+    """Why the cache cannot be written here (a str), or None."""
+    directory = os.path.dirname(CACHE_FILE)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+    except OSError as error:
+        return error.strerror or str(error)
+    return None
 
 
 def write_cache(record):
@@ -120,51 +251,84 @@ def write_cache(record):
 
 def fastest_backend(measure=None):
     """`(backend, record)`: the cached choice for this machine, else one
-    measured now (and cached). Falls back to Keras' default, TensorFlow,
-    when no candidate runs."""
+    measured now (and cached). `PREFERRED`, unmeasured, when the cache
+    cannot be written; `PREFERRED` when no candidate runs.
+
+    Args:
+        measure: callable returning `measure_rounds`'s dict; None for
+            `measure_rounds`.
+    """
     key = machine_key()
     cached = read_cache(key)
     if cached is not None:
         return cached["backend"], cached
+    problem = cache_problem()
+    if problem is not None:
+        return PREFERRED, {"backend": PREFERRED, "not_measured": f"{CACHE_FILE}: {problem}"}
     print(
         "Measuring which Keras backend trains fastest on this machine "
         f"(once; cached in {CACHE_FILE}) ...",
         file=sys.stderr,
         flush=True,
     )
-    measure = measure or measure_step
-    seconds = {backend: measure(backend) for backend in CANDIDATES}
-    backend = pick_fastest(seconds)
+    seconds = (measure or measure_rounds)()
+    backend, tie = pick_backend(seconds)
     record = {
         "machine": key,
-        "backend": backend or "tensorflow",
+        "backend": backend or PREFERRED,
+        "tie": tie,
         "seconds_per_step": seconds,
-        "probe": PROBE,
+        "probe": {**PROBE, "rounds": ROUNDS},
     }
     if backend is not None:
         try:
             write_cache(record)
-        except OSError as error:  # A read-only home still trains.
+        except OSError as error:  # Writable a moment ago; still trains.
             print(f"  not cached: {error}", file=sys.stderr)
     return record["backend"], record
 
 
 def describe(record):
+    """The one line the commands print about their backend choice."""
+    backend = record["backend"]
+    advice = "set KERAS_BACKEND to choose another"
+    if "not_measured" in record:
+        return (
+            f"Keras backend: {backend} (not measured: the choice could not "
+            f"be cached in {record['not_measured']}, and measuring every run "
+            "costs its time and may flip on noise; BENCHMARKS.md"
+            f"#training-step-speed favours {backend} on a CPU; {advice})"
+        )
     times = ", ".join(
-        f"{b} {s * 1000:.0f} ms" if s is not None else f"{b} failed"
-        for b, s in record["seconds_per_step"].items()
+        f"{b} {min(rounds) * 1000:.0f}-{max(rounds) * 1000:.0f} ms" if rounds else f"{b} failed"
+        for b, rounds in record["seconds_per_step"].items()
     )
-    return (
-        f"Keras backend: {record['backend']} (fastest here; BERT-Tiny "
-        f"step: {times}; set KERAS_BACKEND to choose another)"
-    )
+    if record["tie"]:
+        why = (
+            "a tie: the others are within the probe's spread, and "
+            f"BENCHMARKS.md#training-step-speed favours {backend} on a CPU"
+        )
+    elif any(record["seconds_per_step"].values()):
+        why = "fastest here"
+    else:
+        why = "no candidate's probe ran"
+    return f"Keras backend: {backend} ({why}; BERT-Tiny step by round: {times}; {advice})"
+
+
+def backend_variable_problem():
+    """A one-line message when `KERAS_BACKEND` names no backend Keras can
+    load (Keras would raise a traceback on import), else None."""
+    name = os.environ.get("KERAS_BACKEND")
+    if not name or name in KERAS_BACKENDS:  # Keras ignores an empty one.
+        return None
+    return f"KERAS_BACKEND={name!r} is not a Keras backend; set one of {', '.join(KERAS_BACKENDS)}"
 
 
 def use_fastest_backend():
     """Sets `KERAS_BACKEND` to the measured fastest backend unless the user
-    has chosen one. Called by `python -m keras_bert.pretrain` once its
-    arguments are parsed; it must come before Keras is imported, which reads
-    the variable once, so once Keras is loaded it does nothing."""
+    has chosen one. Called by the training commands once their arguments
+    are parsed; it must come before Keras is imported, which reads the
+    variable once, so once Keras is loaded it does nothing."""
     if "KERAS_BACKEND" in os.environ or "keras" in sys.modules:
         return
     backend, record = fastest_backend()

@@ -3,13 +3,16 @@
 Each of the eight commands (`keras_bert/pretrain.py`, `finetune.py`, ...)
 parses its arguments, then hands `run_command` a function that calls its
 library and prints the result. `run_command` starts the process first:
-pre-training chooses the Keras backend (`runtime.backend`, before Keras
-loads, which reads `KERAS_BACKEND` once), and TensorFlow is imported with
-its start-up notices dropped (`runtime.console`). So `--help` and a bad
-flag answer at once, without measuring backends or loading TensorFlow.
+the training commands (pretrain, finetune) choose the Keras backend
+(`runtime.backend`, before Keras loads, which reads `KERAS_BACKEND` once),
+and TensorFlow is imported with its start-up notices dropped
+(`runtime.console`). So `--help` and a bad flag answer at once, without
+measuring backends or loading TensorFlow.
 
 What goes wrong becomes one line on stderr and an exit status:
 
+- a `KERAS_BACKEND` that names no Keras backend: status 2, before
+  anything loads;
 - a `UserError` (a bad config, corpus, checkpoint or task file): its
   message, status 2;
 - a file the user named that is missing, a folder, not permitted or on an
@@ -28,6 +31,7 @@ import json
 import os
 import sys
 
+from keras_bert.runtime.backend import backend_variable_problem, use_fastest_backend
 from keras_bert.runtime.console import configure_logging, import_tensorflow_quietly
 
 # The log lines of finetune, evaluate and predict (data and vocab print the
@@ -41,11 +45,9 @@ RERUN_ADVICE = (
 
 def start_up(choose_backend=False):
     """Prepares the process for Keras: the measured fastest backend when
-    `choose_backend` (pre-training) and `KERAS_BACKEND` is unset, then a
-    quiet TensorFlow import. Both must come before Keras loads."""
+    `choose_backend` (the training commands) and `KERAS_BACKEND` is unset,
+    then a quiet TensorFlow import. Both must come before Keras loads."""
     if choose_backend:
-        from keras_bert.runtime.backend import use_fastest_backend
-
         use_fastest_backend()
     import_tensorflow_quietly()
 
@@ -69,7 +71,7 @@ def run_command(
         output: str, or a callable returning it (a path known only once
             `body` has read its config). What a full disk names.
         choose_backend: bool. Measure the fastest Keras backend first
-            (`python -m keras_bert.pretrain`).
+            (`python -m keras_bert.pretrain`, `python -m keras_bert.finetune`).
         log_format: str or None. `logging` format for keras_bert's and
             pipelines' INFO lines; None leaves logging alone.
         full_disk_advice: str. Follows "no space left on device in <output>".
@@ -78,6 +80,9 @@ def run_command(
         user_errors: tuple of exception classes a command's library raises
             for bad input besides `UserError`.
     """
+    problem = backend_variable_problem()
+    if problem is not None:
+        return _one_line(f"{error_prefix}{problem}", 2)
     try:
         start_up(choose_backend)
         if log_format is not None:

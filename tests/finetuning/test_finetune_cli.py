@@ -6,13 +6,16 @@ tests run on the TensorFlow backend (the export issue covers the others).
 """
 
 import json
+import os
 import subprocess
 import sys
 
 import keras
 import numpy as np
 import pytest
+import yaml
 
+from keras_bert import finetune as finetune_command
 from keras_bert.finetune import main
 from keras_bert.models import BertBackbone
 
@@ -62,6 +65,11 @@ def test_classification_end_to_end_with_export(checkpoint, fixtures, tmp_path):
 def test_regression_end_to_end(checkpoint, fixtures, tmp_path):
     results = finetune("stsb", fixtures / "glue", checkpoint, tmp_path)
     assert set(results) >= {"pearson", "spearman"}
+    # What it trained under, beside the config (evaluate reads past it).
+    assert yaml.safe_load((tmp_path / "config.yaml").read_text())["trained_under"] == {
+        "backend": keras.backend.backend(),
+        "precision": "float32",
+    }
     rows = [json.loads(l) for l in (tmp_path / "predictions.jsonl").read_text().splitlines()]
     assert all(isinstance(r["prediction"], float) for r in rows)
     # A fresh interpreter loads the compiled model (optimizer and its
@@ -687,3 +695,40 @@ def test_export_into_a_model_dir_on_a_remote_file_system(checkpoint, fixtures, r
     served = tf.saved_model.load(f"{ram_dir}/run/{export_dir}")
     out = served.signatures["serve_text"](text_a=tf.constant(["a great story ."]))
     assert out["probabilities"].shape == (1, 2)
+
+
+def test_task_choices_are_the_registry():
+    from keras_bert.finetuning.task_registry import TASKS
+
+    assert finetune_command.TASKS == tuple(sorted(TASKS))
+
+
+def test_finetune_takes_the_measured_backend(monkeypatch, tmp_path, capsys):
+    # As `pretrain` does: `use_fastest_backend` (which keeps a KERAS_BACKEND
+    # the user set, and measures once per machine otherwise).
+    from keras_bert.runtime import command
+
+    chosen = []
+    monkeypatch.setattr(command, "use_fastest_backend", lambda: chosen.append(True))
+    argv = ["--task", "sst2", "--data_dir", str(tmp_path / "no_data")]
+    argv += ["--init_checkpoint", "c.keras", "--model_dir", str(tmp_path / "run")]
+    assert main(argv) == 2
+    assert chosen == [True]
+    assert "no_data: no such directory" in capsys.readouterr().err
+
+
+def test_help_loads_neither_tensorflow_nor_keras_nor_measures(tmp_path):
+    code = (
+        "import sys; sys.argv = ['-m']; from keras_bert import finetune\n"
+        "try:\n"
+        "    finetune.main(['--help'])\n"
+        "except SystemExit:\n"
+        "    print(sorted({'tensorflow', 'keras', 'jax'} & set(sys.modules)))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stderr
+    assert not (tmp_path / "cache").exists()

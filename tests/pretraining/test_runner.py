@@ -11,6 +11,7 @@ import sys
 import keras
 import numpy as np
 import pytest
+import yaml
 
 from keras_bert.pretraining import CheckpointManager, ConfigError, run_pretraining
 from tests.pretraining.conftest import VOCAB, tiny_cli_args, tiny_config, tiny_overrides
@@ -344,6 +345,52 @@ def test_rerun_with_a_config_that_changes_training_is_refused(
         eval_steps=3, init_checkpoint=str(tmp_path / "none"), **{"checkpoint.keep": 5}
     )
     assert code == 0 and "Already finished at step 9" in out.out
+
+
+def test_config_records_the_backend_and_precision(full_run):
+    recorded = yaml.safe_load(open(os.path.join(full_run[0].model_dir, "config.yaml")))
+    assert recorded["trained_under"] == {
+        "backend": keras.backend.backend(),
+        "precision": "float32",
+    }
+
+
+def test_resume_under_another_backend_or_precision_is_refused(
+    full_run, tmp_path, tiny_corpus, capsys
+):
+    from keras_bert import pretrain
+
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
+    path = os.path.join(config.model_dir, "config.yaml")
+    recorded = yaml.safe_load(open(path))
+    now = keras.backend.backend()
+    other = "jax" if now == "tensorflow" else "tensorflow"
+    argv = tiny_cli_args(tmp_path, tiny_corpus, eval_steps=0)
+
+    def record(**trained_under):
+        with open(path, "w") as f:
+            yaml.safe_dump({**recorded, "trained_under": trained_under}, f, sort_keys=False)
+
+    record(backend=other, precision="float32")
+    assert cli_error(argv, capsys) == (
+        f"error: {config.model_dir} was trained under the {other} backend ({path}), "
+        f"this run has {now}: set KERAS_BACKEND={other} to resume it, or use a new model_dir."
+    )
+    record(backend=now, precision="mixed_bfloat16")
+    err = cli_error(argv, capsys)
+    assert f"was trained in mixed_bfloat16 ({path}); here precision=" in err
+    assert "resolves to float32: resume it where it resolves to mixed_bfloat16" in err
+
+    # A run folder written before the record: resumed as it was.
+    with open(path, "w") as f:
+        yaml.safe_dump({k: v for k, v in recorded.items() if k != "trained_under"}, f)
+    assert pretrain.main(argv) == 0
+    assert "Already finished at step 9" in capsys.readouterr().out
+    # A run's config.yaml is a config: the record is not a setting.
+    record(backend=other, precision="float32")
+    from keras_bert.pretraining import load_pretraining_config
+
+    assert load_pretraining_config(path).model_dir == recorded["model_dir"]
 
 
 def cli_error(argv, capsys):

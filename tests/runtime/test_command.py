@@ -133,3 +133,44 @@ def test_a_full_disk_is_one_line_and_exit_1_at_once(output):
         "command again (it replaces what this run wrote; nothing is left "
         "half-written)."
     )
+
+
+@pytest.mark.parametrize(
+    "command, args",
+    [
+        ("pretrain", []),
+        ("finetune", ["--task", "sst2", "--data_dir", "d", "--init_checkpoint", "c"]),
+        ("evaluate", ["--model_dir", "m", "--input", "i"]),
+        ("predict", ["--model_dir", "m", "--input", "i"]),
+        ("data", ["--input", "i", "--output_dir", "o", "--vocab", "v"]),
+        ("vocab", ["--input", "i", "--output", "o"]),
+        ("convert", ["src", "dst"]),
+        # Not export: it runs under TensorFlow whatever KERAS_BACKEND says.
+    ],
+)
+def test_keras_backend_that_keras_cannot_load_is_one_line_from_every_command(
+    command, args, tmp_path
+):
+    if command == "finetune":
+        args = [*args, "--model_dir", str(tmp_path / "run")]
+    result = subprocess.run(
+        [sys.executable, "-m", f"keras_bert.{command}", *args],
+        cwd=tmp_path,
+        env={**os.environ, "KERAS_BACKEND": "nonsense", "XDG_CACHE_HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "error: KERAS_BACKEND='nonsense' is not a Keras backend; set one of "
+        "tensorflow, jax, torch, numpy, openvino"
+    )
+    assert list(tmp_path.iterdir()) == []  # Nothing written, nothing measured.
+
+
+def test_the_backend_is_checked_before_anything_loads(monkeypatch, capsys):
+    monkeypatch.setenv("KERAS_BACKEND", "5")
+    monkeypatch.setattr(command, "start_up", lambda choose_backend: pytest.fail("started"))
+    assert command.run_command(lambda: pytest.fail("ran"), "out") == 2
+    assert capsys.readouterr().err.startswith("error: KERAS_BACKEND='5' is not a Keras backend")
