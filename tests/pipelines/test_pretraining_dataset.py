@@ -11,6 +11,7 @@ import tensorflow as tf
 
 import pipelines
 from pipelines import corpus
+from pipelines.pretraining import PACK_PIECE_TOKENS, _packed_sequences
 from tests.pipelines.common import CORPUS, VOCAB
 
 CLS, SEP, PAD = 101, 102, 0
@@ -497,3 +498,61 @@ def test_lines_format_with_next_sentence_task(one_line_documents):
     # One document a line, each of two sentences: [CLS] A [SEP] B [SEP].
     assert ((ids == SEP).sum(axis=1) == 2).all()
     assert set(np.unique(l["nsp"])) == {0, 1}
+
+
+def _sep_gaps(ids):
+    """Lengths of the runs of tokens between [SEP]s in a token stream."""
+    seps = np.flatnonzero(ids == SEP)
+    return np.diff(np.concatenate([[-1], seps])) - 1
+
+
+def test_packed_long_document_is_cut_into_pieces_of_bounded_tokens(tmp_path, reference):
+    """A one-line document of ~6,000 tokens is packed as pieces of at most
+    PACK_PIECE_TOKENS tokens, each ended by [SEP]: the buffers hold pieces,
+    never whole documents."""
+    rng = np.random.default_rng(0)
+    words = ["the", "film", "was", "good", "bad", "really", "review", "and"]
+    line = " ".join(rng.choice(words, 6000)) + " ."
+    (tmp_path / "one_line.txt").write_text(line + "\n")
+    batches = _take(
+        _dataset(
+            str(tmp_path / "one_line.txt"),
+            corpus_format="lines",
+            seq_len=32,
+            max_predictions=5,
+            next_sentence_rate=0.0,
+            pack_documents=True,
+            shuffle=False,
+            repeat=False,
+            batch_size=4,
+        ),
+        1000,
+    )
+    ids = np.concatenate([_unmask(*batch) for batch in batches])
+    stream = ids[:, 1:][ids[:, 1:] != PAD]
+    document = reference.ids(line)
+    width = PACK_PIECE_TOKENS - 1
+    expected = [
+        t
+        for start in range(0, len(document), width)
+        for t in document[start : start + width] + [SEP]
+    ]
+    assert len(stream) > 0.9 * len(expected)
+    assert stream.tolist() == expected[: len(stream)]
+    assert _sep_gaps(stream)[:-1].max() == width
+
+
+def test_packed_huge_repeated_document_fills_bounded_buffers():
+    """A 1M-token document, repeated and shuffled as in training: the first
+    sequences come from a buffer of pieces (16 copies' worth), not of
+    thousands of whole copies."""
+    tokens = tf.random.stateless_uniform([1 << 20], [0, 1], 1000, 30000, tf.int32)
+    document = tf.RaggedTensor.from_row_lengths(tokens, [1 << 20])
+    documents = tf.data.Dataset.from_tensors(document).repeat()
+    tokenizer = pipelines.BertTokenizer(VOCAB)
+    sequences = _packed_sequences(documents, tokenizer, seq_len=64, shuffle=True, seed=0)
+    ids = np.stack([s["token_ids"].numpy() for s in sequences.take(64)])
+    assert ids.shape == (64, 64) and (ids[:, 0] == CLS).all()
+    assert (ids != PAD).all()
+    body = ids[:, 1:].reshape(-1)
+    assert _sep_gaps(body)[1:-1].max() <= PACK_PIECE_TOKENS - 1
