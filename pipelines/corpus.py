@@ -25,6 +25,7 @@ in the original), invalid UTF-8 bytes are dropped (as the original's
 `decode("utf-8", "ignore")`), and a 1 MB line without spaces is one [UNK].
 """
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -49,6 +50,21 @@ _PY_WHITESPACE = (
 _BLANK_LINE = _PY_WHITESPACE + "*"
 
 
+@contextlib.contextmanager
+def _reading(path):
+    """Turns a failed file operation on `path` (an unreachable `gs://`, a
+    scheme without its file system plugin, a folder not permitted) into one
+    `CorpusError` naming the path, raised before the graph is built."""
+    try:
+        yield
+    except (OSError, tf.errors.OpError) as error:
+        reason = (getattr(error, "message", None) or str(error)).strip().splitlines()[0]
+        if isinstance(error, tf.errors.UnimplementedError) and "://" in path:
+            scheme = path.split("://")[0]
+            reason += f" (no file system plugin for {scheme}:// is loaded)"
+        raise CorpusError(f"Cannot read corpus files {path!r}: {reason}") from None
+
+
 def _expand(file_pattern):
     patterns = (
         [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) else list(file_pattern)
@@ -58,12 +74,13 @@ def _expand(file_pattern):
     files = []
     for pattern in patterns:
         pattern = os.fspath(pattern)
-        matched = (
-            sorted(tf.io.gfile.glob(pattern))
-            if any(c in pattern for c in "*?[")
-            else ([pattern] if tf.io.gfile.exists(pattern) else [])
-        )
-        matched = [f for f in matched if not tf.io.gfile.isdir(f)]
+        with _reading(pattern):
+            matched = (
+                sorted(tf.io.gfile.glob(pattern))
+                if any(c in pattern for c in "*?[")
+                else ([pattern] if tf.io.gfile.exists(pattern) else [])
+            )
+            matched = [f for f in matched if not tf.io.gfile.isdir(f)]
         if not matched:
             raise CorpusError(
                 f"No corpus file matches {pattern!r}. Received: file_pattern={file_pattern!r}"
@@ -113,7 +130,8 @@ def list_files(file_pattern, corpus_format="sentences"):
         that looks binary is kept, with a warning that names it.
 
     Raises:
-        CorpusError: a pattern matches no file, or every file is empty.
+        CorpusError: a pattern matches no file, every file is empty, or a
+            file cannot be listed or read (the message names the path).
     """
     if corpus_format not in CORPUS_FORMATS:
         raise CorpusError(
@@ -121,7 +139,11 @@ def list_files(file_pattern, corpus_format="sentences"):
             f"corpus_format={corpus_format!r}"
         )
     files = _expand(file_pattern)
-    empty = [f for f in files if _is_blank(f, corpus_format)]
+    empty = []
+    for f in files:
+        with _reading(f):
+            if _is_blank(f, corpus_format):
+                empty.append(f)
     if empty:
         logger.warning(
             "Skipping %d empty or blank corpus file(s): %s",
@@ -136,13 +158,16 @@ def list_files(file_pattern, corpus_format="sentences"):
         )
     if corpus_format != "tfrecord":
         # Read anyway (its bytes become [UNK]s and stray pieces), but said.
-        for f in filter(_looks_binary, files):
-            logger.warning(
-                "Corpus file %s looks binary (NUL bytes in its first KiB), "
-                "not %s text; check --input.",
-                f,
-                corpus_format,
-            )
+        for f in files:
+            with _reading(f):
+                binary = _looks_binary(f)
+            if binary:
+                logger.warning(
+                    "Corpus file %s looks binary (NUL bytes in its first KiB), "
+                    "not %s text; check --input.",
+                    f,
+                    corpus_format,
+                )
     return files
 
 

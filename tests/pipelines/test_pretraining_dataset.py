@@ -219,6 +219,41 @@ def test_split_files():
 # === Bad input ===
 
 
+def _unreachable(real):
+    """`real`, except that a `gs://` path fails as an unreachable bucket."""
+
+    def call(path, *args):
+        if str(path).startswith("gs://"):
+            raise tf.errors.FailedPreconditionError(
+                None,
+                None,
+                "Error executing an HTTP request: libcurl code 6 meaning "
+                "'Could not resolve hostname'\n\t when reading gs://bucket",
+            )
+        return real(path, *args)
+
+    return call
+
+
+@pytest.mark.parametrize(
+    "pattern, reason",
+    [
+        ("foo://bucket/*.txt", "no file system plugin for foo://"),
+        ("s3://bucket/corpus.txt", "no file system plugin for s3://"),
+        ("gs://bucket/*.txt", "Could not resolve hostname"),
+        ("gs://bucket/corpus.txt", "Could not resolve hostname"),
+    ],
+)
+def test_unknown_or_unreachable_file_system_is_one_corpus_error(pattern, reason, monkeypatch):
+    monkeypatch.setattr(tf.io.gfile, "glob", _unreachable(tf.io.gfile.glob))
+    monkeypatch.setattr(tf.io.gfile, "exists", _unreachable(tf.io.gfile.exists))
+    with pytest.raises(pipelines.CorpusError) as error:
+        pipelines.list_files(pattern, "text")
+    message = str(error.value)
+    assert f"Cannot read corpus files {pattern!r}" in message and reason in message
+    assert "\n" not in message
+
+
 def test_missing_vocabulary(sentence_corpus, tmp_path):
     missing = str(tmp_path / "nope.txt")
     with pytest.raises(pipelines.VocabularyError, match="nope.txt"):
