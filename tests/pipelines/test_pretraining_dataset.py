@@ -211,9 +211,69 @@ def test_split_files():
     train, heldout = pipelines.split_files(pattern, 0.1, seed=0)
     assert set(train).isdisjoint(heldout)
     assert sorted(train + heldout) == corpus.list_files(pattern)
-    assert len(heldout) == round(0.1 * len(train + heldout))
+    size = {f: os.path.getsize(f) for f in train + heldout}
+    held, total = sum(size[f] for f in heldout), sum(size.values())
+    # By size: within half a file of 10% of the bytes.
+    assert abs(held - 0.1 * total) <= max(size[f] for f in heldout) / 2
     assert pipelines.split_files(pattern, 0.1, seed=0) == (train, heldout)
     assert pipelines.split_files(pattern, 0.1, seed=1)[1] != heldout
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_split_holds_out_the_small_file_never_the_majority(seed, tmp_path, caplog):
+    (tmp_path / "a.txt").write_text("a large document .\n" * 950)
+    (tmp_path / "b.txt").write_text("a small document .\n" * 50)
+    with caplog.at_level(logging.INFO):
+        train, heldout = pipelines.split_files(str(tmp_path / "*.txt"), 0.05, seed=seed)
+    assert (train, heldout) == ([str(tmp_path / "a.txt")], [str(tmp_path / "b.txt")])
+    assert "Held-out split: 1 of 2 files (950 bytes, 5.0%) held out" in caplog.text
+
+
+def _documents(files, tokenizer, corpus_format):
+    docs = corpus.documents_dataset(
+        corpus.list_files(files, corpus_format),
+        tokenizer,
+        corpus_format=corpus_format,
+        shuffle=False,
+    )
+    return [d.flat_values.numpy().tolist() for d in docs]
+
+
+def test_split_single_file_holds_out_a_seeded_stretch_of_lines(tmp_path, tokenizer, caplog):
+    path = str(tmp_path / "reviews.txt")
+    with open(path, "w") as f:
+        f.writelines(f"review {i} says the film was good .\n" for i in range(400))
+    with caplog.at_level(logging.INFO):
+        train, heldout = pipelines.split_files(path, 0.1, seed=0, corpus_format="lines")
+    assert "a stretch of each of 1 file(s) is held out" in caplog.text
+    assert pipelines.split_files(path, 0.1, seed=0, corpus_format="lines") == (train, heldout)
+    assert pipelines.split_files(path, 0.1, seed=1, corpus_format="lines") != (train, heldout)
+    everything = _documents(path, tokenizer, "lines")
+    train_docs = _documents(train, tokenizer, "lines")
+    heldout_docs = _documents(heldout, tokenizer, "lines")
+    # Whole lines, none in both, none lost; one contiguous tenth held out.
+    assert sorted(train_docs + heldout_docs) == sorted(everything)
+    assert len(heldout_docs) == 40
+    start = everything.index(heldout_docs[0])
+    assert everything[start : start + 40] == heldout_docs
+
+
+def test_split_of_two_equal_tfrecord_shards_holds_out_records(sentence_corpus, tokenizer, tmp_path):
+    pipelines.write_tfrecord_shards(sentence_corpus[0], str(tmp_path), VOCAB, num_shards=2)
+    pattern = str(tmp_path / "*.tfrecord")
+    train, heldout = pipelines.split_files(pattern, 0.2, corpus_format="tfrecord")
+    assert all(isinstance(f, corpus.FileRange) for f in train + heldout)
+    everything = _documents(pattern, tokenizer, "tfrecord")
+    train_docs = _documents(train, tokenizer, "tfrecord")
+    heldout_docs = _documents(heldout, tokenizer, "tfrecord")
+    assert sorted(train_docs + heldout_docs) == sorted(everything)
+    assert len(heldout_docs) == 2  # A fifth of each shard's 6 documents, rounded.
+
+
+def test_split_of_one_line_is_refused(tmp_path):
+    (tmp_path / "one.txt").write_text("a single line that cannot be split .\n")
+    with pytest.raises(pipelines.CorpusError, match="one.txt.*eval_files"):
+        pipelines.split_files(str(tmp_path / "one.txt"), 0.05, corpus_format="lines")
 
 
 # === Bad input ===
