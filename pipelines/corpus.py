@@ -25,9 +25,11 @@ in the original), invalid UTF-8 bytes are dropped (as the original's
 `decode("utf-8", "ignore")`), and a 1 MB line without spaces is one [UNK].
 """
 
+import contextlib
 import hashlib
 import logging
 import os
+import typing
 import unicodedata
 
 import tensorflow as tf
@@ -49,21 +51,57 @@ _PY_WHITESPACE = (
 _BLANK_LINE = _PY_WHITESPACE + "*"
 
 
+class FileRange(typing.NamedTuple):
+    """Part of a corpus file: bytes `[start, end)` of a text file (both at
+    line starts), records `[start, end)` of a TFRecord file. `split_files`
+    makes them where no whole file can be held out; everything that takes
+    corpus files takes them too."""
+
+    path: str
+    start: int
+    end: int
+
+
+def _path(file):
+    return file.path if isinstance(file, FileRange) else file
+
+
+@contextlib.contextmanager
+def _reading(path):
+    """Turns a failed file operation on `path` (an unreachable `gs://`, a
+    scheme without its file system plugin, a folder not permitted) into one
+    `CorpusError` naming the path, raised before the graph is built."""
+    try:
+        yield
+    except (OSError, tf.errors.OpError) as error:
+        reason = (getattr(error, "message", None) or str(error)).strip().splitlines()[0]
+        if isinstance(error, tf.errors.UnimplementedError) and "://" in path:
+            scheme = path.split("://")[0]
+            reason += f" (no file system plugin for {scheme}:// is loaded)"
+        raise CorpusError(f"Cannot read corpus files {path!r}: {reason}") from None
+
+
 def _expand(file_pattern):
     patterns = (
-        [file_pattern] if isinstance(file_pattern, (str, os.PathLike)) else list(file_pattern)
+        [file_pattern]
+        if isinstance(file_pattern, (str, os.PathLike, FileRange))
+        else list(file_pattern)
     )
     if not patterns:
         raise CorpusError("No file pattern given. Received: file_pattern=[]")
     files = []
     for pattern in patterns:
+        if isinstance(pattern, FileRange):  # Checked by `split_files`.
+            files.append(pattern)
+            continue
         pattern = os.fspath(pattern)
-        matched = (
-            sorted(tf.io.gfile.glob(pattern))
-            if any(c in pattern for c in "*?[")
-            else ([pattern] if tf.io.gfile.exists(pattern) else [])
-        )
-        matched = [f for f in matched if not tf.io.gfile.isdir(f)]
+        with _reading(pattern):
+            matched = (
+                sorted(tf.io.gfile.glob(pattern))
+                if any(c in pattern for c in "*?[")
+                else ([pattern] if tf.io.gfile.exists(pattern) else [])
+            )
+            matched = [f for f in matched if not tf.io.gfile.isdir(f)]
         if not matched:
             raise CorpusError(
                 f"No corpus file matches {pattern!r}. Received: file_pattern={file_pattern!r}"
@@ -113,7 +151,8 @@ def list_files(file_pattern, corpus_format="sentences"):
         that looks binary is kept, with a warning that names it.
 
     Raises:
-        CorpusError: a pattern matches no file, or every file is empty.
+        CorpusError: a pattern matches no file, every file is empty, or a
+            file cannot be listed or read (the message names the path).
     """
     if corpus_format not in CORPUS_FORMATS:
         raise CorpusError(
@@ -121,7 +160,11 @@ def list_files(file_pattern, corpus_format="sentences"):
             f"corpus_format={corpus_format!r}"
         )
     files = _expand(file_pattern)
-    empty = [f for f in files if _is_blank(f, corpus_format)]
+    empty = []
+    for f in files:
+        with _reading(_path(f)):
+            if not isinstance(f, FileRange) and _is_blank(f, corpus_format):
+                empty.append(f)
     if empty:
         logger.warning(
             "Skipping %d empty or blank corpus file(s): %s",
@@ -136,34 +179,47 @@ def list_files(file_pattern, corpus_format="sentences"):
         )
     if corpus_format != "tfrecord":
         # Read anyway (its bytes become [UNK]s and stray pieces), but said.
-        for f in filter(_looks_binary, files):
-            logger.warning(
-                "Corpus file %s looks binary (NUL bytes in its first KiB), "
-                "not %s text; check --input.",
-                f,
-                corpus_format,
-            )
+        for f in files:
+            with _reading(_path(f)):
+                binary = _looks_binary(_path(f))
+            if binary:
+                logger.warning(
+                    "Corpus file %s looks binary (NUL bytes in its first KiB), "
+                    "not %s text; check --input.",
+                    _path(f),
+                    corpus_format,
+                )
     return files
 
 
 def split_files(file_pattern, holdout_fraction=0.05, *, seed=0, corpus_format="sentences"):
-    """Splits corpus files into training and held-out files.
+    """Splits a corpus into training and held-out parts by size.
 
-    Held-out data is taken at the file (document) level so that no held-out
-    sentence is ever paired with a training one. A file's side is decided by
-    a hash of its base name and `seed`, so the split is the same on every
-    machine and does not move files when others are added.
+    Whole files are held out where they can be, so that no held-out
+    sentence is ever paired with a training one: files are taken in an
+    order set by a hash of their base name and `seed` (the same on every
+    machine, and files stay put when others are added), each one held out
+    if that brings the held-out share of the bytes nearer
+    `holdout_fraction` without giving it the majority. Where no whole file
+    can be (a single file, or files each too large), a stretch of
+    `holdout_fraction` of every file, at a place set by the seed and cut
+    at line starts (records in TFRecord files), is held out instead, and
+    the rest of the file trains (`FileRange`s). One INFO line reports the
+    split. The same files and seed give the same split, so a resumed run
+    evaluates on the same text.
 
     Args:
         file_pattern: str or list of str, globs.
-        holdout_fraction: float in (0, 1), the share of files held out; at
-            least one file is held out and at least one kept.
-        seed: int, changes which files are held out.
+        holdout_fraction: float in (0, 1), the share of the corpus held out.
+        seed: int, changes what is held out.
         corpus_format: as in `list_files`.
 
     Returns:
-        `(train_files, heldout_files)`, two lists of paths; pass either as
-        `file_pattern` to `pretraining_dataset`.
+        `(train_files, heldout_files)`, two lists of paths or `FileRange`s;
+        pass either as `file_pattern` to `pretraining_dataset`.
+
+    Raises:
+        CorpusError: nothing can be held out (a corpus of one line).
 
     Example:
 
@@ -175,19 +231,101 @@ def split_files(file_pattern, holdout_fraction=0.05, *, seed=0, corpus_format="s
             f"`holdout_fraction` must be in (0, 1). Received: holdout_fraction={holdout_fraction}"
         )
     files = list_files(file_pattern, corpus_format)
-    if len(files) < 2:
-        raise CorpusError(
-            f"Need at least 2 files to hold some out; {file_pattern!r} has {len(files)}."
-        )
+    unit = "records" if corpus_format == "tfrecord" else "bytes"
+    sizes = {f: _size(f, corpus_format) for f in files}
+    total = sum(sizes.values())
+    target = holdout_fraction * total
 
     def key(path):
         name = f"{seed}:{os.path.basename(path)}".encode("utf-8")
         return hashlib.sha256(name).hexdigest(), path
 
-    ranked = sorted(files, key=key)
-    n_holdout = min(len(files) - 1, max(1, round(holdout_fraction * len(files))))
-    heldout = set(ranked[:n_holdout])
-    return ([f for f in files if f not in heldout], [f for f in files if f in heldout])
+    heldout, held = set(), 0
+    for f in sorted(files, key=key):
+        if held + sizes[f] / 2 <= target and 2 * (held + sizes[f]) < total:
+            heldout.add(f)
+            held += sizes[f]
+    if heldout:
+        train = [f for f in files if f not in heldout]
+        logger.info(
+            "Held-out split: %d of %d files (%s %s, %.1f%%) held out, %d files (%s %s) train.",
+            len(heldout),
+            len(files),
+            f"{held:,}",
+            unit,
+            100 * held / total,
+            len(train),
+            f"{total - held:,}",
+            unit,
+        )
+        return train, [f for f in files if f in heldout]
+
+    train, heldout = [], []
+    for f in files:
+        start, end = _held_out_stretch(f, sizes[f], holdout_fraction, seed, corpus_format)
+        if start == end:
+            train.append(f)
+            continue
+        heldout.append(FileRange(f, start, end))
+        held += end - start
+        train += [FileRange(f, a, b) for a, b in ((0, start), (end, sizes[f])) if a < b]
+    if not heldout:
+        raise CorpusError(
+            f"Cannot hold out {holdout_fraction:.0%} of {file_pattern!r}: no file holds "
+            f"enough lines ({', '.join(files[:3])}); give data.eval_files."
+        )
+    logger.info(
+        "Held-out split: no whole file is near %.0f%% of the text, so a stretch of "
+        "each of %d file(s) is held out: %s %s (%.1f%%) held out, %s %s train.",
+        100 * holdout_fraction,
+        len(heldout),
+        f"{held:,}",
+        unit,
+        100 * held / total,
+        f"{total - held:,}",
+        unit,
+    )
+    return train, heldout
+
+
+def _size(path, corpus_format):
+    """Bytes of a text file, records of a TFRecord file."""
+    with _reading(path):
+        if corpus_format != "tfrecord":
+            return tf.io.gfile.stat(path).length
+        return int(tf.data.TFRecordDataset(path).reduce(0, lambda n, _: n + 1))
+
+
+def _held_out_stretch(path, size, holdout_fraction, seed, corpus_format):
+    """`[start, end)` of `path` to hold out: `holdout_fraction` of its
+    `size`, at a place set by a hash of `seed` and its name, moved to line
+    starts in a text file; `start == end` when that leaves nothing, or the
+    whole file."""
+    length = round(holdout_fraction * size)
+    name = f"{seed}:{os.path.basename(path)}".encode("utf-8")
+    start = int(hashlib.sha256(name).hexdigest(), 16) % (size - length + 1)
+    end = start + length
+    if corpus_format != "tfrecord":
+        with _reading(path), tf.io.gfile.GFile(path, "rb") as f:
+            start, end = (_line_start(f, offset, size) for offset in (start, end))
+    if end - start in (0, size):
+        return 0, 0
+    return start, end
+
+
+def _line_start(f, offset, size):
+    """The first line start at or after byte `offset` of the open file `f`."""
+    if offset in (0, size):
+        return offset
+    f.seek(offset - 1)
+    position = offset - 1
+    while position < size:
+        chunk = f.read(1 << 16)
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            return position + newline + 1
+        position += len(chunk)
+    return size
 
 
 def strip_gutenberg_boilerplate(text):
@@ -237,9 +375,13 @@ def strip_gutenberg_boilerplate(text):
 # === In-graph readers ===
 
 
-def read_text_file(filename):
-    """Reads a file as one tf.string, with `\\r\\n` turned into `\\n`."""
+def read_text_file(filename, start=0, end=-1):
+    """Reads a file as one tf.string, with `\\r\\n` turned into `\\n`:
+    bytes `[start, end)` of it, all of it where `end` is -1."""
     content = tf.io.read_file(filename)
+    start, end = tf.cast(start, tf.int64), tf.cast(end, tf.int64)
+    end = tf.where(end < 0, tf.cast(tf.strings.length(content), tf.int64), end)
+    content = tf.strings.substr(content, start, end - start)
     return tf.strings.regex_replace(content, "\r\n", "\n")
 
 
@@ -292,9 +434,8 @@ def _documents_from_sentences(tokens, doc_ids):
     )
 
 
-def sentence_file_documents(filename, tokenizer):
-    """Original format -> ragged int32 `[docs, sentences, tokens]`."""
-    content = read_text_file(filename)
+def sentence_file_documents(content, tokenizer):
+    """Original format (a file's text) -> ragged int32 `[docs, sentences, tokens]`."""
     lines = tf.strings.split(content, "\n")
     # Like the original, invalid UTF-8 is dropped before the blank-line test.
     lines = drop_invalid_utf8(lines)
@@ -305,9 +446,8 @@ def sentence_file_documents(filename, tokenizer):
     return _documents_from_sentences(tokenizer(lines), doc_ids)
 
 
-def text_file_documents(filename, tokenizer, text_document="file"):
-    """Raw text -> ragged int32 `[docs, sentences, tokens]`."""
-    content = read_text_file(filename)
+def text_file_documents(content, tokenizer, text_document="file"):
+    """Raw text (a file's) -> ragged int32 `[docs, sentences, tokens]`."""
     if text_document == "block":
         blocks = tf.strings.split(
             tf.strings.regex_replace(content, r"\n[ \t]*\n\s*", "\x00"), "\x00"
@@ -318,9 +458,9 @@ def text_file_documents(filename, tokenizer, text_document="file"):
     return _documents_from_sentences(tokenizer(sentences.flat_values), sentences.value_rowids())
 
 
-def line_file_documents(filename, tokenizer):
-    """One document per line -> ragged int32 `[docs, sentences, tokens]`."""
-    lines = drop_invalid_utf8(tf.strings.split(read_text_file(filename), "\n"))
+def line_file_documents(content, tokenizer):
+    """One document per line (a file's text) -> ragged int32 `[docs, sentences, tokens]`."""
+    lines = drop_invalid_utf8(tf.strings.split(content, "\n"))
     lines = tf.boolean_mask(lines, tf.logical_not(tf.strings.regex_full_match(lines, _BLANK_LINE)))
     sentences = split_sentences(lines)
     return _documents_from_sentences(tokenizer(sentences.flat_values), sentences.value_rowids())
@@ -367,7 +507,11 @@ def documents_dataset(
             f"`text_document` must be one of {TEXT_DOCUMENTS}. Received: "
             f"text_document={text_document!r}"
         )
-    ds = tf.data.Dataset.from_tensor_slices(files)
+    ranges = [f if isinstance(f, FileRange) else FileRange(f, 0, -1) for f in files]
+    paths, starts, ends = zip(*ranges)
+    ds = tf.data.Dataset.from_tensor_slices(
+        (list(paths), tf.constant(starts, tf.int64), tf.constant(ends, tf.int64))
+    )
     if input_context is not None and input_context.num_input_pipelines > 1:
         if len(files) < input_context.num_input_pipelines:
             raise CorpusError(
@@ -385,13 +529,14 @@ def documents_dataset(
     no_autograph = tf.autograph.experimental.do_not_convert
     if corpus_format == "tfrecord":
 
-        def read_dataset(filename):
-            return tf.data.TFRecordDataset(filename).map(no_autograph(tfrecord_documents))
+        def read_dataset(filename, start, end):
+            records = tf.data.TFRecordDataset(filename).skip(start).take(end - start)
+            return records.map(no_autograph(tfrecord_documents))
     else:
 
-        def read_dataset(filename):
+        def read_dataset(filename, start, end):
             return tf.data.Dataset.from_tensors(
-                read_documents(filename, tokenizer, corpus_format, text_document)
+                read_documents(filename, tokenizer, corpus_format, text_document, start, end)
             ).unbatch()
 
     ds = ds.interleave(
@@ -427,10 +572,12 @@ def _raise_no_document(row_splits_dtype):
         )
 
 
-def read_documents(filename, tokenizer, corpus_format, text_document):
-    """The documents of one text file, ragged `[D, S, T]`."""
+def read_documents(filename, tokenizer, corpus_format, text_document, start=0, end=-1):
+    """The documents of one text file (of its bytes `[start, end)`), ragged
+    `[D, S, T]`."""
+    content = read_text_file(filename, start, end)
     if corpus_format == "sentences":
-        return sentence_file_documents(filename, tokenizer)
+        return sentence_file_documents(content, tokenizer)
     if corpus_format == "lines":
-        return line_file_documents(filename, tokenizer)
-    return text_file_documents(filename, tokenizer, text_document)
+        return line_file_documents(content, tokenizer)
+    return text_file_documents(content, tokenizer, text_document)

@@ -1,8 +1,9 @@
 """The BERT pre-training dataset: files -> masked, packed NSP batches.
 
     files --(shard by input pipeline, shuffle, interleave)--> documents
-          [pack_documents: --(shuffle, ends marked by [SEP], cut every
-            seq_len - 1 tokens)--> full sequences, instead of:]
+          [pack_documents: --(cut into pieces of <= PACK_PIECE_TOKENS, ends
+            marked by [SEP], shuffle, cut every seq_len - 1 tokens)-->
+            full sequences, instead of:]
           --(cut into pieces of ~PIECE_SEQUENCES sequences, each tagged
             with its document's id; corpus-wide shuffle)--> pieces
           --(group)--> next-sentence pairs (create_pairs)
@@ -49,10 +50,13 @@ PIECE_SHUFFLE_TOKENS = 1 << 22
 # time on every pair; BENCHMARKS.md#input-pipeline measures the pipeline).
 PAIR_SHUFFLE_BUFFER = 1024
 MASK_BLOCK = 1024
-# `pack_documents`: documents shuffled in a buffer of this many, then packed
-# this many at a time (only a block's last sequence holds padding).
+# `pack_documents`: documents cut into pieces of at most PACK_PIECE_TOKENS
+# tokens, shuffled in a buffer of DOCUMENT_SHUFFLE_BUFFER pieces (at most
+# PIECE_SHUFFLE_TOKENS tokens), then packed PACK_BLOCK_PIECES at a time
+# (only a block's last sequence holds padding).
 DOCUMENT_SHUFFLE_BUFFER = 1 << 14
-PACK_BLOCK_DOCUMENTS = 1024
+PACK_PIECE_TOKENS = PIECE_SHUFFLE_TOKENS // DOCUMENT_SHUFFLE_BUFFER
+PACK_BLOCK_PIECES = 1024
 # Autograph is off for every pipeline function: they use explicit
 # tf.cond/tf.while_loop, and converting them costs seconds per dataset.
 no_autograph = tf.autograph.experimental.do_not_convert
@@ -147,19 +151,32 @@ def _packed_sequences(documents, tokenizer, *, seq_len, shuffle, seed):
     RoBERTa's FULL-SENTENCES input (Liu et al. 2019, section 4.2) for a
     corpus of short documents (reviews, tickets, queries), where one padded
     document per sequence would leave most positions empty. Each document
-    ends with `[SEP]`; the documents of a block of PACK_BLOCK_DOCUMENTS, in
-    order, are cut every `seq_len - 1` tokens after a `[CLS]`, so a document
-    may go on in the next sequence and only the block's last sequence is
-    padded. One segment, no next-sentence label (the task is off).
+    is cut into pieces of at most PACK_PIECE_TOKENS tokens, each ended by
+    `[SEP]` (a piece of a long document is packed like a document of its
+    own); the pieces of a block of PACK_BLOCK_PIECES, in order, are cut
+    every `seq_len - 1` tokens after a `[CLS]`, so a piece may go on in the
+    next sequence and only the block's last sequence is padded. One
+    segment, no next-sentence label (the task is off). Every buffer holds
+    pieces, so memory and the work before the first batch are bounded in
+    tokens whatever the documents' length (one 1.7 MB line once filled a
+    buffer of 1,024 copies of itself).
     """
+    piece_width = PACK_PIECE_TOKENS - 1
+
+    def cut(document):
+        tokens = document.flat_values
+        pieces = tf.RaggedTensor.from_value_rowids(
+            tokens, tf.range(tf.size(tokens, out_type=tf.int64), dtype=tf.int64) // piece_width
+        )  # (P, <= PACK_PIECE_TOKENS - 1)
+        sep = tf.fill([pieces.nrows(), 1], tokenizer.sep_id)
+        return tf.concat([pieces, sep], axis=1)
+
+    pieces = documents.map(
+        no_autograph(cut), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    ).unbatch()
     if shuffle:
-        documents = documents.shuffle(DOCUMENT_SHUFFLE_BUFFER, seed=_sub_seed(seed, 6))
-    sep = tf.constant([tokenizer.sep_id], tf.int32)
-    blocks = documents.map(
-        lambda document: tf.concat([document.flat_values, sep], axis=0),
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    ).ragged_batch(PACK_BLOCK_DOCUMENTS)
+        pieces = pieces.shuffle(DOCUMENT_SHUFFLE_BUFFER, seed=_sub_seed(seed, 6))
+    blocks = pieces.ragged_batch(PACK_BLOCK_PIECES)
     width = seq_len - 1
 
     def pack(block):

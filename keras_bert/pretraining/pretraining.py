@@ -284,10 +284,16 @@ def load_initial_weights(pretraining, path):
         CheckpointManager,
     )
 
-    if tf.io.gfile.isdir(path):
-        latest = CheckpointManager(os.path.join(path, "checkpoints"), is_chief=False).latest()
-        path = os.path.join(latest or path, WEIGHTS_FILE)
-    if not tf.io.gfile.exists(path):
+    try:
+        if tf.io.gfile.isdir(path):
+            latest = CheckpointManager(os.path.join(path, "checkpoints"), is_chief=False).latest()
+            path = os.path.join(latest or path, WEIGHTS_FILE)
+        exists = tf.io.gfile.exists(path)
+    except FILE_ERRORS as error:
+        # An unreachable `gs://`, a scheme without its file system plugin.
+        reason = error_reason(error).strip().splitlines()[0]
+        raise ConfigError(f"init_checkpoint {path!r} cannot be read: {reason}") from None
+    if not exists:
         raise ConfigError(f"init_checkpoint {path!r} does not exist.")
     try:
         if path.endswith(".keras"):

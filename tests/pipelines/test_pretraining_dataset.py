@@ -11,6 +11,7 @@ import tensorflow as tf
 
 import pipelines
 from pipelines import corpus
+from pipelines.pretraining import PACK_PIECE_TOKENS, _packed_sequences
 from tests.pipelines.common import CORPUS, VOCAB
 
 pytestmark = pytest.mark.backend_independent
@@ -212,12 +213,107 @@ def test_split_files():
     train, heldout = pipelines.split_files(pattern, 0.1, seed=0)
     assert set(train).isdisjoint(heldout)
     assert sorted(train + heldout) == corpus.list_files(pattern)
-    assert len(heldout) == round(0.1 * len(train + heldout))
+    size = {f: os.path.getsize(f) for f in train + heldout}
+    held, total = sum(size[f] for f in heldout), sum(size.values())
+    # By size: within half a file of 10% of the bytes.
+    assert abs(held - 0.1 * total) <= max(size[f] for f in heldout) / 2
     assert pipelines.split_files(pattern, 0.1, seed=0) == (train, heldout)
     assert pipelines.split_files(pattern, 0.1, seed=1)[1] != heldout
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_split_holds_out_the_small_file_never_the_majority(seed, tmp_path, caplog):
+    (tmp_path / "a.txt").write_text("a large document .\n" * 950)
+    (tmp_path / "b.txt").write_text("a small document .\n" * 50)
+    with caplog.at_level(logging.INFO):
+        train, heldout = pipelines.split_files(str(tmp_path / "*.txt"), 0.05, seed=seed)
+    assert (train, heldout) == ([str(tmp_path / "a.txt")], [str(tmp_path / "b.txt")])
+    assert "Held-out split: 1 of 2 files (950 bytes, 5.0%) held out" in caplog.text
+
+
+def _documents(files, tokenizer, corpus_format):
+    docs = corpus.documents_dataset(
+        corpus.list_files(files, corpus_format),
+        tokenizer,
+        corpus_format=corpus_format,
+        shuffle=False,
+    )
+    return [d.flat_values.numpy().tolist() for d in docs]
+
+
+def test_split_single_file_holds_out_a_seeded_stretch_of_lines(tmp_path, tokenizer, caplog):
+    path = str(tmp_path / "reviews.txt")
+    with open(path, "w") as f:
+        f.writelines(f"review {i} says the film was good .\n" for i in range(400))
+    with caplog.at_level(logging.INFO):
+        train, heldout = pipelines.split_files(path, 0.1, seed=0, corpus_format="lines")
+    assert "a stretch of each of 1 file(s) is held out" in caplog.text
+    assert pipelines.split_files(path, 0.1, seed=0, corpus_format="lines") == (train, heldout)
+    assert pipelines.split_files(path, 0.1, seed=1, corpus_format="lines") != (train, heldout)
+    everything = _documents(path, tokenizer, "lines")
+    train_docs = _documents(train, tokenizer, "lines")
+    heldout_docs = _documents(heldout, tokenizer, "lines")
+    # Whole lines, none in both, none lost; one contiguous tenth held out.
+    assert sorted(train_docs + heldout_docs) == sorted(everything)
+    assert len(heldout_docs) == 40
+    start = everything.index(heldout_docs[0])
+    assert everything[start : start + 40] == heldout_docs
+
+
+def test_split_of_two_equal_tfrecord_shards_holds_out_records(sentence_corpus, tokenizer, tmp_path):
+    pipelines.write_tfrecord_shards(sentence_corpus[0], str(tmp_path), VOCAB, num_shards=2)
+    pattern = str(tmp_path / "*.tfrecord")
+    train, heldout = pipelines.split_files(pattern, 0.2, corpus_format="tfrecord")
+    assert all(isinstance(f, corpus.FileRange) for f in train + heldout)
+    everything = _documents(pattern, tokenizer, "tfrecord")
+    train_docs = _documents(train, tokenizer, "tfrecord")
+    heldout_docs = _documents(heldout, tokenizer, "tfrecord")
+    assert sorted(train_docs + heldout_docs) == sorted(everything)
+    assert len(heldout_docs) == 2  # A fifth of each shard's 6 documents, rounded.
+
+
+def test_split_of_one_line_is_refused(tmp_path):
+    (tmp_path / "one.txt").write_text("a single line that cannot be split .\n")
+    with pytest.raises(pipelines.CorpusError, match="one.txt.*eval_files"):
+        pipelines.split_files(str(tmp_path / "one.txt"), 0.05, corpus_format="lines")
+
+
 # === Bad input ===
+
+
+def _unreachable(real):
+    """`real`, except that a `gs://` path fails as an unreachable bucket."""
+
+    def call(path, *args):
+        if str(path).startswith("gs://"):
+            raise tf.errors.FailedPreconditionError(
+                None,
+                None,
+                "Error executing an HTTP request: libcurl code 6 meaning "
+                "'Could not resolve hostname'\n\t when reading gs://bucket",
+            )
+        return real(path, *args)
+
+    return call
+
+
+@pytest.mark.parametrize(
+    "pattern, reason",
+    [
+        ("foo://bucket/*.txt", "no file system plugin for foo://"),
+        ("s3://bucket/corpus.txt", "no file system plugin for s3://"),
+        ("gs://bucket/*.txt", "Could not resolve hostname"),
+        ("gs://bucket/corpus.txt", "Could not resolve hostname"),
+    ],
+)
+def test_unknown_or_unreachable_file_system_is_one_corpus_error(pattern, reason, monkeypatch):
+    monkeypatch.setattr(tf.io.gfile, "glob", _unreachable(tf.io.gfile.glob))
+    monkeypatch.setattr(tf.io.gfile, "exists", _unreachable(tf.io.gfile.exists))
+    with pytest.raises(pipelines.CorpusError) as error:
+        pipelines.list_files(pattern, "text")
+    message = str(error.value)
+    assert f"Cannot read corpus files {pattern!r}" in message and reason in message
+    assert "\n" not in message
 
 
 def test_missing_vocabulary(sentence_corpus, tmp_path):
@@ -499,3 +595,61 @@ def test_lines_format_with_next_sentence_task(one_line_documents):
     # One document a line, each of two sentences: [CLS] A [SEP] B [SEP].
     assert ((ids == SEP).sum(axis=1) == 2).all()
     assert set(np.unique(l["nsp"])) == {0, 1}
+
+
+def _sep_gaps(ids):
+    """Lengths of the runs of tokens between [SEP]s in a token stream."""
+    seps = np.flatnonzero(ids == SEP)
+    return np.diff(np.concatenate([[-1], seps])) - 1
+
+
+def test_packed_long_document_is_cut_into_pieces_of_bounded_tokens(tmp_path, reference):
+    """A one-line document of ~6,000 tokens is packed as pieces of at most
+    PACK_PIECE_TOKENS tokens, each ended by [SEP]: the buffers hold pieces,
+    never whole documents."""
+    rng = np.random.default_rng(0)
+    words = ["the", "film", "was", "good", "bad", "really", "review", "and"]
+    line = " ".join(rng.choice(words, 6000)) + " ."
+    (tmp_path / "one_line.txt").write_text(line + "\n")
+    batches = _take(
+        _dataset(
+            str(tmp_path / "one_line.txt"),
+            corpus_format="lines",
+            seq_len=32,
+            max_predictions=5,
+            next_sentence_rate=0.0,
+            pack_documents=True,
+            shuffle=False,
+            repeat=False,
+            batch_size=4,
+        ),
+        1000,
+    )
+    ids = np.concatenate([_unmask(*batch) for batch in batches])
+    stream = ids[:, 1:][ids[:, 1:] != PAD]
+    document = reference.ids(line)
+    width = PACK_PIECE_TOKENS - 1
+    expected = [
+        t
+        for start in range(0, len(document), width)
+        for t in document[start : start + width] + [SEP]
+    ]
+    assert len(stream) > 0.9 * len(expected)
+    assert stream.tolist() == expected[: len(stream)]
+    assert _sep_gaps(stream)[:-1].max() == width
+
+
+def test_packed_huge_repeated_document_fills_bounded_buffers():
+    """A 1M-token document, repeated and shuffled as in training: the first
+    sequences come from a buffer of pieces (16 copies' worth), not of
+    thousands of whole copies."""
+    tokens = tf.random.stateless_uniform([1 << 20], [0, 1], 1000, 30000, tf.int32)
+    document = tf.RaggedTensor.from_row_lengths(tokens, [1 << 20])
+    documents = tf.data.Dataset.from_tensors(document).repeat()
+    tokenizer = pipelines.BertTokenizer(VOCAB)
+    sequences = _packed_sequences(documents, tokenizer, seq_len=64, shuffle=True, seed=0)
+    ids = np.stack([s["token_ids"].numpy() for s in sequences.take(64)])
+    assert ids.shape == (64, 64) and (ids[:, 0] == CLS).all()
+    assert (ids != PAD).all()
+    body = ids[:, 1:].reshape(-1)
+    assert _sep_gaps(body)[1:-1].max() <= PACK_PIECE_TOKENS - 1

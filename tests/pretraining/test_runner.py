@@ -448,6 +448,50 @@ def test_damaged_init_checkpoint_is_one_line_exit_2(damage, tmp_path, tiny_corpu
     assert f"init_checkpoint {path!r} cannot be loaded" in err
 
 
+def test_unreachable_init_checkpoint_is_one_line_exit_2(tmp_path, tiny_corpus, capsys, monkeypatch):
+    import tensorflow as tf
+
+    isdir = tf.io.gfile.isdir
+
+    def unreachable(path):
+        if path.startswith("gs://"):
+            raise tf.errors.FailedPreconditionError(
+                None, None, "Error executing an HTTP request: libcurl code 6"
+            )
+        return isdir(path)
+
+    monkeypatch.setattr(tf.io.gfile, "isdir", unreachable)
+    argv = tiny_cli_args(tmp_path, tiny_corpus, init_checkpoint="gs://bucket/run")
+    err = cli_error(argv, capsys)
+    assert "init_checkpoint 'gs://bucket/run' cannot be read: Error executing" in err
+
+
+@pytest.mark.parametrize(
+    "pattern, reason",
+    [
+        ("foo://bucket/corpus/*.txt", "no file system plugin for foo://"),
+        ("gs://bucket/corpus/*.txt", "Could not resolve hostname"),
+    ],
+)
+def test_train_files_on_an_unknown_or_unreachable_file_system_is_one_line_exit_2(
+    pattern, reason, tmp_path, capsys, monkeypatch
+):
+    import tensorflow as tf
+
+    glob = tf.io.gfile.glob
+
+    def unreachable(path):
+        if path.startswith("gs://"):
+            raise tf.errors.FailedPreconditionError(
+                None, None, "Error executing an HTTP request: Could not resolve hostname"
+            )
+        return glob(path)
+
+    monkeypatch.setattr(tf.io.gfile, "glob", unreachable)
+    err = cli_error(tiny_cli_args(tmp_path, pattern), capsys)
+    assert f"Cannot read corpus files {pattern!r}" in err and reason in err
+
+
 def small_vocabulary(tmp_path):
     """The bundled vocabulary cut to 4,000 tokens: its special tokens and
     every word of `tiny_corpus`."""
