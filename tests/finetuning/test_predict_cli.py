@@ -273,7 +273,7 @@ def test_a_tab_inside_a_test_sentence_is_one_line(runs, tmp_path, capsys):
 def test_tsv_rows_may_leave_off_an_unused_trailing_column(runs, fixtures, tmp_path, capsys):
     run = runs("classification", "generic")
     texts = [r["text"] for r in csv.DictReader(open(fixtures / "generic" / "dev.csv"))]
-    unlabelled = tmp_path / "new.tsv"
+    unlabelled = tmp_path / "short_rows.tsv"
     # The first row has the unused column, the others end at their text.
     unlabelled.write_text(f"text\tsource\n{texts[0]}\tweb\n" + "".join(f"{t}\n" for t in texts[1:]))
     written = run_predict(["--model_dir", str(run), "--input", str(unlabelled)], capsys)
@@ -285,7 +285,7 @@ def test_tsv_rows_may_leave_off_an_unused_trailing_column(runs, fixtures, tmp_pa
 
 def test_conll_words_past_max_seq_length_are_counted(runs, tmp_path, capsys, caplog):
     run = runs("conll2003", "conll")
-    text = tmp_path / "text.txt"
+    text = tmp_path / "long_sentence.txt"
     # 200 one-piece words: 126 fit in max_seq_length 128 with [CLS] and [SEP].
     text.write_text("John\n" * 200 + "\nParis\n.\n")
     with caplog.at_level(logging.WARNING):
