@@ -170,8 +170,9 @@ def plan_budget(config, distribution, started, clock=time.monotonic):
 def describe_plan(config, recorded_in=None):
     """The line a budgeted run prints at its start, e.g. `Time budget 7.5
     min: 1,050 updates fit here: 766 at 32 tokens, 284 at 128 (warmup 175;
-    0.41, 0.43 s per update measured), about 7 min 19 s of updates.`; with
-    `recorded_in`, the plan is that file's (a resumed run)."""
+    <seconds per update, per phase> s per update measured), about <time>
+    of updates.`; with `recorded_in`, the plan is that file's (a resumed
+    run)."""
     plan = config.budget_plan
     steps, speeds = plan["phase_steps"], plan["seconds_per_update"]
     total = sum(steps)
@@ -206,7 +207,8 @@ def describe_end(config, step, elapsed_seconds):
 
 
 def clock_time(seconds):
-    """`7 min 05 s`, `42 s`."""
+    """Seconds as minutes and seconds (`M min SS s`), or `S s` under a
+    minute."""
     seconds = int(round(seconds))
     if seconds < 60:
         return f"{seconds} s"
