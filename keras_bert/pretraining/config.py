@@ -103,7 +103,19 @@ class PretrainingConfig:
         phases: list of `PhaseConfig`, run in order with one optimizer and
             one learning-rate schedule.
         train_steps: int. Optimizer updates over all phases; phases given
-            by `fraction` share it.
+            by `fraction` share it. With `train_budget_minutes`, the most
+            updates the budget may schedule.
+        train_budget_minutes: float or None. None: the run is step-based
+            (`train_steps`). A number: the run measures its updates' speed
+            at each phase's shape and fixes the number of updates (at most
+            `train_steps`, in the phases' proportions, warmup scaled alike)
+            that fit this many minutes from its start to its last update
+            (`keras_bert.pretraining.time_budget`; docs/pretraining.md,
+            "A time budget").
+        budget_plan: dict or None. The plan a budgeted run fixed,
+            `{phase_steps, warmup_steps, seconds_per_update}`, recorded in
+            `config.yaml`: a resumed run, or a run of that file elsewhere,
+            follows it instead of measuring again.
         optimizer: `OptimizerConfig`.
         checkpoint: `CheckpointConfig`.
         precision: `"float32"`, `"mixed_bfloat16"` or `"mixed_float16"`
@@ -141,6 +153,8 @@ class PretrainingConfig:
         ]
     )
     train_steps: int = 1_000_000
+    train_budget_minutes: typing.Optional[float] = None
+    budget_plan: typing.Optional[dict] = None
     optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
     precision: str = "float32"
@@ -156,8 +170,16 @@ class PretrainingConfig:
     model_dir: str = "runs/pretrain_default"
 
     def phase_steps(self):
-        """Optimizer updates per phase; fractions are rounded, the last
-        fraction-sized phase takes what rounding left."""
+        """Optimizer updates per phase: `budget_plan`'s when there is one;
+        else fractions are rounded, the last fraction-sized phase taking
+        what rounding left."""
+        if self.budget_plan is not None:
+            return list(self.budget_plan["phase_steps"])
+        return self.recipe_steps()
+
+    def recipe_steps(self):
+        """Optimizer updates per phase as `train_steps` and the phases
+        give them, whatever the budget."""
         fixed = sum(p.steps for p in self.phases if p.steps is not None)
         shared = self.train_steps - fixed
         steps, given = [], 0
@@ -171,6 +193,16 @@ class PretrainingConfig:
                 steps.append(int(round(phase.fraction * shared)))
                 given += steps[-1]
         return steps
+
+    def total_steps(self):
+        """Optimizer updates of the whole run."""
+        return sum(self.phase_steps())
+
+    def warmup_steps(self):
+        """Warmup updates: `budget_plan`'s, else `optimizer.warmup_steps`."""
+        if self.budget_plan is not None:
+            return self.budget_plan["warmup_steps"]
+        return self.optimizer.warmup_steps
 
     def validate(self):
         """Raises `ConfigError` naming the first bad value: `SCHEMA`'s
@@ -250,6 +282,17 @@ class PretrainingConfig:
             f"warmup_steps={self.optimizer.warmup_steps}, "
             f"train_steps={self.train_steps}",
         )
+        check(
+            self.train_budget_minutes is None
+            or self.budget_plan is not None
+            or self.strategy != "multi_worker",
+            "A multi-worker run cannot measure its time budget on every "
+            "worker alike: give the workers the `budget_plan` of a run "
+            "measured on one, or train_budget_minutes: null. Received: "
+            f"train_budget_minutes={self.train_budget_minutes}",
+        )
+        if self.budget_plan is not None:
+            self._validate_budget_plan(check)
         if self.profile_steps is not None:
             parts = str(self.profile_steps).split(",")
             check(
@@ -259,6 +302,40 @@ class PretrainingConfig:
                 "`profile_steps` must be 'first,last' step numbers. "
                 f"Received: profile_steps={self.profile_steps!r}",
             )
+
+    def _validate_budget_plan(self, check):
+        plan = self.budget_plan
+        check(
+            self.train_budget_minutes is not None,
+            "`budget_plan` is the plan a budgeted run recorded: it needs "
+            "`train_budget_minutes`. Received: train_budget_minutes=None",
+        )
+        check(
+            set(plan) == set(BUDGET_PLAN_KEYS),
+            f"`budget_plan` holds exactly {', '.join(BUDGET_PLAN_KEYS)}. Received: {plan!r}",
+        )
+        steps, speeds = plan["phase_steps"], plan["seconds_per_update"]
+        check(
+            isinstance(steps, list)
+            and len(steps) == len(self.phases)
+            and all(isinstance(s, int) and s >= 1 for s in steps)
+            and sum(steps) <= self.train_steps,
+            "`budget_plan.phase_steps` needs one count >= 1 per phase, at "
+            f"most train_steps={self.train_steps} in all. Received: {steps!r}",
+        )
+        check(
+            isinstance(speeds, list)
+            and len(speeds) == len(self.phases)
+            and all(isinstance(s, (int, float)) and s > 0 for s in speeds),
+            "`budget_plan.seconds_per_update` needs one number > 0 per phase. "
+            f"Received: {speeds!r}",
+        )
+        warmup = plan["warmup_steps"]
+        check(
+            isinstance(warmup, int) and 0 <= warmup <= sum(steps),
+            "`budget_plan.warmup_steps` must be in [0, sum of phase_steps]. "
+            f"Received: warmup_steps={warmup!r}, phase_steps={steps}",
+        )
 
     def to_dict(self):
         """The config as YAML-ready values, as `config.yaml` records it."""
@@ -272,6 +349,8 @@ def _share(low, high, closed):
         f"in {brackets[0]}{low}, {high}{brackets[1]}",
     )
 
+
+BUDGET_PLAN_KEYS = ("phase_steps", "warmup_steps", "seconds_per_update")
 
 # What each key may hold; `validate` adds the checks across keys.
 SCHEMA = Schema(
@@ -299,6 +378,7 @@ SCHEMA = Schema(
         "data.short_seq_prob": _share(0, 1, closed=True),
         "data.next_sentence_rate": _share(0, 1, closed=True),
         "optimizer.learning_rate": (lambda v: v > 0, "> 0"),
+        "train_budget_minutes": (lambda v: v > 0, "> 0 (null: step-based)"),
     },
 )
 
@@ -427,6 +507,12 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
         for name in _DATA_KEYS:
             tree["data"][name] = _same_files(tree["data"][name])
     extended = allow_longer_train_steps and config.train_steps > recorded.train_steps
+    if extended and config.train_budget_minutes is not None:
+        raise ConfigError(
+            "--allow_longer_train_steps extends a step-based run; this run's "
+            f"length is its time budget (train_budget_minutes="
+            f"{config.train_budget_minutes}), fixed in {path} when it started."
+        )
     if extended:
         if config.phase_steps()[:-1] != recorded.phase_steps()[:-1]:
             raise ConfigError(

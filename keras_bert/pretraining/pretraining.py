@@ -253,11 +253,13 @@ def build_pretraining(config, distribution=None):
     train_files, eval_files = split_corpus(config.data)
     phases = plan_phases(config)
     total_steps = sum(phase.steps for phase in phases)
+    # A time budget's plan fixes the warmup with the number of updates.
+    optimizer_config = dataclasses.replace(config.optimizer, warmup_steps=config.warmup_steps())
     with distribution.scope():
         backbone = build_backbone(config)
         model = BertPretrainer(backbone, name="bert_pretrainer")
-        schedule = create_schedule(config.optimizer, total_steps)
-        optimizer = create_optimizer(config.optimizer, total_steps, schedule)
+        schedule = create_schedule(optimizer_config, total_steps)
+        optimizer = create_optimizer(optimizer_config, total_steps, schedule)
         compile_pretrainer(
             model,
             optimizer,

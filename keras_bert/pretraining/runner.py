@@ -1,13 +1,16 @@
 """The resumable pre-training loop behind `python -m keras_bert.pretrain`."""
 
 import contextlib
+import dataclasses
 import os
 import signal
 import time
 
 import keras
 import tensorflow as tf
+import yaml
 
+from keras_bert.config_tree import read_yaml
 from keras_bert.errors import ConfigError
 from keras_bert.file_io import (
     FILE_ERRORS,
@@ -31,6 +34,8 @@ from keras_bert.pretraining.pretraining import (
     load_initial_weights,
 )
 from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
+from keras_bert.pretraining.time_budget import describe_end, describe_plan, plan_budget
+from keras_bert.pretraining.training_distribution import create_distribution
 from keras_bert.pretraining.training_monitor import TrainingMonitor
 from keras_bert.pretraining.training_state import TrainingState
 from keras_bert.run_dir import RunLock, refuse_another_run
@@ -39,11 +44,19 @@ from pipelines.corpus import NO_DOCUMENT
 
 
 def run_pretraining(
-    config, distribution=None, verbose="auto", callbacks=(), allow_longer_train_steps=False
+    config,
+    distribution=None,
+    verbose="auto",
+    callbacks=(),
+    allow_longer_train_steps=False,
+    clock=time.monotonic,
 ):
     """Pre-trains BERT as `config` says, resuming from `model_dir` if it can.
 
-    Steps: build the model and optimizer (seeded by `data.seed`); lock
+    Steps: with `train_budget_minutes` and no `budget_plan`, take the plan
+    recorded in `<model_dir>/config.yaml` by the run being resumed, or
+    measure this machine and fix one (`time_budget.plan_budget`); build
+    the model and optimizer (seeded by `data.seed`); lock
     `model_dir` (`RunLock`: a second run on it is refused); write the
     resolved config and the backend and precision it trains under to
     `<model_dir>/config.yaml` or, on a rerun, refuse a config, backend or
@@ -65,12 +78,19 @@ def run_pretraining(
         allow_longer_train_steps: bool. Accept a rerun whose `train_steps`
             exceeds the recorded one (only the last phase may grow); a
             finished run then trains on.
+        clock: callable returning seconds; the time budget's clock.
 
     Returns:
         dict: `"state"` (`TrainingState`), `"eval"` (per phase index, the
         held-out metrics), `"preempted"` (bool), `"pretraining"` and, with
         `fill_mask_probes`, `"fill_mask"` (see `fill_mask_report`).
     """
+    started = clock()
+    if config.train_budget_minutes is not None and config.budget_plan is None:
+        # One distribution for the measurement and the run (a TPU
+        # initialises once).
+        distribution = distribution or create_distribution(config.strategy, config.tpu)
+        config = _with_budget_plan(config, distribution, started, clock)
     pretraining = build_pretraining(config, distribution)
     # Workers of one multi-worker run share `model_dir`; only the chief
     # writes, so only the chief locks.
@@ -87,10 +107,48 @@ def run_pretraining(
     with lock:
         if pretraining.distribution.is_chief:
             record_config(config, allow_longer_train_steps, training_record(pretraining))
-        return _resume_and_train(pretraining, verbose, callbacks)
+        return _resume_and_train(pretraining, verbose, callbacks, started, clock)
 
 
-def _resume_and_train(pretraining, verbose, callbacks):
+def _with_budget_plan(config, distribution, started, clock):
+    """`config` with its `budget_plan`: the one recorded by the run that
+    `model_dir`'s checkpoints belong to, or one measured now."""
+    path, recorded = recorded_budget_plan(config)
+    if path:
+        if recorded is None:
+            # A step-based run's folder: `record_config` refuses the rerun,
+            # naming train_budget_minutes, once the model is built.
+            return config
+        config = dataclasses.replace(config, budget_plan=recorded)
+    else:
+        print(
+            f"Time budget {config.train_budget_minutes:g} min: measuring "
+            "this machine's speed at each phase's shape ...",
+            flush=True,
+        )
+        config = plan_budget(config, distribution, started, clock)
+    print(describe_plan(config, recorded_in=path), flush=True)
+    return config
+
+
+def recorded_budget_plan(config):
+    """`(path, budget_plan)` of `<model_dir>/config.yaml` when checkpoints
+    of it exist (a resumed run keeps their plan; None for a step-based
+    run); `(None, None)` before the first checkpoint (measure afresh)."""
+    path = os.path.join(config.model_dir, "config.yaml")
+    trained = CheckpointManager(
+        os.path.join(config.model_dir, "checkpoints"), is_chief=False
+    ).checkpoints()
+    if not (trained and tf.io.gfile.exists(path)):
+        return None, None
+    try:
+        recorded = read_yaml(path)
+    except (*FILE_ERRORS, yaml.YAMLError, UnicodeDecodeError):
+        return path, None  # `record_config` reports it, in its words.
+    return path, recorded.get("budget_plan") if isinstance(recorded, dict) else None
+
+
+def _resume_and_train(pretraining, verbose, callbacks, started, clock):
     """`run_pretraining` once `model_dir` is ours."""
     config = pretraining.config
     distribution = pretraining.distribution
@@ -139,10 +197,12 @@ def _resume_and_train(pretraining, verbose, callbacks):
         learning_rate_fn=lambda step: float(
             keras.ops.convert_to_numpy(schedule(step * accumulation))
         ),
-        total_steps=config.train_steps,
+        total_steps=config.total_steps() if config.budget_plan else config.train_steps,
         profile_steps=profile,
         enabled=chief,
         verbose=bool(verbose),
+        clock=clock,
+        started=started,
     )
     previous_handlers = checkpointer.install_signal_handlers()
     try:
@@ -181,6 +241,8 @@ def _resume_and_train(pretraining, verbose, callbacks):
                     return results
                 if checkpointer.last_saved_step != state.step:
                     checkpointer.save()
+                if config.train_budget_minutes is not None and phase is pretraining.phases[-1]:
+                    print(describe_end(config, state.step, clock() - started), flush=True)
             results["eval"][phase.index] = evaluate(pretraining, phase.index, monitor, state.step)
             state.phase += 1
             state.phase_micro_step = 0

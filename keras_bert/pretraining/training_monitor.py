@@ -5,6 +5,8 @@ import time
 
 import keras
 
+from keras_bert.pretraining.time_budget import clock_time
+
 # Keras' per-output names for the pre-training losses and metrics.
 LOGGED = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
 
@@ -18,7 +20,9 @@ class TrainingMonitor(keras.callbacks.Callback):
     examples_per_second, tokens_per_second (padded sequence slots) and
     phase. Held-out metrics that `fit` evaluated in the window (`val_*`)
     go to `<log_dir>/eval` as `<metric>_seq<T>`. The console line reads
-    `step 120/300  phase 0 (seq 128)  loss ...  held-out mlm_accuracy ...`.
+    `step 120/300  phase 0 (seq 128)  loss ...  ... seq/s  <elapsed>
+    elapsed, ~<left> left  | held-out mlm_accuracy ...`: the time left is
+    the remaining updates at the window's speed.
     Works on every backend (summaries go through `tf.summary`).
 
     Args:
@@ -30,6 +34,9 @@ class TrainingMonitor(keras.callbacks.Callback):
             TensorFlow and JAX backends; the trace lands in `log_dir`.
         enabled: bool. False on non-chief workers (nothing written).
         verbose: bool. Print the console line.
+        clock: callable returning seconds.
+        started: float or None. The `clock` reading elapsed time counts
+            from (the run's start); None: when the monitor is made.
     """
 
     def __init__(
@@ -41,6 +48,8 @@ class TrainingMonitor(keras.callbacks.Callback):
         profile_steps=None,
         enabled=True,
         verbose=True,
+        clock=time.monotonic,
+        started=None,
     ):
         super().__init__()
         self.log_dir = log_dir
@@ -50,6 +59,8 @@ class TrainingMonitor(keras.callbacks.Callback):
         self.profile_steps = profile_steps
         self.enabled = enabled
         self.verbose = verbose
+        self.clock = clock
+        self.started = clock() if started is None else started
         self.batch_size = None
         self.seq_len = None
         self._writers = {}
@@ -79,11 +90,11 @@ class TrainingMonitor(keras.callbacks.Callback):
         self.seq_len = seq_len
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._window_start = (time.perf_counter(), self.state.micro_step)
+        self._window_start = (time.perf_counter(), self.state.micro_step, self.state.step)
 
     def on_epoch_end(self, epoch, logs=None):
         # Up to the window's last batch: held-out evaluation is not training.
-        start_time, start_micro = self._window_start
+        start_time, start_micro, start_step = self._window_start
         seconds = self._last_batch_end - start_time
         batches = self.state.micro_step - start_micro
         examples_per_second = batches * self.batch_size / max(seconds, 1e-9)
@@ -102,9 +113,14 @@ class TrainingMonitor(keras.callbacks.Callback):
                 "eval", {f"{k}_seq{self.seq_len}": v for k, v in held_out.items()}, self.state.step
             )
         if self.enabled and self.verbose:
-            print(self.console_line(scalars, held_out), flush=True)
+            seconds_per_update = seconds / max(self.state.step - start_step, 1)
+            left = (self.total_steps - self.state.step) * seconds_per_update
+            print(
+                self.console_line(scalars, held_out, self.clock() - self.started, left),
+                flush=True,
+            )
 
-    def console_line(self, scalars, held_out):
+    def console_line(self, scalars, held_out, elapsed_seconds, left_seconds):
         line = (
             f"step {self.state.step}/{self.total_steps}  phase "
             f"{self.phase} (seq {self.seq_len})  "
@@ -112,7 +128,8 @@ class TrainingMonitor(keras.callbacks.Callback):
             f"mlm_accuracy {scalars.get('mlm_accuracy', float('nan')):.3f}  "
             + (f"nsp_accuracy {scalars['nsp_accuracy']:.3f}  " if "nsp_accuracy" in scalars else "")
             + f"lr {scalars['learning_rate']:.2e}  "
-            f"{scalars['examples_per_second']:.0f} seq/s"
+            f"{scalars['examples_per_second']:.0f} seq/s  "
+            f"{clock_time(elapsed_seconds)} elapsed, ~{clock_time(left_seconds)} left"
         )
         if held_out:
             line += (

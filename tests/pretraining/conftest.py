@@ -46,6 +46,7 @@ def tiny_overrides(tmp_path, corpus):
             {"seq_len": 64, "max_predictions": 10, "batch_size": 2, "steps": 3},
         ],
         "train_steps": 9,
+        "train_budget_minutes": None,  # Step-based; time budgets: test_time_budget.py.
         "optimizer.warmup_steps": 2,
         "optimizer.learning_rate": 1e-3,
         "checkpoint.every_steps": 3,

@@ -3,6 +3,7 @@
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -182,6 +183,8 @@ def test_console_lines_held_out_curve_and_fill_mask(tmp_path, tiny_corpus, capsy
     out = capsys.readouterr().out
     assert "step 2/9  phase 0 (seq 32)  loss " in out
     assert "step 8/9  phase 1 (seq 64)" in out
+    # Each step line ends with the time so far and an estimate of the rest.
+    assert re.search(r"seq/s  (\d+ min )?\d+ s elapsed, ~(\d+ min )?\d+ s left", out)
     assert "Epoch" not in out
     # Held-out inside the phases at multiples of 2 (phase ends apart).
     held_out = [line for line in out.splitlines() if "| held-out" in line]
