@@ -105,6 +105,8 @@ def main(argv=None):
         pretrain,
         output=lambda: config.model_dir if config else args.model_dir,
         choose_backend=True,
+        # pipelines report the corpus and the held-out split at INFO.
+        log_format="%(message)s",
         full_disk_advice=FULL_DISK_ADVICE,
         # The first Ctrl-C saves a checkpoint and exits 0; this is the second.
         interrupted="Interrupted without saving; the last checkpoint is the one to resume from.",

@@ -309,7 +309,8 @@ def pretraining_dataset(
     files = corpus.list_files(file_pattern, corpus_format)
     if corpus_format == "tfrecord":
         shards.check_tfrecord_vocabulary(files, tokenizer.vocab_file)
-    logger.info(
+    # DEBUG: one line per dataset (each phase's training and held-out data).
+    logger.debug(
         "Pre-training data: %d %s file(s) from %r.", len(files), corpus_format, file_pattern
     )
 
