@@ -17,6 +17,9 @@ PYTEST_ARGS ?=
 # pipelines and readers, numpy metrics, the README) is marked
 # `backend_independent` and runs once; the rule is in tests/conftest.py.
 BACKEND_DEPENDENT_ONLY := --backend-dependent-only
+# Tests run in one worker process per core (pytest-xdist), a file's tests in
+# one worker, so a module's fixtures are built once.
+PARALLEL := --numprocesses=auto --dist=loadfile
 
 .PHONY: pretrain test lint
 
@@ -38,9 +41,9 @@ pretrain: $(VENV)/.runtime-installed
 	$(BIN)/python -m keras_bert.pretrain $(ARGS)
 
 test: $(VENV)/.dev-installed
-	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest $(PYTEST_ARGS)
-	KERAS_BACKEND=jax $(BIN)/python -m pytest $(BACKEND_DEPENDENT_ONLY) $(PYTEST_ARGS)
-	KERAS_BACKEND=torch $(BIN)/python -m pytest $(BACKEND_DEPENDENT_ONLY) $(PYTEST_ARGS)
+	KERAS_BACKEND=tensorflow $(BIN)/python -m pytest $(PARALLEL) $(PYTEST_ARGS)
+	KERAS_BACKEND=jax $(BIN)/python -m pytest $(PARALLEL) $(BACKEND_DEPENDENT_ONLY) $(PYTEST_ARGS)
+	KERAS_BACKEND=torch $(BIN)/python -m pytest $(PARALLEL) $(BACKEND_DEPENDENT_ONLY) $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff format --check .

@@ -10,8 +10,13 @@ console and the backend choice, the tf.data pipelines and task readers,
 metrics in numpy, conversion name maps, the README and the notebook. A test
 that builds, trains, saves, loads, predicts with or evaluates a model for
 what it checks is backend-dependent and stays unmarked, so it runs under all
-three; an error test that trains first is marked only where the same path
-is trained by a dependent test. Unmarked is the safe default.
+three. A test that trains only on the way to what it checks (an error after
+training, a rerun, a resume after a signal, a full disk, a remote file
+system, a time-budget plan, the console's lines) is marked where the same
+training path is trained, saved, resumed and reloaded by dependent tests
+(the pre-training runner's full run and its seeded repeat-and-resume run,
+the fine-tuning end-to-end and evaluate tests). Unmarked is the safe
+default.
 """
 
 import os

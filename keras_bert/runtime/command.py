@@ -31,6 +31,7 @@ import json
 import os
 import sys
 
+from keras_bert.runtime.allocator import keep_freed_memory_for_jax
 from keras_bert.runtime.backend import backend_variable_problem, use_fastest_backend
 from keras_bert.runtime.console import configure_logging, import_tensorflow_quietly
 
@@ -46,9 +47,12 @@ RERUN_ADVICE = (
 def start_up(choose_backend=False):
     """Prepares the process for Keras: the measured fastest backend when
     `choose_backend` (the training commands) and `KERAS_BACKEND` is unset,
-    then a quiet TensorFlow import. Both must come before Keras loads."""
+    glibc's allocator set to reuse freed blocks under JAX
+    (`runtime.allocator`), then a quiet TensorFlow import. All must come
+    before Keras loads."""
     if choose_backend:
         use_fastest_backend()
+    keep_freed_memory_for_jax()
     import_tensorflow_quietly()
 
 

@@ -182,6 +182,7 @@ def folder_bytes(folder):
 
 # A previous output takes 20k of a tmpfs (4k pages): 24k leaves no room for the
 # new model.safetensors (safetensors' own error type), 32k for its config.json.
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("size", ["24k", "32k"])
 def test_full_disk_keeps_the_previous_hugging_face_folder(tmp_path, small_disk, size):
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
@@ -198,6 +199,7 @@ def test_full_disk_keeps_the_previous_hugging_face_folder(tmp_path, small_disk, 
     assert folder_bytes(hf) == before
 
 
+@pytest.mark.backend_independent
 def test_full_disk_is_one_line(tmp_path, small_disk):
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     disk = small_disk("8k")
@@ -384,6 +386,7 @@ def test_with_and_without_heads_exclude_each_other(capsys):
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+@pytest.mark.backend_independent
 def test_destination_is_never_the_source_or_a_runs_model(tmp_path, capsys):
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     source = str(tmp_path / "m.keras")

@@ -345,6 +345,7 @@ def test_model_dir_of_another_run_is_left_alone(
     assert {p.name: p.read_bytes() for p in model_dir.iterdir() if p.is_file()} == before
 
 
+@pytest.mark.backend_independent
 def test_same_task_reruns_into_its_folder(checkpoint, fixtures, tmp_path):
     finetune("sst2", fixtures / "glue", checkpoint, tmp_path)
     finetune("sst2", fixtures / "glue", checkpoint, tmp_path, "training.seed=1")
@@ -405,6 +406,7 @@ def test_missing_vocabulary_needs_vocab_flag(fixtures, tmp_path, capsys):
     assert "pass --vocab" in capsys.readouterr().err
 
 
+@pytest.mark.backend_independent
 def test_vocab_flag_is_copied_into_the_model_folder(fixtures, tmp_path):
     backbone = BertBackbone(
         vocabulary_size=174, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16
@@ -653,6 +655,7 @@ def copy_to_ram(ram_dir, checkpoint, fixtures):
     ] + [arg for item in QUICK for arg in ("--set", item)]
 
 
+@pytest.mark.backend_independent
 def test_data_checkpoint_and_model_dir_on_a_remote_file_system(checkpoint, fixtures, ram_dir):
     import tensorflow as tf
 
@@ -679,6 +682,7 @@ def test_data_checkpoint_and_model_dir_on_a_remote_file_system(checkpoint, fixtu
     assert not tf.io.gfile.exists(f"{run}/finetune.lock")  # Released.
 
 
+@pytest.mark.backend_independent
 @pytest.mark.skipif(
     keras.backend.backend() != "tensorflow",
     reason="under JAX and PyTorch the SavedModel is written by a child "

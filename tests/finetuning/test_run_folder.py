@@ -2,7 +2,11 @@
 over no file the user did not name for writing (`run_dir.check_output`),
 score only a folder whose config, model and vocabulary belong together
 (`inference.check_run_parts`), and a rerun never leaves the old run's
-outputs beside the new model (`run_dir.PreviousRun`)."""
+outputs beside the new model (`run_dir.PreviousRun`).
+
+Run once, under TensorFlow: what these check is file and folder handling;
+fine-tuning, saving and loading under each backend are checked by
+test_finetune_cli.py, test_evaluate_cli.py and test_predict_cli.py."""
 
 import json
 import os
@@ -14,6 +18,8 @@ from keras_bert.evaluate import main as evaluate
 from keras_bert.finetune import main as finetune_main
 from keras_bert.predict import main as predict
 from tests.finetuning.test_finetune_cli import QUICK, finetune
+
+pytestmark = pytest.mark.backend_independent
 
 
 @pytest.fixture(scope="module")

@@ -135,6 +135,7 @@ class SignalAt(keras.callbacks.Callback):
             os.kill(os.getpid(), self.signum)
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_then_resume_matches_uninterrupted_run(full_run, tmp_path, tiny_corpus, signum):
     reference = full_run[1]["pretraining"].model
@@ -175,6 +176,7 @@ def test_signal_then_resume_matches_uninterrupted_run(full_run, tmp_path, tiny_c
     assert not any(second["eval"].values())  # eval_steps=0
 
 
+@pytest.mark.backend_independent
 def test_console_lines_held_out_curve_and_fill_mask(tmp_path, tiny_corpus, capsys):
     config = tiny_config(
         tmp_path, tiny_corpus, eval_every_steps=2, fill_mask_probes=["the [MASK] of the [MASK] ."]
@@ -223,6 +225,7 @@ def test_fill_mask_reads_each_mask_position():
         assert len(fillers) == 3
 
 
+@pytest.mark.backend_independent
 def test_rerun_after_kill_during_export_finishes(tmp_path, tiny_corpus, monkeypatch):
     from keras_bert.pretraining import runner as pretraining_runner
 
@@ -273,6 +276,7 @@ def test_second_run_on_a_locked_model_dir_is_refused(tmp_path, tiny_corpus, caps
     assert lock.exists()
 
 
+@pytest.mark.backend_independent
 def test_stale_lock_is_taken_over(full_run, tmp_path, tiny_corpus, capsys):
     import socket
     import subprocess
@@ -287,6 +291,7 @@ def test_stale_lock_is_taken_over(full_run, tmp_path, tiny_corpus, capsys):
     assert not lock.exists()  # Released at the end.
 
 
+@pytest.mark.backend_independent
 def test_corrupt_newest_checkpoint_falls_back_to_the_one_before(
     full_run, tmp_path, tiny_corpus, capsys
 ):
@@ -313,6 +318,7 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_one_before(
         run_pretraining(config, verbose=0)
 
 
+@pytest.mark.backend_independent
 def test_rerun_with_a_config_that_changes_training_is_refused(
     full_run, tmp_path, tiny_corpus, capsys
 ):
@@ -505,6 +511,7 @@ def small_vocabulary(tmp_path):
     return str(path)
 
 
+@pytest.mark.backend_independent
 def test_custom_vocabulary_sizes_the_model_and_exports(tmp_path, tiny_corpus):
     from keras_bert.serving import export_for_serving
 
@@ -636,6 +643,7 @@ def test_checkpoint_left_incomplete_by_a_crash_is_removed_on_start(ram_dir):
     assert tf.io.gfile.listdir(directory) == ["ckpt-00000003"]
 
 
+@pytest.mark.backend_independent
 def test_full_disk_is_one_line_and_leaves_no_partial_checkpoint(tmp_path, tiny_corpus, small_disk):
     # 3 MiB: full at the first checkpoint of the tiny model.
     model_dir = small_disk("3m") / "run"
@@ -711,6 +719,7 @@ def test_data_seed_makes_runs_repeat_and_resume_exactly(tmp_path, tiny_corpus):
         )
 
 
+@pytest.mark.backend_independent
 def test_longer_train_steps_only_with_the_flag(full_run, tmp_path, tiny_corpus, capsys):
     from keras_bert import pretrain
 
@@ -739,6 +748,7 @@ def test_longer_train_steps_only_with_the_flag(full_run, tmp_path, tiny_corpus, 
     assert state["step"] == 11 and state["finished"] and state["phase"] == 2
 
 
+@pytest.mark.backend_independent
 def test_run_on_a_remote_file_system_resumes_after_an_interruption(ram_dir, tmp_path, tiny_corpus):
     """Corpus, vocabulary and model_dir on `ram://`, which stands in for
     `gs://`: paths with a scheme, no directory rename."""

@@ -191,6 +191,7 @@ class TickingClock:
         return self.now
 
 
+@pytest.mark.backend_independent
 def test_measure_phases_times_the_updates_after_the_warm_ones(tmp_path, tiny_corpus):
     config = tiny_config(tmp_path, tiny_corpus, train_budget_minutes=1.0)
     from keras_bert.pretraining import create_distribution
@@ -200,6 +201,7 @@ def test_measure_phases_times_the_updates_after_the_warm_ones(tmp_path, tiny_cor
     assert speeds == [1.0, 1.0] and startup == [0.0, 0.0]
 
 
+@pytest.mark.backend_independent
 def test_resumed_run_keeps_the_recorded_plan(tmp_path, tiny_corpus, monkeypatch, capsys):
     # Measured: 1 s per update at 32 tokens, 2 s at 64; no start-up time.
     monkeypatch.setattr(
@@ -238,6 +240,7 @@ def test_resumed_run_keeps_the_recorded_plan(tmp_path, tiny_corpus, monkeypatch,
     assert yaml.safe_load(open(os.path.join(config.model_dir, "config.yaml"))) == recorded
 
 
+@pytest.mark.backend_independent
 def test_budgeted_rerun_of_a_step_based_folder_is_refused(tmp_path, tiny_corpus, monkeypatch):
     config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
     run_pretraining(config, verbose=0, callbacks=[SignalAt(1, signal.SIGTERM)])

@@ -228,6 +228,7 @@ def test_probe_command_names_what_exists():
     tree = ast.parse(fastest_backend.PROBE_COMMAND)
     imports = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     assert [node.module for node in imports] == [
+        "keras_bert.runtime.allocator",
         "keras_bert.runtime.backend",
         "keras_bert.pretraining.step_probe",
     ]
