@@ -218,13 +218,15 @@ def plan_phases(config):
     return phases
 
 
-def build_pretraining(config, distribution=None):
+def build_pretraining(config, distribution=None, corpus_split=None):
     """Builds the compiled model and per-phase datasets of a config.
 
     Args:
         config: `PretrainingConfig` (see `load_pretraining_config`).
         distribution: `TrainingDistribution` or None to create one from
             `config.strategy` / `config.tpu`.
+        corpus_split: `(train_files, eval_files)` already made by
+            `split_corpus(config.data)`, or None to make it.
 
     Returns:
         `Pretraining`. `phases[i].dataset(skip_batches=0)` builds phase i's
@@ -250,7 +252,7 @@ def build_pretraining(config, distribution=None):
             "float16 matmul, and XLA's CPU code has none at all); use "
             "mixed_bfloat16 or float32."
         )
-    train_files, eval_files = split_corpus(config.data)
+    train_files, eval_files = corpus_split or split_corpus(config.data)
     phases = plan_phases(config)
     total_steps = sum(phase.steps for phase in phases)
     # A time budget's plan fixes the warmup with the number of updates.

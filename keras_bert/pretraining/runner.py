@@ -86,12 +86,13 @@ def run_pretraining(
         `fill_mask_probes`, `"fill_mask"` (see `fill_mask_report`).
     """
     started = clock()
+    corpus_split = None
     if config.train_budget_minutes is not None and config.budget_plan is None:
         # One distribution for the measurement and the run (a TPU
         # initialises once).
         distribution = distribution or create_distribution(config.strategy, config.tpu)
-        config = _with_budget_plan(config, distribution, started, clock)
-    pretraining = build_pretraining(config, distribution)
+        config, corpus_split = _with_budget_plan(config, distribution, started, clock)
+    pretraining = build_pretraining(config, distribution, corpus_split)
     # Workers of one multi-worker run share `model_dir`; only the chief
     # writes, so only the chief locks.
     lock = contextlib.nullcontext()
@@ -111,14 +112,16 @@ def run_pretraining(
 
 
 def _with_budget_plan(config, distribution, started, clock):
-    """`config` with its `budget_plan`: the one recorded by the run that
-    `model_dir`'s checkpoints belong to, or one measured now."""
+    """`(config, corpus_split)`: `config` with its `budget_plan`, the one
+    recorded by the run that `model_dir`'s checkpoints belong to (no
+    split yet: None) or one measured now (on the split returned)."""
     path, recorded = recorded_budget_plan(config)
+    corpus_split = None
     if path:
         if recorded is None:
             # A step-based run's folder: `record_config` refuses the rerun,
             # naming train_budget_minutes, once the model is built.
-            return config
+            return config, None
         config = dataclasses.replace(config, budget_plan=recorded)
     else:
         print(
@@ -126,9 +129,9 @@ def _with_budget_plan(config, distribution, started, clock):
             "this machine's speed at each phase's shape ...",
             flush=True,
         )
-        config = plan_budget(config, distribution, started, clock)
+        config, corpus_split = plan_budget(config, distribution, started, clock)
     print(describe_plan(config, recorded_in=path), flush=True)
-    return config
+    return config, corpus_split
 
 
 def recorded_budget_plan(config):

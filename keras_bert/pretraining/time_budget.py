@@ -124,13 +124,13 @@ class _UpdateClock(keras.callbacks.Callback):
         self.ends.append(self.clock())
 
 
-def measure_phases(config, distribution, clock=time.monotonic):
+def measure_phases(config, distribution, corpus_split, clock=time.monotonic):
     """`(seconds_per_update, startup_seconds)`, per phase, measured on a
     throwaway copy of the run's model and input pipeline (the run itself
     then starts from step 0 exactly as a step-based run would)."""
     from keras_bert.pretraining.pretraining import build_pretraining
 
-    probe = build_pretraining(config, distribution)
+    probe = build_pretraining(config, distribution, corpus_split)
     accumulation = config.optimizer.gradient_accumulation_steps
     per_update, startup = [], []
     for phase in probe.phases:
@@ -152,9 +152,15 @@ def measure_phases(config, distribution, clock=time.monotonic):
 
 
 def plan_budget(config, distribution, started, clock=time.monotonic):
-    """`config` with the `budget_plan` that fits `train_budget_minutes`
-    from `started` (a `clock` reading), measured on this machine."""
-    seconds_per_update, startup = measure_phases(config, distribution, clock)
+    """`(config, corpus_split)`: `config` with the `budget_plan` that fits
+    `train_budget_minutes` from `started` (a `clock` reading), measured on
+    this machine, and the `split_corpus` it was measured on, for the run
+    to reuse (split once, reported once)."""
+    from keras_bert.pretraining.pretraining import split_corpus
+
+    config.validate()
+    corpus_split = split_corpus(config.data)
+    seconds_per_update, startup = measure_phases(config, distribution, corpus_split, clock)
     plan = fix_plan(
         config.train_budget_minutes * 60,
         clock() - started,
@@ -164,7 +170,7 @@ def plan_budget(config, distribution, started, clock=time.monotonic):
         config.optimizer.warmup_steps,
         evaluation_seconds(config, seconds_per_update),
     )
-    return dataclasses.replace(config, budget_plan=plan)
+    return dataclasses.replace(config, budget_plan=plan), corpus_split
 
 
 def describe_plan(config, recorded_in=None):

@@ -10,7 +10,9 @@ import pytest
 import yaml
 
 from keras_bert.pretraining import CheckpointManager, ConfigError, run_pretraining, time_budget
+from keras_bert.pretraining import pretraining as pretraining_module
 from keras_bert.pretraining.config import check_rerun_config, load_pretraining_config, write_config
+from keras_bert.pretraining.pretraining import split_corpus
 from keras_bert.pretraining.time_budget import (
     describe_end,
     describe_plan,
@@ -196,7 +198,9 @@ def test_measure_phases_times_the_updates_after_the_warm_ones(tmp_path, tiny_cor
     config = tiny_config(tmp_path, tiny_corpus, train_budget_minutes=1.0)
     from keras_bert.pretraining import create_distribution
 
-    speeds, startup = measure_phases(config, create_distribution("auto"), TickingClock())
+    speeds, startup = measure_phases(
+        config, create_distribution("auto"), split_corpus(config.data), TickingClock()
+    )
     # One reading at the start of each phase, one per update: 1 s each.
     assert speeds == [1.0, 1.0] and startup == [0.0, 0.0]
 
@@ -204,16 +208,19 @@ def test_measure_phases_times_the_updates_after_the_warm_ones(tmp_path, tiny_cor
 @pytest.mark.backend_independent
 def test_resumed_run_keeps_the_recorded_plan(tmp_path, tiny_corpus, monkeypatch, capsys):
     # Measured: 1 s per update at 32 tokens, 2 s at 64; no start-up time.
-    monkeypatch.setattr(
-        time_budget, "measure_phases", lambda config, distribution, clock: ([1.0, 2.0], [0.0, 0.0])
-    )
+    monkeypatch.setattr(time_budget, "measure_phases", lambda *args: ([1.0, 2.0], [0.0, 0.0]))
     frozen = lambda: 0.0  # noqa: E731 - the budget's clock, stopped.
+    splits = []
+    monkeypatch.setattr(
+        pretraining_module, "split_corpus", lambda data: splits.append(data) or split_corpus(data)
+    )
     # The recipe: 6 + 3 updates, warmup 2. A recipe update takes 4/3 s, so
     # 6 s of budget fit 4 updates: 3 + 1, warmup 1.
     config = tiny_config(tmp_path, tiny_corpus, train_budget_minutes=0.1, eval_steps=0)
     keras.utils.set_random_seed(7)
     first = run_pretraining(config, verbose=0, callbacks=[SignalAt(1)], clock=frozen)
     assert first["preempted"] and first["state"].step == 2
+    assert len(splits) == 1  # the plan's measurement and the run share one split
     recorded = yaml.safe_load(open(os.path.join(config.model_dir, "config.yaml")))
     plan = {"phase_steps": [3, 1], "warmup_steps": 1, "seconds_per_update": [1.0, 2.0]}
     assert recorded["budget_plan"] == plan and recorded["train_steps"] == 9
@@ -229,6 +236,7 @@ def test_resumed_run_keeps_the_recorded_plan(tmp_path, tiny_corpus, monkeypatch,
     keras.utils.set_random_seed(7)
     second = run_pretraining(config, verbose=0, clock=frozen)
     assert second["state"].step == 4 and second["state"].finished
+    assert len(splits) == 2
     assert second["pretraining"].config.budget_plan == plan
     schedule = second["pretraining"].schedule
     assert (schedule.warmup_steps, schedule.total_steps) == (1, 4)
