@@ -113,9 +113,11 @@ class PretrainingConfig:
             (`keras_bert.pretraining.time_budget`; docs/pretraining.md,
             "A time budget").
         budget_plan: dict or None. The plan a budgeted run fixed,
-            `{phase_steps, warmup_steps, seconds_per_update}`, recorded in
-            `config.yaml`: a resumed run, or a run of that file elsewhere,
-            follows it instead of measuring again.
+            `{phase_steps, warmup_steps, seconds_per_update, batch_sizes}`
+            (the global batch each phase trains at: the recipe's, or a
+            power-of-two fraction of it when too few updates fit),
+            recorded in `config.yaml`: a resumed run, or a run of that file
+            elsewhere, follows it instead of measuring again.
         optimizer: `OptimizerConfig`.
         checkpoint: `CheckpointConfig`.
         precision: `"float32"`, `"mixed_bfloat16"` or `"mixed_float16"`
@@ -193,6 +195,13 @@ class PretrainingConfig:
                 steps.append(int(round(phase.fraction * shared)))
                 given += steps[-1]
         return steps
+
+    def phase_batch_sizes(self):
+        """Global batch per phase: `budget_plan`'s when there is one, else
+        the phases'."""
+        if self.budget_plan is not None:
+            return list(self.budget_plan["batch_sizes"])
+        return [p.batch_size for p in self.phases]
 
     def total_steps(self):
         """Optimizer updates of the whole run."""
@@ -330,6 +339,13 @@ class PretrainingConfig:
             "`budget_plan.seconds_per_update` needs one number > 0 per phase. "
             f"Received: {speeds!r}",
         )
+        batches = plan["batch_sizes"]
+        check(
+            isinstance(batches, list)
+            and len(batches) == len(self.phases)
+            and all(isinstance(b, int) and b >= 1 for b in batches),
+            f"`budget_plan.batch_sizes` needs one global batch >= 1 per phase. Received: {batches!r}",
+        )
         warmup = plan["warmup_steps"]
         check(
             isinstance(warmup, int) and 0 <= warmup <= sum(steps),
@@ -350,7 +366,7 @@ def _share(low, high, closed):
     )
 
 
-BUDGET_PLAN_KEYS = ("phase_steps", "warmup_steps", "seconds_per_update")
+BUDGET_PLAN_KEYS = ("phase_steps", "warmup_steps", "seconds_per_update", "batch_sizes")
 
 # What each key may hold; `validate` adds the checks across keys.
 SCHEMA = Schema(

@@ -90,12 +90,13 @@ class Pretraining:
     eval_files: list
 
     def eval_dataset(self, phase_index=-1):
-        """Held-out batches shaped like phase `phase_index`'s, same masks
+        """Held-out batches shaped like phase `phase_index`'s in the
+        recipe (its batch even where a time budget trains at a smaller
+        one, so every plan is scored on the same sequences), same masks
         every call (fixed seed, no shuffling)."""
-        phase = self.phases[phase_index]
         return _distributed_dataset(
             self.config,
-            phase.config,
+            self.config.phases[phase_index],
             self.eval_files,
             self.distribution,
             shuffle=False,
@@ -209,10 +210,13 @@ def split_corpus(data):
 
 
 def plan_phases(config):
-    """`PretrainingPhase`s (without datasets) for `config.phases`."""
+    """`PretrainingPhase`s (without datasets) for `config.phases`, at the
+    batches a time budget's plan fixed, if any."""
     accumulation = config.optimizer.gradient_accumulation_steps
     phases, first = [], 0
-    for index, (phase, steps) in enumerate(zip(config.phases, config.phase_steps())):
+    planned = zip(config.phases, config.phase_steps(), config.phase_batch_sizes())
+    for index, (phase, steps, batch_size) in enumerate(planned):
+        phase = dataclasses.replace(phase, batch_size=batch_size)
         phases.append(PretrainingPhase(index, phase, steps, steps * accumulation, first))
         first += steps
     return phases

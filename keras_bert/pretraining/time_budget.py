@@ -29,6 +29,12 @@ from keras_bert.errors import ConfigError
 # filling the input pipeline happen in the first), then updates timed.
 WARM_UPDATES = 2
 TIMED_UPDATES = 8
+# A schedule shrunk below this share of the recipe's updates stays on the
+# unigram plateau at the recipe's batch (BENCHMARKS.md#the-default-run), so
+# the plan halves every phase's batch, up to MAX_BATCH_DIVISOR times over,
+# to buy more updates in the same time.
+SHARE_OF_RECIPE_UPDATES = 0.5
+MAX_BATCH_DIVISOR = 4
 
 
 def scale_steps(recipe_steps, total):
@@ -51,6 +57,7 @@ def fix_plan(
     startup_seconds,
     recipe_steps,
     warmup_steps,
+    batch_sizes,
     evaluation_seconds=0.0,
 ):
     """The updates per phase and the warmup that fit a time budget.
@@ -69,11 +76,12 @@ def fix_plan(
             costs beyond its updates (tracing or compiling, the pipeline).
         recipe_steps: list of int. The step-based recipe's updates per phase.
         warmup_steps: int. The recipe's warmup.
+        batch_sizes: list of int, per phase: the global batches measured.
         evaluation_seconds: float. Held-out evaluations during training.
 
     Returns:
         The `budget_plan` dict: `phase_steps`, `warmup_steps`,
-        `seconds_per_update`.
+        `seconds_per_update`, `batch_sizes`.
 
     Raises:
         ConfigError: the budget leaves no time for one update per phase.
@@ -95,7 +103,26 @@ def fix_plan(
         "phase_steps": scale_steps(recipe_steps, total),
         "warmup_steps": int(round(warmup_steps * total / recipe_total)),
         "seconds_per_update": [round(float(t), 4) for t in seconds_per_update],
+        "batch_sizes": list(batch_sizes),
     }
+
+
+def batch_divisor(updates, recipe_updates, batch_sizes, num_replicas):
+    """What to divide every phase's batch by: 1 when `updates` (those
+    that fit at the recipe's batches) reach `SHARE_OF_RECIPE_UPDATES` of
+    `recipe_updates`; else the smallest power of two, at most
+    `MAX_BATCH_DIVISOR`, that would reach it if an update's time followed
+    its batch, and that leaves every batch a multiple of `num_replicas`.
+    The plan then measures the smaller batches: an update's time has a
+    part that does not shrink with the batch."""
+    divisor = 1
+    while (
+        updates * divisor < SHARE_OF_RECIPE_UPDATES * recipe_updates
+        and divisor < MAX_BATCH_DIVISOR
+        and all(b % (2 * divisor * num_replicas) == 0 for b in batch_sizes)
+    ):
+        divisor *= 2
+    return divisor
 
 
 def evaluation_seconds(config, seconds_per_update):
@@ -124,13 +151,17 @@ class _UpdateClock(keras.callbacks.Callback):
         self.ends.append(self.clock())
 
 
-def measure_phases(config, distribution, corpus_split, clock=time.monotonic):
-    """`(seconds_per_update, startup_seconds)`, per phase, measured on a
-    throwaway copy of the run's model and input pipeline (the run itself
-    then starts from step 0 exactly as a step-based run would)."""
+def measure_phases(config, distribution, corpus_split, batch_sizes, clock=time.monotonic):
+    """`(seconds_per_update, startup_seconds)`, per phase at its global
+    batch in `batch_sizes`, measured on a throwaway copy of the run's model
+    and input pipeline (the run itself then starts from step 0 exactly as a
+    step-based run would)."""
     from keras_bert.pretraining.pretraining import build_pretraining
 
-    probe = build_pretraining(config, distribution, corpus_split)
+    phases = [dataclasses.replace(p, batch_size=b) for p, b in zip(config.phases, batch_sizes)]
+    probe = build_pretraining(
+        dataclasses.replace(config, phases=phases), distribution, corpus_split
+    )
     accumulation = config.optimizer.gradient_accumulation_steps
     per_update, startup = [], []
     for phase in probe.phases:
@@ -160,16 +191,32 @@ def plan_budget(config, distribution, started, clock=time.monotonic):
 
     config.validate()
     corpus_split = split_corpus(config.data)
-    seconds_per_update, startup = measure_phases(config, distribution, corpus_split, clock)
-    plan = fix_plan(
-        config.train_budget_minutes * 60,
-        clock() - started,
-        seconds_per_update,
-        startup,
-        config.recipe_steps(),
-        config.optimizer.warmup_steps,
-        evaluation_seconds(config, seconds_per_update),
+    recipe_batches = [p.batch_size for p in config.phases]
+
+    def plan_at(batch_sizes):
+        seconds_per_update, startup = measure_phases(
+            config, distribution, corpus_split, batch_sizes, clock
+        )
+        return fix_plan(
+            config.train_budget_minutes * 60,
+            clock() - started,
+            seconds_per_update,
+            startup,
+            config.recipe_steps(),
+            config.optimizer.warmup_steps,
+            batch_sizes,
+            evaluation_seconds(config, seconds_per_update),
+        )
+
+    plan = plan_at(recipe_batches)
+    divisor = batch_divisor(
+        sum(plan["phase_steps"]),
+        sum(config.recipe_steps()),
+        recipe_batches,
+        distribution.num_replicas,
     )
+    if divisor > 1:
+        plan = plan_at([b // divisor for b in recipe_batches])
     return dataclasses.replace(config, budget_plan=plan), corpus_split
 
 
@@ -192,6 +239,13 @@ def describe_plan(config, recorded_in=None):
         f"{n:,} at {p.seq_len}" + (" tokens" if i == 0 else "")
         for i, (n, p) in enumerate(zip(steps, config.phases))
     )
+    recipe_batches = [p.batch_size for p in config.phases]
+    if plan["batch_sizes"] != recipe_batches:
+        fit += (
+            f" at global batch {', '.join(map(str, plan['batch_sizes']))} (the recipe's "
+            f"{', '.join(map(str, recipe_batches))} ÷ {recipe_batches[0] // plan['batch_sizes'][0]}: "
+            "at those, fewer than half its updates fit)"
+        )
     return (
         f"Time budget {config.train_budget_minutes:g} min: {fit}: {phases} "
         f"(warmup {plan['warmup_steps']:,}; {_seconds(speeds)} s per update "
