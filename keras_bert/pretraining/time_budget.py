@@ -4,8 +4,9 @@ The processor under a run changes from one machine to the next (a Zen 3
 with AVX2 and a Zen 5 with AVX512-BF16 were seen ~4x apart), so a
 step-based recipe's wall time does too. A budgeted run instead measures
 how long one update takes at each phase's shape on this machine, then
-fixes, before its first update, how many updates each phase gets and the
-learning-rate schedule over them, as Cramming (Geiping & Goldstein 2022)
+fixes, before its first update, how many updates each phase gets (at a
+smaller batch when too few fit at the recipe's) and the learning-rate
+schedule over them, as Cramming (Geiping & Goldstein 2022)
 ties its schedule to a time budget. The plan is fixed, not adjusted on the
 way: warmup and linear decay to 0 need the total up front. It is recorded
 in `config.yaml` (`budget_plan`), so a resumed run follows it.
@@ -29,10 +30,11 @@ from keras_bert.errors import ConfigError
 # filling the input pipeline happen in the first), then updates timed.
 WARM_UPDATES = 2
 TIMED_UPDATES = 8
-# A schedule shrunk below this share of the recipe's updates stays on the
-# unigram plateau at the recipe's batch (BENCHMARKS.md#the-default-run), so
-# the plan halves every phase's batch, up to MAX_BATCH_DIVISOR times over,
-# to buy more updates in the same time.
+# A schedule shrunk below this share of the recipe's updates, at the
+# recipe's batch, ends about where it started, predicting the most frequent
+# tokens; smaller batches in the same time do better
+# (BENCHMARKS.md#the-default-run). So the plan halves every phase's batch,
+# up to MAX_BATCH_DIVISOR times over, to buy more updates.
 SHARE_OF_RECIPE_UPDATES = 0.5
 MAX_BATCH_DIVISOR = 4
 
