@@ -135,10 +135,8 @@ class SignalAt(keras.callbacks.Callback):
             os.kill(os.getpid(), self.signum)
 
 
-@pytest.mark.backend_independent
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_signal_then_resume_matches_uninterrupted_run(full_run, tmp_path, tiny_corpus, signum):
-    reference = full_run[1]["pretraining"].model
+def interrupted_run(tmp_path, tiny_corpus, signum):
+    """A tiny run sent `signum` after update 4: it saves and returns."""
     keras.utils.set_random_seed(7)
     # No evaluation: it does not touch the weights, and it halves the time.
     config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
@@ -151,6 +149,19 @@ def test_signal_then_resume_matches_uninterrupted_run(full_run, tmp_path, tiny_c
     # The flag is seen at the next batch boundary: saved after update 5.
     latest = CheckpointManager(os.path.join(config.model_dir, "checkpoints")).latest()
     assert json.load(open(os.path.join(latest, "state.json")))["step"] == 5
+    return config
+
+
+@pytest.mark.backend_independent
+def test_ctrl_c_saves_and_stops_as_sigterm_does(tmp_path, tiny_corpus):
+    # The same flag and checkpoint; the resume after it is the one below.
+    interrupted_run(tmp_path, tiny_corpus, signal.SIGINT)
+
+
+@pytest.mark.backend_independent
+def test_signal_then_resume_matches_uninterrupted_run(full_run, tmp_path, tiny_corpus):
+    reference = full_run[1]["pretraining"].model
+    config = interrupted_run(tmp_path, tiny_corpus, signal.SIGTERM)
 
     # Same global seed as the first run: `pipelines` derives its stateless
     # mask seeds from `data.seed` *and* TensorFlow's global seed (a fresh
