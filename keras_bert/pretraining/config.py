@@ -198,9 +198,14 @@ class PretrainingConfig:
 
     def phase_batch_sizes(self):
         """Global batch per phase: `budget_plan`'s when there is one, else
-        the phases'."""
+        the recipe's."""
         if self.budget_plan is not None:
             return list(self.budget_plan["batch_sizes"])
+        return self.recipe_batch_sizes()
+
+    def recipe_batch_sizes(self):
+        """Global batch per phase as the phases give them, whatever the
+        budget."""
         return [p.batch_size for p in self.phases]
 
     def total_steps(self):

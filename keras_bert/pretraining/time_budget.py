@@ -193,7 +193,7 @@ def plan_budget(config, distribution, started, clock=time.monotonic):
 
     config.validate()
     corpus_split = split_corpus(config.data)
-    recipe_batches = [p.batch_size for p in config.phases]
+    recipe_batches = config.recipe_batch_sizes()
 
     def plan_at(batch_sizes):
         seconds_per_update, startup = measure_phases(
@@ -241,7 +241,7 @@ def describe_plan(config, recorded_in=None):
         f"{n:,} at {p.seq_len}" + (" tokens" if i == 0 else "")
         for i, (n, p) in enumerate(zip(steps, config.phases))
     )
-    recipe_batches = [p.batch_size for p in config.phases]
+    recipe_batches = config.recipe_batch_sizes()
     if plan["batch_sizes"] != recipe_batches:
         fit += (
             f" at global batch {', '.join(map(str, plan['batch_sizes']))} (the recipe's "
