@@ -103,21 +103,14 @@ class PretrainingConfig:
         phases: list of `PhaseConfig`, run in order with one optimizer and
             one learning-rate schedule.
         train_steps: int. Optimizer updates over all phases; phases given
-            by `fraction` share it. With `train_budget_minutes`, the most
-            updates the budget may schedule.
+            by `fraction` share it. With `train_budget_minutes`, the length
+            of the schedule that the budget runs on its clock.
         train_budget_minutes: float or None. None: the run is step-based
-            (`train_steps`). A number: the run measures its updates' speed
-            at each phase's shape and fixes the number of updates (at most
-            `train_steps`, in the phases' proportions, warmup scaled alike)
-            that fit this many minutes from its start to its last update
-            (`keras_bert.pretraining.time_budget`; docs/pretraining.md,
-            "A time budget").
-        budget_plan: dict or None. The plan a budgeted run fixed,
-            `{phase_steps, warmup_steps, seconds_per_update, batch_sizes}`
-            (the global batch each phase trains at: the recipe's, or a
-            power-of-two fraction of it when too few updates fit),
-            recorded in `config.yaml`: a resumed run, or a run of that file
-            elsewhere, follows it instead of measuring again.
+            (`train_steps`). A number: the run follows the recipe's
+            schedule (learning rate, phases) by the share of this many
+            minutes spent, from its start to its last update, and stops
+            when they are spent (`keras_bert.pretraining.time_budget`;
+            docs/pretraining.md, "A time budget").
         optimizer: `OptimizerConfig`.
         checkpoint: `CheckpointConfig`.
         precision: `"float32"`, `"mixed_bfloat16"` or `"mixed_float16"`
@@ -156,7 +149,6 @@ class PretrainingConfig:
     )
     train_steps: int = 1_000_000
     train_budget_minutes: typing.Optional[float] = None
-    budget_plan: typing.Optional[dict] = None
     optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
     precision: str = "float32"
@@ -172,11 +164,9 @@ class PretrainingConfig:
     model_dir: str = "runs/pretrain_default"
 
     def phase_steps(self):
-        """Optimizer updates per phase: `budget_plan`'s when there is one;
-        else fractions are rounded, the last fraction-sized phase taking
-        what rounding left."""
-        if self.budget_plan is not None:
-            return list(self.budget_plan["phase_steps"])
+        """Optimizer updates per phase: fractions are rounded, the last
+        fraction-sized phase taking what rounding left. A budgeted run
+        follows them on its clock (recipe steps, not updates)."""
         return self.recipe_steps()
 
     def recipe_steps(self):
@@ -196,27 +186,9 @@ class PretrainingConfig:
                 given += steps[-1]
         return steps
 
-    def phase_batch_sizes(self):
-        """Global batch per phase: `budget_plan`'s when there is one, else
-        the recipe's."""
-        if self.budget_plan is not None:
-            return list(self.budget_plan["batch_sizes"])
-        return self.recipe_batch_sizes()
-
-    def recipe_batch_sizes(self):
-        """Global batch per phase as the phases give them, whatever the
-        budget."""
-        return [p.batch_size for p in self.phases]
-
     def total_steps(self):
-        """Optimizer updates of the whole run."""
+        """Optimizer updates of the whole (step-based) run."""
         return sum(self.phase_steps())
-
-    def warmup_steps(self):
-        """Warmup updates: `budget_plan`'s, else `optimizer.warmup_steps`."""
-        if self.budget_plan is not None:
-            return self.budget_plan["warmup_steps"]
-        return self.optimizer.warmup_steps
 
     def validate(self):
         """Raises `ConfigError` naming the first bad value: `SCHEMA`'s
@@ -297,16 +269,11 @@ class PretrainingConfig:
             f"train_steps={self.train_steps}",
         )
         check(
-            self.train_budget_minutes is None
-            or self.budget_plan is not None
-            or self.strategy != "multi_worker",
-            "A multi-worker run cannot measure its time budget on every "
-            "worker alike: give the workers the `budget_plan` of a run "
-            "measured on one, or train_budget_minutes: null. Received: "
+            self.train_budget_minutes is None or self.strategy != "multi_worker",
+            "A multi-worker run cannot follow one clock on every worker: use "
+            "train_budget_minutes: null (step-based). Received: "
             f"train_budget_minutes={self.train_budget_minutes}",
         )
-        if self.budget_plan is not None:
-            self._validate_budget_plan(check)
         if self.profile_steps is not None:
             parts = str(self.profile_steps).split(",")
             check(
@@ -316,47 +283,6 @@ class PretrainingConfig:
                 "`profile_steps` must be 'first,last' step numbers. "
                 f"Received: profile_steps={self.profile_steps!r}",
             )
-
-    def _validate_budget_plan(self, check):
-        plan = self.budget_plan
-        check(
-            self.train_budget_minutes is not None,
-            "`budget_plan` is the plan a budgeted run recorded: it needs "
-            "`train_budget_minutes`. Received: train_budget_minutes=None",
-        )
-        check(
-            set(plan) == set(BUDGET_PLAN_KEYS),
-            f"`budget_plan` holds exactly {', '.join(BUDGET_PLAN_KEYS)}. Received: {plan!r}",
-        )
-        steps, speeds = plan["phase_steps"], plan["seconds_per_update"]
-        check(
-            isinstance(steps, list)
-            and len(steps) == len(self.phases)
-            and all(isinstance(s, int) and s >= 1 for s in steps)
-            and sum(steps) <= self.train_steps,
-            "`budget_plan.phase_steps` needs one count >= 1 per phase, at "
-            f"most train_steps={self.train_steps} in all. Received: {steps!r}",
-        )
-        check(
-            isinstance(speeds, list)
-            and len(speeds) == len(self.phases)
-            and all(isinstance(s, (int, float)) and s > 0 for s in speeds),
-            "`budget_plan.seconds_per_update` needs one number > 0 per phase. "
-            f"Received: {speeds!r}",
-        )
-        batches = plan["batch_sizes"]
-        check(
-            isinstance(batches, list)
-            and len(batches) == len(self.phases)
-            and all(isinstance(b, int) and b >= 1 for b in batches),
-            f"`budget_plan.batch_sizes` needs one global batch >= 1 per phase. Received: {batches!r}",
-        )
-        warmup = plan["warmup_steps"]
-        check(
-            isinstance(warmup, int) and 0 <= warmup <= sum(steps),
-            "`budget_plan.warmup_steps` must be in [0, sum of phase_steps]. "
-            f"Received: warmup_steps={warmup!r}, phase_steps={steps}",
-        )
 
     def to_dict(self):
         """The config as YAML-ready values, as `config.yaml` records it."""
@@ -370,8 +296,6 @@ def _share(low, high, closed):
         f"in {brackets[0]}{low}, {high}{brackets[1]}",
     )
 
-
-BUDGET_PLAN_KEYS = ("phase_steps", "warmup_steps", "seconds_per_update", "batch_sizes")
 
 # What each key may hold; `validate` adds the checks across keys.
 SCHEMA = Schema(
@@ -520,6 +444,12 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
         values = read_yaml(path)
         if isinstance(values, dict):
             values.pop(TRAINED_UNDER, None)
+            if "budget_plan" in values:
+                raise ConfigError(
+                    f"{path} was written by an older keras_bert, whose time budget "
+                    "fixed a step plan (budget_plan); this one runs the schedule "
+                    "on a clock and cannot resume it. Use a new model_dir."
+                )
         recorded = SCHEMA.merge(PretrainingConfig(), values)
     except (ConfigError, yaml.YAMLError, UnicodeDecodeError) as error:
         raise ConfigError(f"Cannot read {path}: {error}") from None

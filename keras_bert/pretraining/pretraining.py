@@ -3,7 +3,7 @@
 `build_pretraining(config)` is the Python (and Colab) entry point: it
 returns a compiled `BertPretrainer` and, per phase, a function that builds
 that phase's dataset, so `model.fit` can drive training directly.
-`run_pretraining` (in `pretraining_runner.py`) adds checkpoints, resume,
+`run_pretraining` (in `runner.py`) adds checkpoints, resume,
 logging and export on top of the same objects.
 """
 
@@ -34,6 +34,10 @@ from keras_bert.runtime.hardware import (
 )
 
 
+# A budgeted phase's `fit` runs until its clock stops it.
+UNBOUNDED_EPOCHS = 10**9
+
+
 @dataclasses.dataclass
 class PretrainingPhase:
     """One phase, resolved: its config, length and first optimizer step.
@@ -41,9 +45,12 @@ class PretrainingPhase:
     Attributes:
         index: int. Position in `config.phases`.
         config: `PhaseConfig` (seq_len, max_predictions, global batch_size).
-        steps: int. Optimizer updates in this phase.
-        micro_steps: int. Batches in this phase (`steps` × accumulation).
-        first_step: int. Optimizer step at which the phase starts.
+        steps: int. Optimizer updates in this phase; in a budgeted run,
+            the recipe steps it spans on the clock.
+        micro_steps: int or None. Batches in this phase (`steps` ×
+            accumulation); None in a budgeted run (the clock ends it).
+        first_step: int. Optimizer step (budgeted: recipe step) at which
+            the phase starts.
         dataset: callable `(skip_batches=0) -> dataset` for `fit`, already
             adapted to Keras and distributed.
     """
@@ -58,7 +65,11 @@ class PretrainingPhase:
     def fit_kwargs(self, steps_per_loop, done_micro_steps=0):
         """`steps_per_epoch`/`epochs` covering the rest of the phase in
         logging windows; stop exactly at its end with a callback
-        (`PretrainingCheckpoint`) when the last window is partial."""
+        (`PretrainingCheckpoint`) when the last window is partial, or, in
+        a budgeted phase (`micro_steps` None), when its clock says
+        (`BudgetClock`)."""
+        if self.micro_steps is None:
+            return {"steps_per_epoch": steps_per_loop, "epochs": UNBOUNDED_EPOCHS}
         remaining = self.micro_steps - done_micro_steps
         return {
             "steps_per_epoch": steps_per_loop,
@@ -75,7 +86,9 @@ class Pretraining:
         distribution: `TrainingDistribution`.
         backbone: `BertBackbone`, with `.vocabulary` set from the vocab file.
         model: compiled `BertPretrainer` (loss = mlm + nsp).
-        schedule: the `WarmupLinearDecay` driving the optimizer.
+        schedule: the `WarmupLinearDecay` over the recipe's steps: the
+            optimizer's learning rate, or, in a budgeted run, what its
+            `BudgetClock` reads at the recipe step the clock has reached.
         phases: list of `PretrainingPhase`.
         train_files, eval_files: lists of corpus files.
     """
@@ -210,14 +223,13 @@ def split_corpus(data):
 
 
 def plan_phases(config):
-    """`PretrainingPhase`s (without datasets) for `config.phases`, at the
-    batches a time budget's plan fixed, if any."""
+    """`PretrainingPhase`s (without datasets) for `config.phases`."""
     accumulation = config.optimizer.gradient_accumulation_steps
+    budgeted = config.train_budget_minutes is not None
     phases, first = [], 0
-    planned = zip(config.phases, config.phase_steps(), config.phase_batch_sizes())
-    for index, (phase, steps, batch_size) in enumerate(planned):
-        phase = dataclasses.replace(phase, batch_size=batch_size)
-        phases.append(PretrainingPhase(index, phase, steps, steps * accumulation, first))
+    for index, (phase, steps) in enumerate(zip(config.phases, config.phase_steps())):
+        micro_steps = None if budgeted else steps * accumulation
+        phases.append(PretrainingPhase(index, phase, steps, micro_steps, first))
         first += steps
     return phases
 
@@ -259,13 +271,14 @@ def build_pretraining(config, distribution=None, corpus_split=None):
     train_files, eval_files = corpus_split or split_corpus(config.data)
     phases = plan_phases(config)
     total_steps = sum(phase.steps for phase in phases)
-    # A time budget's plan fixes the warmup with the number of updates.
-    optimizer_config = dataclasses.replace(config.optimizer, warmup_steps=config.warmup_steps())
+    schedule = create_schedule(config.optimizer, total_steps)
     with distribution.scope():
         backbone = build_backbone(config)
         model = BertPretrainer(backbone, name="bert_pretrainer")
-        schedule = create_schedule(optimizer_config, total_steps)
-        optimizer = create_optimizer(optimizer_config, total_steps, schedule)
+        # A budgeted run's `BudgetClock` sets the rate at each step from
+        # the time spent, into the optimizer's learning-rate variable.
+        budgeted = config.train_budget_minutes is not None
+        optimizer = create_optimizer(config.optimizer, total_steps, 0.0 if budgeted else schedule)
         compile_pretrainer(
             model,
             optimizer,

@@ -1,16 +1,13 @@
 """The resumable pre-training loop behind `python -m keras_bert.pretrain`."""
 
 import contextlib
-import dataclasses
 import os
 import signal
 import time
 
 import keras
 import tensorflow as tf
-import yaml
 
-from keras_bert.config_tree import read_yaml
 from keras_bert.errors import ConfigError
 from keras_bert.file_io import (
     FILE_ERRORS,
@@ -34,8 +31,7 @@ from keras_bert.pretraining.pretraining import (
     load_initial_weights,
 )
 from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
-from keras_bert.pretraining.time_budget import describe_end, describe_plan, plan_budget
-from keras_bert.pretraining.training_distribution import create_distribution
+from keras_bert.pretraining.time_budget import BudgetClock, describe_end, describe_plan
 from keras_bert.pretraining.training_monitor import TrainingMonitor
 from keras_bert.pretraining.training_state import TrainingState
 from keras_bert.run_dir import RunLock, refuse_another_run
@@ -53,10 +49,7 @@ def run_pretraining(
 ):
     """Pre-trains BERT as `config` says, resuming from `model_dir` if it can.
 
-    Steps: with `train_budget_minutes` and no `budget_plan`, take the plan
-    recorded in `<model_dir>/config.yaml` by the run being resumed, or
-    measure this machine and fix one (`time_budget.plan_budget`); build
-    the model and optimizer (seeded by `data.seed`); lock
+    Steps: build the model and optimizer (seeded by `data.seed`); lock
     `model_dir` (`RunLock`: a second run on it is refused); write the
     resolved config and the backend and precision it trains under to
     `<model_dir>/config.yaml` or, on a rerun, refuse a config, backend or
@@ -68,7 +61,10 @@ def run_pretraining(
     over which metrics are averaged and logged); evaluate on held-out
     files after each phase; save the final checkpoint; export the backbone
     and pretrainer as `.keras` and SavedModel. SIGTERM or Ctrl-C saves a
-    checkpoint and returns early.
+    checkpoint and returns early. With `train_budget_minutes`, a
+    `BudgetClock` sets the learning rate and ends the phases and the run
+    by the time spent since `run_pretraining` started
+    (`keras_bert.pretraining.time_budget`).
 
     Args:
         config: `PretrainingConfig`.
@@ -86,13 +82,7 @@ def run_pretraining(
         `fill_mask_probes`, `"fill_mask"` (see `fill_mask_report`).
     """
     started = clock()
-    corpus_split = None
-    if config.train_budget_minutes is not None and config.budget_plan is None:
-        # One distribution for the measurement and the run (a TPU
-        # initialises once).
-        distribution = distribution or create_distribution(config.strategy, config.tpu)
-        config, corpus_split = _with_budget_plan(config, distribution, started, clock)
-    pretraining = build_pretraining(config, distribution, corpus_split)
+    pretraining = build_pretraining(config, distribution)
     # Workers of one multi-worker run share `model_dir`; only the chief
     # writes, so only the chief locks.
     lock = contextlib.nullcontext()
@@ -109,46 +99,6 @@ def run_pretraining(
         if pretraining.distribution.is_chief:
             record_config(config, allow_longer_train_steps, training_record(pretraining))
         return _resume_and_train(pretraining, verbose, callbacks, started, clock)
-
-
-def _with_budget_plan(config, distribution, started, clock):
-    """`(config, corpus_split)`: `config` with its `budget_plan`, the one
-    recorded by the run that `model_dir`'s checkpoints belong to (no
-    split yet: None) or one measured now (on the split returned)."""
-    path, recorded = recorded_budget_plan(config)
-    corpus_split = None
-    if path:
-        if recorded is None:
-            # A step-based run's folder: `record_config` refuses the rerun,
-            # naming train_budget_minutes, once the model is built.
-            return config, None
-        config = dataclasses.replace(config, budget_plan=recorded)
-    else:
-        print(
-            f"Time budget {config.train_budget_minutes:g} min: measuring "
-            "this machine's speed at each phase's shape ...",
-            flush=True,
-        )
-        config, corpus_split = plan_budget(config, distribution, started, clock)
-    print(describe_plan(config, recorded_in=path), flush=True)
-    return config, corpus_split
-
-
-def recorded_budget_plan(config):
-    """`(path, budget_plan)` of `<model_dir>/config.yaml` when checkpoints
-    of it exist (a resumed run keeps their plan; None for a step-based
-    run); `(None, None)` before the first checkpoint (measure afresh)."""
-    path = os.path.join(config.model_dir, "config.yaml")
-    trained = CheckpointManager(
-        os.path.join(config.model_dir, "checkpoints"), is_chief=False
-    ).checkpoints()
-    if not (trained and tf.io.gfile.exists(path)):
-        return None, None
-    try:
-        recorded = read_yaml(path)
-    except (*FILE_ERRORS, yaml.YAMLError, UnicodeDecodeError):
-        return path, None  # `record_config` reports it, in its words.
-    return path, recorded.get("budget_plan") if isinstance(recorded, dict) else None
 
 
 def _resume_and_train(pretraining, verbose, callbacks, started, clock):
@@ -174,7 +124,8 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock):
     results = {"state": state, "eval": {}, "preempted": False, "pretraining": pretraining}
     accumulation = config.optimizer.gradient_accumulation_steps
     last = pretraining.phases[-1]
-    if state.finished and state.step < last.first_step + last.steps:
+    budgeted = config.train_budget_minutes is not None
+    if state.finished and not budgeted and state.step < last.first_step + last.steps:
         # `train_steps` was extended (`check_rerun_config`): back into the
         # last phase, whose first step did not move.
         state.finished = False
@@ -191,35 +142,62 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock):
     # A run killed after its last phase resumes straight into evaluation
     # and export, with no `fit` to hand the callback its model.
     checkpointer.set_model(model)
+    budget = None
+    if budgeted:
+        print(describe_plan(config, resumed_state=state if latest else None), flush=True)
+        budget = BudgetClock(
+            schedule,
+            config.train_steps,
+            [p.first_step + p.steps for p in pretraining.phases],
+            state,
+            config.train_budget_minutes * 60,
+            started,
+            clock,
+        )
     profile = None
     if config.profile_steps:
         profile = tuple(int(s) for s in config.profile_steps.split(","))
     monitor = TrainingMonitor(
         os.path.join(model_dir, "logs"),
         state,
-        learning_rate_fn=lambda step: float(
-            keras.ops.convert_to_numpy(schedule(step * accumulation))
+        learning_rate_fn=(
+            (lambda step: budget.learning_rate)
+            if budget
+            else lambda step: float(keras.ops.convert_to_numpy(schedule(step * accumulation)))
         ),
-        total_steps=config.total_steps() if config.budget_plan else config.train_steps,
+        total_steps=None if budget else config.train_steps,
+        seconds_left_fn=budget.seconds_left if budget else None,
         profile_steps=profile,
         enabled=chief,
         verbose=bool(verbose),
         clock=clock,
         started=started,
     )
+    # The clock first: the checkpoint saved at a step carries its progress.
+    clocks = [budget] if budget else []
     previous_handlers = checkpointer.install_signal_handlers()
     try:
         for phase in pretraining.phases[state.phase :]:
             seq = phase.config
+            end = phase.first_step + phase.steps
             print(
                 f"Phase {phase.index}: seq_len={seq.seq_len}, "
                 f"max_predictions={seq.max_predictions}, global batch "
-                f"{seq.batch_size}, steps {phase.first_step}.."
-                f"{phase.first_step + phase.steps}",
+                f"{seq.batch_size}, "
+                + (
+                    f"recipe steps {phase.first_step:,}..{end:,} of {config.train_steps:,} on "
+                    "the clock"
+                    if budget
+                    else f"steps {phase.first_step}..{end}"
+                ),
                 flush=True,
             )
-            done = state.phase_micro_step
-            if done < phase.micro_steps:
+            if (
+                budget is None
+                and state.phase_micro_step < phase.micro_steps
+                or (budget is not None and not budget.phase_over(phase.index))
+            ):
+                done = state.phase_micro_step
                 checkpointer.start_phase(phase.micro_steps)
                 monitor.start_phase(phase.index, seq.batch_size, seq.seq_len)
                 loop = config.steps_per_loop * accumulation
@@ -227,8 +205,8 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock):
                     model.fit(
                         phase.dataset(skip_batches=done),
                         **phase.fit_kwargs(loop, done),
-                        **held_out_kwargs(pretraining, phase, state.step),
-                        callbacks=[checkpointer, monitor, *callbacks],
+                        **({} if budget else held_out_kwargs(pretraining, phase, state.step)),
+                        callbacks=[*clocks, checkpointer, monitor, *callbacks],
                         verbose=0,  # TrainingMonitor prints a line a window.
                         shuffle=False,  # The pipeline shuffles, seeded.
                     )
@@ -244,8 +222,8 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock):
                     return results
                 if checkpointer.last_saved_step != state.step:
                     checkpointer.save()
-                if config.train_budget_minutes is not None and phase is pretraining.phases[-1]:
-                    print(describe_end(config, state.step, clock() - started), flush=True)
+            if budget and phase is pretraining.phases[-1]:
+                print(describe_end(config, state.step, state.budget_seconds_spent), flush=True)
             results["eval"][phase.index] = evaluate(pretraining, phase.index, monitor, state.step)
             state.phase += 1
             state.phase_micro_step = 0

@@ -2,258 +2,134 @@
 
 The processor under a run changes from one machine to the next (a Zen 3
 with AVX2 and a Zen 5 with AVX512-BF16 were seen ~4x apart), so a
-step-based recipe's wall time does too. A budgeted run instead measures
-how long one update takes at each phase's shape on this machine, then
-fixes, before its first update, how many updates each phase gets (at a
-smaller batch when too few fit at the recipe's) and the learning-rate
-schedule over them, as Cramming (Geiping & Goldstein 2022)
-ties its schedule to a time budget. The plan is fixed, not adjusted on the
-way: warmup and linear decay to 0 need the total up front. It is recorded
-in `config.yaml` (`budget_plan`), so a resumed run follows it.
+step-based recipe's wall time does too. A budgeted run instead runs the
+recipe's schedule on a clock, as Cramming (Geiping & Goldstein 2022) and
+Izsak et al. (2021) tie theirs to elapsed time: at every update the run
+stands at the recipe step `train_steps × progress`, where `progress` is the
+share of the budget's training time spent so far, and takes that step's
+learning rate and phase; training stops when the budget is spent. Nothing
+is measured before the first update, and a machine that slows down or
+speeds up on the way (another process, a laptop on battery) still ends on
+time with the learning rate at 0: the schedule is never fixed from a few
+timed updates.
 
 The budget runs from `run_pretraining`'s start to the last update: model
-building, this measurement, every phase's start-up (tracing, compiling,
-filling the input pipeline) and held-out evaluations during training are
-inside it; the imports, the backend choice, the final evaluation, the
-export and the fill-mask report are not (docs/pretraining.md, "A time
-budget").
+building, every phase's start-up (tracing or compiling, filling the input
+pipeline) and the held-out evaluation between phases are inside it; the
+imports, the backend choice, the final evaluation, the export and the
+fill-mask report are not (docs/pretraining.md, "A time budget"). The
+progress and the budget spent are saved with every checkpoint
+(`TrainingState`), so a resumed run continues the same schedule over what
+is left of the budget.
 """
-
-import dataclasses
-import time
 
 import keras
 
-from keras_bert.errors import ConfigError
-
-# Updates run before timing starts (tracing or compiling the step and
-# filling the input pipeline happen in the first), then updates timed.
-WARM_UPDATES = 2
-TIMED_UPDATES = 8
-# A schedule shrunk below this share of the recipe's updates, at the
-# recipe's batch, ends about where it started, predicting the most frequent
-# tokens; smaller batches in the same time do better
-# (BENCHMARKS.md#the-default-run). So the plan halves every phase's batch,
-# up to MAX_BATCH_DIVISOR times over, to buy more updates.
-SHARE_OF_RECIPE_UPDATES = 0.5
-MAX_BATCH_DIVISOR = 4
+# The learning rate is set again once it has moved this share of the peak
+# (under JAX a change costs a sync of the training state, see below): ~200 changes in
+# a run, each far below the step-to-step noise of Adam.
+LEARNING_RATE_RESOLUTION = 0.005
 
 
-def scale_steps(recipe_steps, total):
-    """`total` updates split over the phases in `recipe_steps`'
-    proportions: each phase rounded, >= 1, the last taking the rest."""
-    recipe_total = sum(recipe_steps)
-    steps = []
-    for index, count in enumerate(recipe_steps[:-1]):
-        later = len(recipe_steps) - index - 1
-        share = max(1, int(round(total * count / recipe_total)))
-        steps.append(min(share, total - sum(steps) - later))
-    steps.append(total - sum(steps))
-    return steps
+class BudgetClock(keras.callbacks.Callback):
+    """Drives a budgeted run: the learning rate, the phase ends and the
+    stop, from the time spent.
 
-
-def fix_plan(
-    budget_seconds,
-    elapsed_seconds,
-    seconds_per_update,
-    startup_seconds,
-    recipe_steps,
-    warmup_steps,
-    batch_sizes,
-    evaluation_seconds=0.0,
-):
-    """The updates per phase and the warmup that fit a time budget.
-
-    The recipe's phases keep their proportions of updates (and so their
-    shares of the time they would take on this machine); its
-    `warmup_steps` shrinks with the total. The recipe's own length
-    (`recipe_steps`, from `train_steps`) is the most a budget schedules:
-    a faster machine runs the recipe as tuned and finishes early.
+    The clock starts at the run's first update (`start`); the training
+    time available runs from there to `deadline`. A resumed run starts at
+    the `progress` its checkpoint recorded and spreads what is left of the
+    schedule over what is left of the budget.
 
     Args:
+        schedule: callable recipe step -> learning rate (the recipe's
+            `WarmupLinearDecay` over `train_steps`).
+        train_steps: int. The recipe's length in updates.
+        phase_ends: list of int. The recipe step at which each phase ends
+            (the last is `train_steps`).
+        state: `TrainingState`: `budget_progress` and
+            `budget_seconds_spent` are read at the start, written at every
+            batch (so checkpoints carry them).
         budget_seconds: float. The whole budget.
-        elapsed_seconds: float. Spent before the plan (building, measuring).
-        seconds_per_update: list of float, per phase.
-        startup_seconds: list of float, per phase: what starting the phase
-            costs beyond its updates (tracing or compiling, the pipeline).
-        recipe_steps: list of int. The step-based recipe's updates per phase.
-        warmup_steps: int. The recipe's warmup.
-        batch_sizes: list of int, per phase: the global batches measured.
-        evaluation_seconds: float. Held-out evaluations during training.
-
-    Returns:
-        The `budget_plan` dict: `phase_steps`, `warmup_steps`,
-        `seconds_per_update`, `batch_sizes`.
-
-    Raises:
-        ConfigError: the budget leaves no time for one update per phase.
+        started: float. The `clock` reading at this run's start.
+        clock: callable returning seconds.
     """
-    recipe_total = sum(recipe_steps)
-    mean = sum(n * t for n, t in zip(recipe_steps, seconds_per_update)) / recipe_total
-    available = budget_seconds - elapsed_seconds - sum(startup_seconds) - evaluation_seconds
-    total = min(recipe_total, int(max(available, 0.0) // mean))
-    if total < len(recipe_steps):
-        raise ConfigError(
-            f"The time budget ({budget_seconds / 60:g} min) leaves "
-            f"{max(available, 0.0):.0f} s for updates after "
-            f"{elapsed_seconds + sum(startup_seconds):.0f} s of start-up: "
-            f"{total} updates at the {_seconds(seconds_per_update)} s per "
-            f"update measured here, fewer than one per phase. Raise "
-            "`train_budget_minutes`."
-        )
-    return {
-        "phase_steps": scale_steps(recipe_steps, total),
-        "warmup_steps": int(round(warmup_steps * total / recipe_total)),
-        "seconds_per_update": [round(float(t), 4) for t in seconds_per_update],
-        "batch_sizes": list(batch_sizes),
-    }
 
-
-def batch_divisor(updates, recipe_updates, batch_sizes, num_replicas):
-    """What to divide every phase's batch by: 1 when `updates` (those
-    that fit at the recipe's batches) reach `SHARE_OF_RECIPE_UPDATES` of
-    `recipe_updates`; else the smallest power of two, at most
-    `MAX_BATCH_DIVISOR`, that would reach it if an update's time followed
-    its batch, and that leaves every batch a multiple of `num_replicas`.
-    The plan then measures the smaller batches: an update's time has a
-    part that does not shrink with the batch."""
-    divisor = 1
-    while (
-        updates * divisor < SHARE_OF_RECIPE_UPDATES * recipe_updates
-        and divisor < MAX_BATCH_DIVISOR
-        and all(b % (2 * divisor * num_replicas) == 0 for b in batch_sizes)
-    ):
-        divisor *= 2
-    return divisor
-
-
-def evaluation_seconds(config, seconds_per_update):
-    """An upper bound on the held-out evaluations inside the budget: one
-    after each phase but the last, one every `eval_every_steps` at the
-    recipe's length; an evaluation batch counted as an update (it is a
-    forward pass, a third of one, and its first call traces)."""
-    if not config.eval_steps:
-        return 0.0
-    count = len(config.phases) - 1
-    if config.eval_every_steps:
-        count += sum(config.recipe_steps()) // config.eval_every_steps
-    return count * config.eval_steps * max(seconds_per_update)
-
-
-class _UpdateClock(keras.callbacks.Callback):
-    """The clock's reading at the end of every batch (not async-safe on
-    purpose: Keras then waits for each step's results)."""
-
-    def __init__(self, clock):
+    def __init__(self, schedule, train_steps, phase_ends, state, budget_seconds, started, clock):
         super().__init__()
+        self.schedule = schedule
+        self.train_steps = train_steps
+        self.phase_ends = phase_ends
+        self.state = state
         self.clock = clock
-        self.ends = []
+        self.started = started
+        self.start_progress = state.budget_progress
+        self.spent_before = state.budget_seconds_spent
+        self.deadline = started + budget_seconds - self.spent_before
+        self.start = None  # The clock at this run's first update.
+        self._learning_rate = None
+
+    def progress(self):
+        """The share of the recipe's schedule reached, in [0, 1]."""
+        if self.start is None:
+            return self.start_progress
+        available = max(self.deadline - self.start, 1e-9)
+        share = (self.clock() - self.start) / available
+        return min(1.0, self.start_progress + (1.0 - self.start_progress) * share)
+
+    def recipe_step(self):
+        return self.progress() * self.train_steps
+
+    def seconds_left(self):
+        return max(0.0, self.deadline - self.clock())
+
+    def phase_over(self, phase_index):
+        """Whether the schedule has passed phase `phase_index`'s end."""
+        return self.recipe_step() >= self.phase_ends[phase_index]
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self.start is None:
+            self.start = self.clock()
+        rate = float(keras.ops.convert_to_numpy(self.schedule(int(self.recipe_step()))))
+        peak = max(self.schedule.peak_learning_rate, 1e-12)
+        if self._learning_rate is None or abs(rate - self._learning_rate) >= (
+            LEARNING_RATE_RESOLUTION * peak
+        ):
+            # Under JAX, `Callback.model` first writes `fit`'s training
+            # state back into the variables (`jax_state_sync`), so the next
+            # update reads this rate.
+            self.model.optimizer.learning_rate.assign(rate)
+            self._learning_rate = rate
 
     def on_train_batch_end(self, batch, logs=None):
-        self.ends.append(self.clock())
+        self.state.budget_progress = self.progress()
+        self.state.budget_seconds_spent = self.spent_before + self.clock() - self.started
+        if self.phase_over(self.state.phase):
+            self.model.stop_training = True
+
+    @property
+    def learning_rate(self):
+        return self._learning_rate or 0.0
 
 
-def measure_phases(config, distribution, corpus_split, batch_sizes, clock=time.monotonic):
-    """`(seconds_per_update, startup_seconds)`, per phase at its global
-    batch in `batch_sizes`, measured on a throwaway copy of the run's model
-    and input pipeline (the run itself then starts from step 0 exactly as a
-    step-based run would)."""
-    from keras_bert.pretraining.pretraining import build_pretraining
-
-    phases = [dataclasses.replace(p, batch_size=b) for p, b in zip(config.phases, batch_sizes)]
-    probe = build_pretraining(
-        dataclasses.replace(config, phases=phases), distribution, corpus_split
-    )
-    accumulation = config.optimizer.gradient_accumulation_steps
-    per_update, startup = [], []
-    for phase in probe.phases:
-        timer = _UpdateClock(clock)
-        start = clock()
-        probe.model.fit(
-            phase.dataset(),
-            steps_per_epoch=(WARM_UPDATES + TIMED_UPDATES) * accumulation,
-            epochs=1,
-            callbacks=[timer],
-            verbose=0,
-            shuffle=False,
-        )
-        warm = timer.ends[WARM_UPDATES * accumulation - 1]
-        seconds = (timer.ends[-1] - warm) / TIMED_UPDATES
-        per_update.append(seconds)
-        startup.append(max(0.0, warm - start - WARM_UPDATES * seconds))
-    return per_update, startup
-
-
-def plan_budget(config, distribution, started, clock=time.monotonic):
-    """`(config, corpus_split)`: `config` with the `budget_plan` that fits
-    `train_budget_minutes` from `started` (a `clock` reading), measured on
-    this machine, and the `split_corpus` it was measured on, for the run
-    to reuse (split once, reported once)."""
-    from keras_bert.pretraining.pretraining import split_corpus
-
-    config.validate()
-    corpus_split = split_corpus(config.data)
-    recipe_batches = config.recipe_batch_sizes()
-
-    def plan_at(batch_sizes):
-        seconds_per_update, startup = measure_phases(
-            config, distribution, corpus_split, batch_sizes, clock
-        )
-        return fix_plan(
-            config.train_budget_minutes * 60,
-            clock() - started,
-            seconds_per_update,
-            startup,
-            config.recipe_steps(),
-            config.optimizer.warmup_steps,
-            batch_sizes,
-            evaluation_seconds(config, seconds_per_update),
-        )
-
-    plan = plan_at(recipe_batches)
-    divisor = batch_divisor(
-        sum(plan["phase_steps"]),
-        sum(config.recipe_steps()),
-        recipe_batches,
-        distribution.num_replicas,
-    )
-    if divisor > 1:
-        plan = plan_at([b // divisor for b in recipe_batches])
-    return dataclasses.replace(config, budget_plan=plan), corpus_split
-
-
-def describe_plan(config, recorded_in=None):
-    """The line a budgeted run prints at its start, e.g. `Time budget 7.5
-    min: 1,050 updates fit here: 766 at 32 tokens, 284 at 128 (warmup 175;
-    <seconds per update, per phase> s per update measured), about <time>
-    of updates.`; with `recorded_in`, the plan is that file's (a resumed
-    run)."""
-    plan = config.budget_plan
-    steps, speeds = plan["phase_steps"], plan["seconds_per_update"]
-    total = sum(steps)
-    if recorded_in:
-        fit = f"the plan recorded in {recorded_in}, {total:,} updates"
-    elif total == sum(config.recipe_steps()):
-        fit = f"{total:,} updates, all that train_steps allows, fit here"
-    else:
-        fit = f"{total:,} updates fit here"
+def describe_plan(config, resumed_state=None):
+    """The line a budgeted run prints at its start."""
     phases = ", ".join(
-        f"{n:,} at {p.seq_len}" + (" tokens" if i == 0 else "")
-        for i, (n, p) in enumerate(zip(steps, config.phases))
+        f"{n:,} recipe steps at {p.seq_len}" + (" tokens" if i == 0 else "")
+        for i, (n, p) in enumerate(zip(config.recipe_steps(), config.phases))
     )
-    recipe_batches = config.recipe_batch_sizes()
-    if plan["batch_sizes"] != recipe_batches:
-        fit += (
-            f" at global batch {', '.join(map(str, plan['batch_sizes']))} (the recipe's "
-            f"{', '.join(map(str, recipe_batches))} ÷ {recipe_batches[0] // plan['batch_sizes'][0]}: "
-            "at those, fewer than half its updates fit)"
+    line = (
+        f"Time budget {config.train_budget_minutes:g} min: the recipe's "
+        f"{config.train_steps:,}-step schedule ({phases}; warmup "
+        f"{config.optimizer.warmup_steps:,}) run on the clock, its learning rate and "
+        "phase set by the share of the budget spent"
+    )
+    if resumed_state is not None:
+        line += (
+            f"; resumed at {resumed_state.budget_progress:.1%} of it with "
+            f"{clock_time(config.train_budget_minutes * 60 - resumed_state.budget_seconds_spent)}"
+            " of the budget left"
         )
-    return (
-        f"Time budget {config.train_budget_minutes:g} min: {fit}: {phases} "
-        f"(warmup {plan['warmup_steps']:,}; {_seconds(speeds)} s per update "
-        f"measured), about {clock_time(sum(n * t for n, t in zip(steps, speeds)))} "
-        "of updates."
-    )
+    return line + "."
 
 
 def describe_end(config, step, elapsed_seconds):
@@ -261,10 +137,9 @@ def describe_end(config, step, elapsed_seconds):
     budget = config.train_budget_minutes * 60
     left = budget - elapsed_seconds
     return (
-        f"Time budget {config.train_budget_minutes:g} min: reached step {step:,} of "
-        f"{config.total_steps():,} {clock_time(elapsed_seconds)} after this "
-        f"run's start, "
-        + (f"{clock_time(left)} inside the budget." if left >= 0 else f"{clock_time(-left)} over.")
+        f"Time budget {config.train_budget_minutes:g} min: {step:,} updates, the "
+        f"last {clock_time(elapsed_seconds)} into the budget, "
+        + (f"{clock_time(left)} inside it." if left >= 0 else f"{clock_time(-left)} over it.")
     )
 
 
@@ -275,7 +150,3 @@ def clock_time(seconds):
     if seconds < 60:
         return f"{seconds} s"
     return f"{seconds // 60} min {seconds % 60:02d} s"
-
-
-def _seconds(values):
-    return ", ".join(f"{v:.2f}" for v in values)

@@ -22,14 +22,18 @@ class TrainingMonitor(keras.callbacks.Callback):
     go to `<log_dir>/eval` as `<metric>_seq<T>`. The console line reads
     `step 120/300  phase 0 (seq 128)  loss ...  ... seq/s  <elapsed>
     elapsed, ~<left> left  | held-out mlm_accuracy ...`: the time left is
-    the remaining updates at the window's speed.
+    the remaining updates at the window's speed (in a budgeted run, the
+    budget's).
     Works on every backend (summaries go through `tf.summary`).
 
     Args:
         log_dir: str. TensorBoard log directory.
         state: `TrainingState` (read only).
         learning_rate_fn: callable step -> float.
-        total_steps: int. Optimizer updates of the whole run.
+        total_steps: int or None. Optimizer updates of the whole run;
+            None in a budgeted run (its length is its time).
+        seconds_left_fn: callable or None. The time left, for a budgeted
+            run; None: the remaining updates at the window's speed.
         profile_steps: `(first, last)` optimizer steps to trace, or None.
             TensorFlow and JAX backends; the trace lands in `log_dir`.
         enabled: bool. False on non-chief workers (nothing written).
@@ -45,6 +49,7 @@ class TrainingMonitor(keras.callbacks.Callback):
         state,
         learning_rate_fn,
         total_steps,
+        seconds_left_fn=None,
         profile_steps=None,
         enabled=True,
         verbose=True,
@@ -56,6 +61,7 @@ class TrainingMonitor(keras.callbacks.Callback):
         self.state = state
         self.learning_rate_fn = learning_rate_fn
         self.total_steps = total_steps
+        self.seconds_left_fn = seconds_left_fn
         self.profile_steps = profile_steps
         self.enabled = enabled
         self.verbose = verbose
@@ -113,8 +119,11 @@ class TrainingMonitor(keras.callbacks.Callback):
                 "eval", {f"{k}_seq{self.seq_len}": v for k, v in held_out.items()}, self.state.step
             )
         if self.enabled and self.verbose:
-            seconds_per_update = seconds / max(self.state.step - start_step, 1)
-            left = (self.total_steps - self.state.step) * seconds_per_update
+            if self.seconds_left_fn:
+                left = self.seconds_left_fn()
+            else:
+                seconds_per_update = seconds / max(self.state.step - start_step, 1)
+                left = (self.total_steps - self.state.step) * seconds_per_update
             print(
                 self.console_line(scalars, held_out, self.clock() - self.started, left),
                 flush=True,
@@ -122,7 +131,9 @@ class TrainingMonitor(keras.callbacks.Callback):
 
     def console_line(self, scalars, held_out, elapsed_seconds, left_seconds):
         line = (
-            f"step {self.state.step}/{self.total_steps}  phase "
+            f"step {self.state.step}"
+            + (f"/{self.total_steps}" if self.total_steps else "")
+            + "  phase "
             f"{self.phase} (seq {self.seq_len})  "
             f"loss {scalars.get('loss', float('nan')):.3f}  "
             f"mlm_accuracy {scalars.get('mlm_accuracy', float('nan')):.3f}  "

@@ -16,6 +16,9 @@ class TrainingState:
             data position. Phase datasets are seeded, so skipping this many
             batches of a freshly built one lands exactly where the run was.
         finished: bool. Every phase done and the outputs exported.
+        budget_progress: float. A budgeted run's share of the recipe's
+            schedule reached (`BudgetClock`); 0 in a step-based run.
+        budget_seconds_spent: float. A budgeted run's time budget spent.
     """
 
     step: int = 0
@@ -23,6 +26,8 @@ class TrainingState:
     phase: int = 0
     phase_micro_step: int = 0
     finished: bool = False
+    budget_progress: float = 0.0
+    budget_seconds_spent: float = 0.0
 
     def to_dict(self):
         return dataclasses.asdict(self)

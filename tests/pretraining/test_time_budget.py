@@ -1,144 +1,222 @@
-"""`train_budget_minutes`: the plan fixed from a measured speed, its
-config keys, its console lines, and a resumed run that keeps it. Nothing
-here times anything: speeds and clocks are given."""
+"""`train_budget_minutes`: the recipe's schedule run on a clock, its
+config keys, its console lines, and a resumed run that continues it.
+Nothing here times anything: the clocks are counters."""
 
+import json
 import os
 import signal
 
 import keras
+import numpy as np
 import pytest
 import yaml
 
-from keras_bert.pretraining import CheckpointManager, ConfigError, run_pretraining, time_budget
-from keras_bert.pretraining import pretraining as pretraining_module
+from keras_bert.optimization.warmup_linear_decay import WarmupLinearDecay
+from keras_bert.pretraining import CheckpointManager, ConfigError, run_pretraining
 from keras_bert.pretraining.config import check_rerun_config, load_pretraining_config, write_config
-from keras_bert.pretraining.pretraining import plan_phases, split_corpus
 from keras_bert.pretraining.time_budget import (
-    batch_divisor,
+    BudgetClock,
     describe_end,
     describe_plan,
-    fix_plan,
-    measure_phases,
-    scale_steps,
 )
-from keras_bert.pretraining.training_distribution import TrainingDistribution
+from keras_bert.pretraining.training_state import TrainingState
 from tests.pretraining.conftest import tiny_config
-from tests.pretraining.test_runner import SignalAt
-
-# The default recipe's phases (1,750 at 32 tokens, 650 at 128) and batches.
-RECIPE = [1750, 650]
-BATCHES = [128, 32]
 
 
-def test_plan_keeps_the_recipes_proportions_inside_the_budget():
-    plan = fix_plan(
-        budget_seconds=450,
-        elapsed_seconds=30,
-        seconds_per_update=[0.75, 0.70],
-        startup_seconds=[6.0, 4.0],
-        recipe_steps=RECIPE,
-        warmup_steps=400,
-        batch_sizes=BATCHES,
+class ManualClock:
+    """A clock that reads `now`, moved by hand."""
+
+    def __init__(self, now=0.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+class FakeOptimizer:
+    def __init__(self):
+        self.learning_rate = keras.Variable(0.0, dtype="float32")
+
+
+class FakeModel:
+    """What `BudgetClock` touches: the optimizer's rate, `stop_training`."""
+
+    def __init__(self):
+        self.optimizer = FakeOptimizer()
+        self.stop_training = False
+
+
+def budget_clock(state, clock, budget_seconds=100.0, started=0.0):
+    # The default recipe's shape, in small: 30 + 10 recipe steps, warmup 8.
+    schedule = WarmupLinearDecay(1e-3, warmup_steps=8, total_steps=40)
+    budget = BudgetClock(schedule, 40, [30, 40], state, budget_seconds, started, clock)
+    budget.set_model(FakeModel())
+    return budget
+
+
+def learning_rate(budget):
+    return float(keras.ops.convert_to_numpy(budget.model.optimizer.learning_rate))
+
+
+@pytest.mark.backend_independent
+def test_the_rate_and_the_phase_follow_the_share_of_the_budget_spent():
+    clock, state = ManualClock(10.0), TrainingState()
+    # Started at 10 s, first update at 20 s: 90 s of the 100 s budget left
+    # for updates, mapped onto the recipe's 40 steps.
+    budget = budget_clock(state, clock, started=10.0)
+    clock.now = 20.0
+    budget.on_train_batch_begin(0)
+    assert budget.start == 20.0 and learning_rate(budget) == 0.0
+    clock.now = 38.0  # 18 of 90 s: recipe step 8, the warmup's peak.
+    budget.on_train_batch_begin(1)
+    assert budget.recipe_step() == pytest.approx(8.0)
+    assert learning_rate(budget) == pytest.approx(1e-3)
+    budget.on_train_batch_end(1)
+    assert state.budget_progress == pytest.approx(0.2)
+    assert state.budget_seconds_spent == pytest.approx(28.0)
+    assert not budget.model.stop_training
+    clock.now = 20.0 + 90 * 0.75  # recipe step 30: phase 0 is over.
+    budget.on_train_batch_begin(2)
+    # Halfway down the decay from step 8 to 40: 10/32 of the peak.
+    assert learning_rate(budget) == pytest.approx(1e-3 * 10 / 32, rel=1e-5)
+    budget.on_train_batch_end(2)
+    assert budget.model.stop_training and budget.phase_over(0) and not budget.phase_over(1)
+    assert budget.seconds_left() == pytest.approx(22.5)
+    clock.now = 200.0  # Past the deadline: the schedule's end, rate 0.
+    assert budget.progress() == 1.0 and budget.phase_over(1) and budget.seconds_left() == 0.0
+
+
+@pytest.mark.backend_independent
+def test_the_rate_is_set_again_only_when_it_has_moved():
+    clock, state = ManualClock(), TrainingState()
+    schedule = WarmupLinearDecay(1e-3, warmup_steps=400, total_steps=2400)
+    budget = BudgetClock(schedule, 2400, [1750, 2400], state, 100.0, 0.0, clock)
+    budget.set_model(FakeModel())
+    assigned = []
+    budget.model.optimizer.learning_rate.assign = assigned.append
+    for now in np.arange(0.0, 100.0, 0.01):  # 10,000 updates
+        clock.now = float(now)
+        budget.on_train_batch_begin(0)
+    # Up to the peak and back to 0 in steps of 0.5% of it.
+    assert 300 <= len(assigned) <= 410
+    assert max(assigned) == pytest.approx(1e-3, rel=0.006) and assigned[-1] < 1e-5
+
+
+@pytest.mark.backend_independent
+def test_a_resumed_clock_spreads_the_rest_of_the_schedule_over_the_rest_of_the_budget():
+    state = TrainingState(budget_progress=0.5, budget_seconds_spent=60.0)
+    clock = ManualClock(1000.0)
+    budget = budget_clock(state, clock, budget_seconds=100.0, started=1000.0)
+    clock.now = 1010.0  # 10 s of start-up; 30 s left for half the schedule.
+    budget.on_train_batch_begin(0)
+    clock.now = 1025.0
+    assert budget.progress() == pytest.approx(0.75)
+    budget.on_train_batch_end(0)
+    assert state.budget_seconds_spent == pytest.approx(85.0)
+    assert budget.seconds_left() == pytest.approx(15.0)
+
+
+class Tick(keras.callbacks.Callback):
+    """Moves a `ManualClock` one second per batch; sends `signum` at
+    batch `stop_at` of the run."""
+
+    def __init__(self, clock, stop_at=None, signum=signal.SIGTERM):
+        super().__init__()
+        self.clock = clock
+        self.stop_at = stop_at
+        self.signum = signum
+        self.batches = 0
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.clock.now += 1.0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batches += 1
+        if self.batches == self.stop_at:
+            os.kill(os.getpid(), self.signum)
+
+
+def budgeted_tiny(tmp_path, tiny_corpus, **extra):
+    # 12 s of budget for the tiny recipe's 6 + 3 steps: phase 0 until
+    # 2/3 of it, 8 updates at one second each, then 4 at 64 tokens.
+    return tiny_config(tmp_path, tiny_corpus, train_budget_minutes=0.2, eval_steps=0, **extra)
+
+
+def saved_state(config):
+    latest = CheckpointManager(os.path.join(config.model_dir, "checkpoints")).latest()
+    return json.load(open(os.path.join(latest, "state.json")))
+
+
+# The learning rate reaches the step by another path on each backend.
+def test_a_budgeted_run_ends_its_phases_and_itself_on_the_clock(tmp_path, tiny_corpus, capsys):
+    config = budgeted_tiny(tmp_path, tiny_corpus)
+    clock = ManualClock()
+    result = run_pretraining(config, verbose=0, callbacks=[Tick(clock)], clock=clock)
+    assert result["state"].finished and result["state"].step == 12
+    assert saved_state(config)["budget_progress"] == 1.0
+    out = capsys.readouterr().out
+    assert (
+        "Time budget 0.2 min: the recipe's 9-step schedule (6 recipe steps at 32 tokens, "
+        "3 recipe steps at 64; warmup 2) run on the clock" in out
     )
-    # 410 s left; a recipe update takes (1750 * 0.75 + 650 * 0.70) / 2400 s.
-    assert plan == {
-        "phase_steps": [405, 151],  # 556 updates, 1750:650 rounded
-        "warmup_steps": 93,  # 400 * 556 / 2400
-        "seconds_per_update": [0.75, 0.7],
-        "batch_sizes": BATCHES,
-    }
-
-
-def test_plan_subtracts_held_out_evaluation():
-    plan = fix_plan(
-        450, 30, [0.75, 0.70], [6.0, 4.0], RECIPE, 400, BATCHES, evaluation_seconds=41.0
+    assert "global batch 4, recipe steps 0..6 of 9 on the clock" in out
+    assert "Time budget 0.2 min: 12 updates, the last 12 s into the budget, 0 s inside it." in out
+    assert "global batch 2, recipe steps 6..9 of 9 on the clock" in out
+    # The last update began 11 s into the 12: recipe step 8 of 9.
+    rate = result["pretraining"].model.optimizer.learning_rate
+    assert float(keras.ops.convert_to_numpy(rate)) == pytest.approx(
+        config.optimizer.learning_rate / 7, rel=1e-5
     )
-    assert sum(plan["phase_steps"]) == 501  # (410 - 41) s at 0.7365 s
+    recorded = yaml.safe_load(open(os.path.join(config.model_dir, "config.yaml")))
+    assert recorded["train_budget_minutes"] == 0.2 and "budget_plan" not in recorded
 
 
-def test_a_fast_machine_runs_the_recipe_as_tuned():
-    plan = fix_plan(450, 20, [0.15, 0.16], [3.0, 3.0], RECIPE, 400, BATCHES)
-    assert plan["phase_steps"] == RECIPE and plan["warmup_steps"] == 400
+# The learning rate reaches the step by another path on each backend.
+def test_a_resumed_budgeted_run_continues_the_same_schedule(tmp_path, tiny_corpus, capsys):
+    config = budgeted_tiny(tmp_path, tiny_corpus)
+    clock = ManualClock()
+    first = run_pretraining(config, verbose=0, callbacks=[Tick(clock, stop_at=4)], clock=clock)
+    assert first["preempted"]
+    # The signal is seen at the next batch's end: saved after update 5,
+    # 5 s into the budget.
+    state = saved_state(config)
+    assert state["step"] == 5 and state["budget_seconds_spent"] == 5.0
+    assert state["budget_progress"] == pytest.approx(5 / 12)
+    clock = ManualClock(500.0)  # another process, another clock
+    second = run_pretraining(config, verbose=0, callbacks=[Tick(clock)], clock=clock)
+    assert second["state"].finished and second["state"].step == 12
+    out = capsys.readouterr().out
+    assert "resumed at 41.7% of it with 7 s of the budget left." in out
 
 
-def test_budget_too_small_for_one_update_per_phase_is_refused():
-    with pytest.raises(ConfigError, match=r"leaves 0 s for updates after 40 s of start-up"):
-        fix_plan(30, 30, [0.75, 0.70], [6.0, 4.0], RECIPE, 400, BATCHES)
+@pytest.mark.backend_independent
+def test_a_budget_spent_before_the_last_phase_skips_it(tmp_path, tiny_corpus):
+    config = budgeted_tiny(tmp_path, tiny_corpus)
+    clock = ManualClock()
+
+    class Slow(Tick):
+        def on_train_batch_begin(self, batch, logs=None):
+            self.clock.now += 20.0  # one update spends the whole budget
+
+    result = run_pretraining(config, verbose=0, callbacks=[Slow(clock)], clock=clock)
+    assert result["state"].finished and result["state"].step == 1
 
 
-@pytest.mark.parametrize(
-    "recipe, total, expected",
-    [
-        ([1750, 650], 2, [1, 1]),
-        ([1750, 650], 3, [2, 1]),
-        ([10, 1, 1], 3, [1, 1, 1]),
-        ([10, 1, 1], 24, [20, 2, 2]),
-        ([6, 3], 9, [6, 3]),
-    ],
-)
-def test_scale_steps(recipe, total, expected):
-    assert scale_steps(recipe, total) == expected
-
-
-@pytest.mark.parametrize(
-    "updates, batches, replicas, divisor",
-    [
-        (1511, BATCHES, 1, 1),  # more than half the recipe fits: as written
-        (1200, BATCHES, 1, 1),
-        (700, BATCHES, 1, 2),
-        (268, BATCHES, 1, 4),
-        (20, BATCHES, 1, 4),  # at most a quarter
-        (268, [128, 6], 1, 2),  # 6 halves once
-        (268, BATCHES, 16, 2),  # 32 over 16 replicas halves once
-        (268, [128, 8], 8, 1),
-    ],
-)
-def test_batch_divisor(updates, batches, replicas, divisor):
-    assert batch_divisor(updates, sum(RECIPE), batches, replicas) == divisor
-
-
-def test_plan_at_a_smaller_batch_when_few_updates_fit(monkeypatch):
-    batches_measured = []
-
-    def measured(config, distribution, corpus_split, batch_sizes, clock):
-        # The 4x slower machine's speeds, in seconds per update.
-        batches_measured.append(batch_sizes)
-        return ([1.12, 1.12] if batch_sizes == BATCHES else [0.5, 0.5]), [10.0, 10.0]
-
-    monkeypatch.setattr(time_budget, "measure_phases", measured)
-    config, _ = time_budget.plan_budget(
-        budgeted(eval_steps=0), TrainingDistribution("default"), 0.0, lambda: 60.0
+def test_plan_line_and_end_line():
+    config = load_pretraining_config("default")
+    assert describe_plan(config) == (
+        "Time budget 7.5 min: the recipe's 2,400-step schedule (1,750 recipe steps at "
+        "32 tokens, 650 recipe steps at 128; warmup 400) run on the clock, its learning "
+        "rate and phase set by the share of the budget spent."
     )
-    # 450 - 60 - 20 s left: 330 updates at the recipe's batches, fewer than
-    # half its 2,400 even at half the batches; 740 at a quarter of them.
-    assert batches_measured == [BATCHES, [32, 8]]
-    assert config.budget_plan == {
-        "phase_steps": [540, 200],
-        "warmup_steps": 123,
-        "seconds_per_update": [0.5, 0.5],
-        "batch_sizes": [32, 8],
-    }
-    assert [p.config.batch_size for p in plan_phases(config)] == [32, 8]
-    assert config.phases[0].batch_size == 128
-
-
-def budgeted(plan=None, **overrides):
-    values = {"train_budget_minutes": 7.5, "budget_plan": plan, **overrides}
-    return load_pretraining_config("default", values)
-
-
-def test_plan_sets_phase_steps_total_and_warmup():
-    config = budgeted(
-        {
-            "phase_steps": [405, 151],
-            "warmup_steps": 93,
-            "seconds_per_update": [0.75, 0.7],
-            "batch_sizes": BATCHES,
-        }
+    resumed = TrainingState(budget_progress=0.25, budget_seconds_spent=100.0)
+    assert describe_plan(config, resumed).endswith(
+        "; resumed at 25.0% of it with 5 min 50 s of the budget left."
     )
-    assert config.phase_steps() == [405, 151] and config.total_steps() == 556
-    assert config.warmup_steps() == 93
-    assert config.recipe_steps() == RECIPE and config.train_steps == 2400
+    assert describe_end(config, 1556, 441.4) == (
+        "Time budget 7.5 min: 1,556 updates, the last 7 min 21 s into the budget, 9 s inside it."
+    )
+    assert describe_end(config, 1556, 460).endswith("10 s over it.")
 
 
 def test_default_and_own_text_are_budgeted():
@@ -152,193 +230,61 @@ def test_default_and_own_text_are_budgeted():
     [
         ({"train_budget_minutes": 0}, r"`train_budget_minutes` must be > 0 \(null: step-based\)"),
         ({"train_budget_minutes": "soon"}, "`train_budget_minutes` must be of type float"),
-        (
-            {"train_budget_minutes": None, "budget_plan": {"phase_steps": [1, 1]}},
-            "`budget_plan` is the plan a budgeted run recorded",
-        ),
-        ({"budget_plan": {"phase_steps": [1, 1]}}, "`budget_plan` holds exactly phase_steps"),
-        (
-            {
-                "budget_plan": {
-                    "phase_steps": [2000, 401],
-                    "warmup_steps": 1,
-                    "seconds_per_update": [1.0, 1.0],
-                    "batch_sizes": BATCHES,
-                }
-            },
-            r"at most train_steps=2400 in all. Received: \[2000, 401\]",
-        ),
-        (
-            {
-                "budget_plan": {
-                    "phase_steps": [10],
-                    "warmup_steps": 1,
-                    "seconds_per_update": [1.0, 1.0],
-                    "batch_sizes": BATCHES,
-                }
-            },
-            "`budget_plan.phase_steps` needs one count >= 1 per phase",
-        ),
-        (
-            {
-                "budget_plan": {
-                    "phase_steps": [10, 5],
-                    "warmup_steps": 1,
-                    "seconds_per_update": [1.0, 0],
-                    "batch_sizes": BATCHES,
-                }
-            },
-            "`budget_plan.seconds_per_update` needs one number > 0 per phase",
-        ),
-        (
-            {
-                "budget_plan": {
-                    "phase_steps": [10, 5],
-                    "warmup_steps": 16,
-                    "seconds_per_update": [1.0, 1.0],
-                    "batch_sizes": BATCHES,
-                }
-            },
-            r"`budget_plan.warmup_steps` must be in \[0, sum of phase_steps\]",
-        ),
-        ({"strategy": "multi_worker"}, "A multi-worker run cannot measure its time budget"),
+        ({"strategy": "multi_worker"}, "A multi-worker run cannot follow one clock"),
     ],
 )
 def test_bad_budget_values_are_refused(overrides, message):
     with pytest.raises(ConfigError, match=message):
-        budgeted(**{"budget_plan": None, **overrides})
+        load_pretraining_config("default", {"train_budget_minutes": 7.5, **overrides})
 
 
 def test_longer_train_steps_is_refused_for_a_budgeted_run(tmp_path):
     path = str(tmp_path / "config.yaml")
-    write_config(budgeted(), path)
+    write_config(load_pretraining_config("default"), path)
     with pytest.raises(ConfigError, match="extends a step-based run"):
-        check_rerun_config(budgeted(train_steps=3000), path, allow_longer_train_steps=True)
+        check_rerun_config(
+            load_pretraining_config("default", {"train_steps": 3000}),
+            path,
+            allow_longer_train_steps=True,
+        )
 
 
-def test_plan_line_and_end_line():
-    config = budgeted(
-        {
-            "phase_steps": [405, 151],
-            "warmup_steps": 93,
-            "seconds_per_update": [0.75, 0.7],
-            "batch_sizes": BATCHES,
-        }
-    )
-    assert describe_plan(config) == (
-        "Time budget 7.5 min: 556 updates fit here: 405 at 32 tokens, 151 at 128 "
-        "(warmup 93; 0.75, 0.70 s per update measured), about 6 min 49 s of updates."
-    )
-    assert describe_plan(config, recorded_in="runs/x/config.yaml").startswith(
-        "Time budget 7.5 min: the plan recorded in runs/x/config.yaml, 556 updates: 405 at"
-    )
-    assert describe_end(config, 556, 441.4) == (
-        "Time budget 7.5 min: reached step 556 of 556 7 min 21 s after this run's start, "
-        "9 s inside the budget."
-    )
-    assert describe_end(config, 556, 460).endswith("10 s over.")
-    capped = budgeted(
-        {
-            "phase_steps": RECIPE,
-            "warmup_steps": 400,
-            "seconds_per_update": [0.15, 0.16],
-            "batch_sizes": BATCHES,
-        }
-    )
-    assert describe_plan(capped).startswith(
-        "Time budget 7.5 min: 2,400 updates, all that train_steps allows, fit here: 1,750 at"
-    )
-
-
-class TickingClock:
-    """A clock that advances one second per reading."""
-
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        self.now += 1.0
-        return self.now
+def test_a_run_of_the_older_step_plan_is_refused(tmp_path):
+    path = tmp_path / "config.yaml"
+    config = load_pretraining_config("default")
+    write_config(config, str(path))
+    recorded = yaml.safe_load(path.read_text())
+    recorded["budget_plan"] = {"phase_steps": [405, 151], "warmup_steps": 93}
+    path.write_text(yaml.safe_dump(recorded))
+    with pytest.raises(ConfigError, match="older keras_bert.*Use a new model_dir"):
+        check_rerun_config(config, str(path))
 
 
 @pytest.mark.backend_independent
-def test_measure_phases_times_the_updates_after_the_warm_ones(tmp_path, tiny_corpus):
-    config = tiny_config(tmp_path, tiny_corpus, train_budget_minutes=1.0)
-    from keras_bert.pretraining import create_distribution
-
-    speeds, startup = measure_phases(
-        config, create_distribution("auto"), split_corpus(config.data), [4, 2], TickingClock()
-    )
-    # One reading at the start of each phase, one per update: 1 s each.
-    assert speeds == [1.0, 1.0] and startup == [0.0, 0.0]
-
-
-def measured(config, distribution, corpus_split, batch_sizes, clock):
-    """Seconds per update at 32 and 64 tokens: 1 and 2 at the tiny
-    recipe's batches (4, 2), 0.8 and 1.6 at half of them; no start-up."""
-    return ([1.0, 2.0] if batch_sizes == [4, 2] else [0.8, 1.6]), [0.0, 0.0]
-
-
-@pytest.mark.backend_independent
-def test_resumed_run_keeps_the_recorded_plan(tmp_path, tiny_corpus, monkeypatch, capsys):
-    monkeypatch.setattr(time_budget, "measure_phases", measured)
-    frozen = lambda: 0.0  # noqa: E731 - the budget's clock, stopped.
-    splits = []
-    monkeypatch.setattr(
-        pretraining_module, "split_corpus", lambda data: splits.append(data) or split_corpus(data)
-    )
-    # The recipe: 6 + 3 updates, warmup 2. At its batches an update takes
-    # 4/3 s: 6 s of budget fit 4 updates, fewer than half of 9, so the
-    # batches halve; there an update takes 16/15 s: 5 fit, 3 + 2, warmup 1.
-    config = tiny_config(tmp_path, tiny_corpus, train_budget_minutes=0.1, eval_steps=0)
-    keras.utils.set_random_seed(7)
-    first = run_pretraining(config, verbose=0, callbacks=[SignalAt(1)], clock=frozen)
-    assert first["preempted"] and first["state"].step == 2
-    assert len(splits) == 1  # the plan's measurements and the run share one split
-    recorded = yaml.safe_load(open(os.path.join(config.model_dir, "config.yaml")))
-    plan = {
-        "phase_steps": [3, 2],
-        "warmup_steps": 1,
-        "seconds_per_update": [0.8, 1.6],
-        "batch_sizes": [2, 1],
-    }
-    assert recorded["budget_plan"] == plan and recorded["train_steps"] == 9
-    assert recorded["phases"][0]["batch_size"] == 4  # the recipe stays as written
-    out = capsys.readouterr().out
-    assert (
-        "Time budget 0.1 min: 5 updates fit here at global batch 2, 1 (the recipe's 4, 2 ÷ 2: "
-        "at those, fewer than half its updates fit): 3 at 32 tokens, 2 at 64 (warmup 1; "
-        "0.80, 1.60 s per update measured), about 6 s of updates." in out
-    )
-    assert "max_predictions=5, global batch 2, steps 0..3" in out
-
-    def measured_again(*args):
-        raise AssertionError("a resumed run measured again")
-
-    monkeypatch.setattr(time_budget, "measure_phases", measured_again)
-    keras.utils.set_random_seed(7)
-    second = run_pretraining(config, verbose=0, clock=frozen)
-    assert second["state"].step == 5 and second["state"].finished
-    assert len(splits) == 2
-    assert second["pretraining"].config.budget_plan == plan
-    schedule = second["pretraining"].schedule
-    assert (schedule.warmup_steps, schedule.total_steps) == (1, 5)
-    out = capsys.readouterr().out
-    assert "the plan recorded in " in out
-    assert "max_predictions=10, global batch 1, steps 3..5" in out
-    assert "reached step 5 of 5 0 s after this run's start, 6 s inside the budget." in out
-    latest = CheckpointManager(os.path.join(config.model_dir, "checkpoints")).latest()
-    assert latest.endswith("ckpt-00000005")
-    assert yaml.safe_load(open(os.path.join(config.model_dir, "config.yaml"))) == recorded
-
-
-@pytest.mark.backend_independent
-def test_budgeted_rerun_of_a_step_based_folder_is_refused(tmp_path, tiny_corpus, monkeypatch):
+def test_budgeted_rerun_of_a_step_based_folder_is_refused(tmp_path, tiny_corpus):
     config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
-    run_pretraining(config, verbose=0, callbacks=[SignalAt(1, signal.SIGTERM)])
-    monkeypatch.setattr(
-        time_budget, "measure_phases", lambda *args: pytest.fail("measured a resumed run")
+    clock = ManualClock()
+    run_pretraining(config, verbose=0, callbacks=[Tick(clock, stop_at=1)])
+    with pytest.raises(ConfigError, match=r"train_budget_minutes: None -> 0.2"):
+        run_pretraining(budgeted_tiny(tmp_path, tiny_corpus), verbose=0)
+
+
+def test_a_rate_set_between_steps_is_the_next_steps_rate():
+    # What `BudgetClock` relies on: under JAX `fit` holds the optimizer's
+    # variables outside the model until a window ends, and a callback's
+    # `self.model` writes them back, so a rate assigned there reaches the
+    # very next update.
+    model = keras.Sequential(
+        [keras.Input((2,)), keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")]
     )
-    budgeted_config = tiny_config(tmp_path, tiny_corpus, eval_steps=0, train_budget_minutes=1.0)
-    with pytest.raises(ConfigError, match=r"train_budget_minutes: None -> 1.0"):
-        run_pretraining(budgeted_config, verbose=0)
+    model.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse")
+
+    class Rates(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            self.model.optimizer.learning_rate.assign([0.0, 0.5, 0.0, 0.0][batch])
+
+    x, y = np.ones((4, 2), "float32"), np.full((4, 1), 10.0, "float32")
+    model.fit(x, y, batch_size=1, epochs=1, callbacks=[Rates()], verbose=0, shuffle=False)
+    # Update 1 alone moves the weights: 0.5 x the gradient 2 x (0 - 10) x 1.
+    kernel = keras.ops.convert_to_numpy(model.layers[0].kernel)
+    np.testing.assert_allclose(kernel, [[10.0], [10.0]])
