@@ -57,6 +57,7 @@ def bert_forward(
     num_heads,
     eps=1e-12,
     approximate_gelu=False,
+    normalize_first=False,
 ):
     """BERT encoder: returns (sequence_output (B, T, H), pooled_output (B, H)).
 
@@ -67,6 +68,8 @@ def bert_forward(
         num_heads: int, attention heads N.
         eps: LayerNorm epsilon (1e-12 in the original).
         approximate_gelu: use the tanh GELU instead of the erf one.
+        normalize_first: pre-LN blocks, each LayerNorm applied to its
+            sublayer's input, and `bert/encoder/final_layer_norm` at the end.
     """
     token_ids = np.asarray(token_ids)
     batch, length = token_ids.shape
@@ -90,33 +93,30 @@ def bert_forward(
     def split_heads(t):  # (B, T, H) -> (B, N, T, D)
         return t.reshape(batch, length, num_heads, head_dim).transpose(0, 2, 1, 3)
 
+    def norm(t, name):
+        return layer_norm(t, _get(weights, f"{name}/gamma"), _get(weights, f"{name}/beta"), eps)
+
     layer = 0
     while f"bert/encoder/layer_{layer}/attention/self/query/kernel" in weights:
         scope = f"bert/encoder/layer_{layer}"
-        q = split_heads(_dense(weights, f"{scope}/attention/self/query", x))
-        k = split_heads(_dense(weights, f"{scope}/attention/self/key", x))
-        v = split_heads(_dense(weights, f"{scope}/attention/self/value", x))
+        attention_ln = f"{scope}/attention/output/LayerNorm"
+        output_ln = f"{scope}/output/LayerNorm"
+        source = norm(x, attention_ln) if normalize_first else x
+        q = split_heads(_dense(weights, f"{scope}/attention/self/query", source))
+        k = split_heads(_dense(weights, f"{scope}/attention/self/key", source))
+        v = split_heads(_dense(weights, f"{scope}/attention/self/value", source))
         scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(head_dim)  # (B, N, T, T)
         context = _softmax(scores + mask_bias) @ v  # (B, N, T, D)
         context = context.transpose(0, 2, 1, 3).reshape(batch, length, hidden)
         attended = _dense(weights, f"{scope}/attention/output/dense", context)
-        ln = f"{scope}/attention/output/LayerNorm"
-        x = layer_norm(
-            x + attended,
-            _get(weights, f"{ln}/gamma"),
-            _get(weights, f"{ln}/beta"),
-            eps,
-        )
-        inner = gelu(_dense(weights, f"{scope}/intermediate/dense", x), approximate_gelu)
+        x = x + attended if normalize_first else norm(x + attended, attention_ln)
+        source = norm(x, output_ln) if normalize_first else x
+        inner = gelu(_dense(weights, f"{scope}/intermediate/dense", source), approximate_gelu)
         out = _dense(weights, f"{scope}/output/dense", inner)  # (B, T, H)
-        ln = f"{scope}/output/LayerNorm"
-        x = layer_norm(
-            x + out,
-            _get(weights, f"{ln}/gamma"),
-            _get(weights, f"{ln}/beta"),
-            eps,
-        )
+        x = x + out if normalize_first else norm(x + out, output_ln)
         layer += 1
+    if normalize_first:
+        x = norm(x, "bert/encoder/final_layer_norm")
     pooled = np.tanh(_dense(weights, "bert/pooler/dense", x[:, 0]))  # [CLS]: (B, H)
     return x, pooled
 

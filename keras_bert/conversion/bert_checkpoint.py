@@ -90,6 +90,12 @@ class BertCheckpoint:
                 f"{source or 'model'}: expected a keras_bert BertBackbone or "
                 f"BertPretrainer. Received: {type(model).__name__}"
             )
+        if backbone.normalize_first:
+            raise CheckpointError(
+                f"{source or 'model'}: a pre-LayerNorm BertBackbone (normalize_first=True); "
+                "Google's and Hugging Face's BERT formats hold post-LN blocks only, so it "
+                "cannot be converted (it fine-tunes and exports as it is)."
+            )
         return cls(
             config={key: getattr(backbone, key) for key in CONFIG_KEYS},
             weights={m.name: m.from_keras() for m in mappings},

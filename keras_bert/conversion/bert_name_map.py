@@ -123,6 +123,11 @@ def backbone_weight_map(backbone):
         mappings += _dense(f"{prefix}/intermediate/dense", block.intermediate_dense)
         mappings += _dense(f"{prefix}/output/dense", block.output_dense)
         mappings += _layer_norm(f"{prefix}/output/LayerNorm", block.output_layer_norm)
+    if backbone.final_layer_norm is not None:
+        # A pre-LN backbone's: no Google or Hugging Face BERT has it (so
+        # `BertCheckpoint.from_model` refuses such a model); named in the
+        # same style for the tests' numpy reference.
+        mappings += _layer_norm("bert/encoder/final_layer_norm", backbone.final_layer_norm)
     mappings += _dense("bert/pooler/dense", backbone.pooler_dense)
     return mappings
 

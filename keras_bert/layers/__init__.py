@@ -2,5 +2,6 @@
 
 from keras_bert.layers.bert_embeddings import BertEmbeddings
 from keras_bert.layers.bert_encoder_block import BertEncoderBlock
+from keras_bert.layers.sampled_masked_lm_head import SampledMaskedLMHead
 
-__all__ = ["BertEmbeddings", "BertEncoderBlock"]
+__all__ = ["BertEmbeddings", "BertEncoderBlock", "SampledMaskedLMHead"]

@@ -1,4 +1,4 @@
-"""One post-LayerNorm Transformer encoder block as in BERT.
+"""One Transformer encoder block: post-LayerNorm as in BERT, or pre-LN.
 
 Shape legend: B batch, T sequence length, H hidden size, N heads,
 D = H / N head size, F intermediate (feed-forward) size.
@@ -49,7 +49,12 @@ class BertEncoderBlock(keras.layers.Layer):
     """Post-LN Transformer encoder block (Vaswani et al., 2017; BERT).
 
     `x = LN(x + Dropout(SelfAttention(x)))`, then
-    `x = LN(x + Dropout(W2 · gelu(W1 · x)))`.
+    `x = LN(x + Dropout(W2 · gelu(W1 · x)))`. With `normalize_first`, the
+    pre-LN block (Xiong et al. 2020, https://arxiv.org/abs/2002.04745, as
+    Cramming trains): `x = x + Dropout(SelfAttention(LN(x)))`, then
+    `x = x + Dropout(W2 · gelu(W1 · LN(x)))`; the residual stream is never
+    normalised, so gradients reach the lower blocks undamped and the
+    warmup can be short; `BertBackbone` then ends with a final LayerNorm.
 
     Written instead of keras-hub's `TransformerEncoder` because that layer
     runs the attention softmax in the compute dtype (no float32 softmax under
@@ -72,6 +77,9 @@ class BertEncoderBlock(keras.layers.Layer):
         hidden_activation: str. `"gelu"` (exact, erf) or `"gelu_approximate"`
             (tanh). Defaults to `"gelu"`.
         layer_norm_epsilon: float. Defaults to 1e-12.
+        normalize_first: bool. Pre-LN instead of BERT's post-LN. Defaults
+            to False. The same sublayers either way (each LayerNorm belongs
+            to the sublayer it precedes or follows).
 
     Call arguments:
         x: float tensor (B, T, H).
@@ -93,6 +101,7 @@ class BertEncoderBlock(keras.layers.Layer):
         attention_dropout=None,
         hidden_activation="gelu",
         layer_norm_epsilon=1e-12,
+        normalize_first=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -102,6 +111,7 @@ class BertEncoderBlock(keras.layers.Layer):
         self.attention_dropout = attention_dropout
         self.hidden_activation = hidden_activation
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.normalize_first = normalize_first
         self._activation = get_activation(hidden_activation)
 
     def build(self, x_shape, padding_mask_shape=None):
@@ -161,6 +171,14 @@ class BertEncoderBlock(keras.layers.Layer):
         if padding_mask is not None:
             # (B, T) -> (B, 1, T): every query sees only the real keys.
             attention_mask = ops.expand_dims(ops.cast(padding_mask, "bool"), 1)
+        if self.normalize_first:
+            normed = self.self_attention_layer_norm(x)
+            attended = self.self_attention(
+                query=normed, value=normed, attention_mask=attention_mask, training=training
+            )  # (B, T, H)
+            x = x + self.self_attention_dropout(attended, training=training)
+            hidden = self.output_dense(self.intermediate_dense(self.output_layer_norm(x)))
+            return x + self.output_dropout(hidden, training=training)  # (B, T, H)
         attended = self.self_attention(
             query=x, value=x, attention_mask=attention_mask, training=training
         )  # (B, T, H)
@@ -183,6 +201,7 @@ class BertEncoderBlock(keras.layers.Layer):
                 "attention_dropout": self.attention_dropout,
                 "hidden_activation": self.hidden_activation,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
+                "normalize_first": self.normalize_first,
             }
         )
         return config

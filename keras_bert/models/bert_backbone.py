@@ -1,4 +1,5 @@
-"""The BERT encoder: embeddings, L post-LN encoder blocks, [CLS] pooler.
+"""The BERT encoder: embeddings, L encoder blocks (post-LN, or pre-LN with
+a final LayerNorm), [CLS] pooler.
 
 Shape legend: B batch, T sequence length, H hidden size, L layers.
 """
@@ -38,6 +39,11 @@ class BertBackbone(keras.Model):
         hidden_activation: str. `"gelu"` (exact erf, the default) or
             `"gelu_approximate"` (tanh).
         layer_norm_epsilon: float. Defaults to 1e-12.
+        normalize_first: bool. Pre-LN blocks and a final LayerNorm
+            (`final_layer_norm`) before `sequence_output` and the pooler,
+            instead of BERT's post-LN (`BertEncoderBlock`). Defaults to
+            False. Google's and Hugging Face's BERT formats hold post-LN
+            models only, so `convert` refuses a pre-LN one.
         output_encoder_layers: bool. Also return `"encoder_outputs"`, the
             list of L per-block outputs (B, T, H) for feature extraction.
             Defaults to False.
@@ -81,6 +87,7 @@ class BertBackbone(keras.Model):
         num_segments=2,
         hidden_activation="gelu",
         layer_norm_epsilon=1e-12,
+        normalize_first=False,
         output_encoder_layers=False,
         dtype=None,
         **kwargs,
@@ -116,11 +123,17 @@ class BertBackbone(keras.Model):
                 attention_dropout=attention_dropout,
                 hidden_activation=hidden_activation,
                 layer_norm_epsilon=layer_norm_epsilon,
+                normalize_first=normalize_first,
                 dtype=dtype,
                 name=f"encoder_block_{i}",
             )
             for i in range(num_layers)
         ]
+        final_layer_norm = None
+        if normalize_first:
+            final_layer_norm = keras.layers.LayerNormalization(
+                epsilon=layer_norm_epsilon, dtype=dtype, name="final_layer_norm"
+            )
         pooler_dense = keras.layers.Dense(
             hidden_dim,
             activation="tanh",
@@ -138,6 +151,8 @@ class BertBackbone(keras.Model):
         for block in encoder_blocks:
             x = block(x, padding_mask=padding_mask)
             encoder_outputs.append(x)
+        if final_layer_norm is not None:
+            x = final_layer_norm(x)
         outputs = {
             "sequence_output": x,
             "pooled_output": pooler_dense(x[:, 0, :]),  # [CLS]: (B, H)
@@ -159,6 +174,7 @@ class BertBackbone(keras.Model):
         # refuses module attributes on an uninitialised `nn.Module`.
         self.embeddings = embeddings
         self.encoder_blocks = encoder_blocks
+        self.final_layer_norm = final_layer_norm
         self.pooler_dense = pooler_dense
 
         # === Config ===
@@ -173,6 +189,7 @@ class BertBackbone(keras.Model):
         self.num_segments = num_segments
         self.hidden_activation = hidden_activation
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.normalize_first = normalize_first
         self.output_encoder_layers = output_encoder_layers
         # WordPiece tokens in id order, carried inside `.keras` archives as
         # the asset `vocab.txt` so a model needs no separate `--vocab`.
@@ -210,6 +227,7 @@ class BertBackbone(keras.Model):
             "num_segments": self.num_segments,
             "hidden_activation": self.hidden_activation,
             "layer_norm_epsilon": self.layer_norm_epsilon,
+            "normalize_first": self.normalize_first,
             "output_encoder_layers": self.output_encoder_layers,
         }
 

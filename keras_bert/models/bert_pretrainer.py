@@ -5,10 +5,11 @@ Shape legend: B batch, T sequence length, P masked positions per sequence
 """
 
 import keras
-from keras_hub.layers import MaskedLMHead
+from keras import ops
 
 from keras_bert.layers.bert_embeddings import bert_initializer
 from keras_bert.layers.bert_encoder_block import get_activation
+from keras_bert.layers.sampled_masked_lm_head import SampledMaskedLMHead
 from keras_bert.models.bert_task_model import BertTaskModel
 
 
@@ -26,6 +27,12 @@ class BertPretrainer(BertTaskModel):
 
     Args:
         backbone: `BertBackbone`.
+        sampled_softmax_candidates: int or None. Train the masked LM on a
+            sampled softmax: the batch's targets plus this many tokens drawn
+            from the vocabulary (`SampledMaskedLMHead`), when a training
+            batch carries `masked_lm_ids` and `masked_lm_weights` (see
+            below). None (the default): the full softmax. Evaluation,
+            prediction and export use the full softmax either way.
         dtype: dtype or `keras.DTypePolicy` for the heads. Defaults to the
             backbone's policy.
 
@@ -36,6 +43,12 @@ class BertPretrainer(BertTaskModel):
     Outputs (dict):
         mlm: float32 (B, P, V) logits at `mask_positions`.
         nsp: float32 (B, 2) logits.
+
+    Sampled-softmax training: with `sampled_softmax_candidates`, a call
+    with `training=True` whose inputs also hold `masked_lm_ids` (B, P) and
+    `masked_lm_weights` (B, P) returns `mlm` as (B, P, 1 + B·P + S) logits
+    over the candidates, each slot's target in column 0: its label is 0
+    (`pretraining.objective.to_keras_batch` arranges both).
 
     Example:
     >>> import numpy as np
@@ -51,11 +64,12 @@ class BertPretrainer(BertTaskModel):
     ((1, 2, 100), (1, 2))
     """
 
-    def __init__(self, backbone, dtype=None, **kwargs):
+    def __init__(self, backbone, sampled_softmax_candidates=None, dtype=None, **kwargs):
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        mlm_head = MaskedLMHead(
+        mlm_head = SampledMaskedLMHead(
+            sampled_candidates=sampled_softmax_candidates,
             token_embedding=backbone.token_embedding,
             intermediate_activation=get_activation(backbone.hidden_activation),
             layer_norm_epsilon=backbone.layer_norm_epsilon,
@@ -89,3 +103,28 @@ class BertPretrainer(BertTaskModel):
         self.backbone = backbone
         self.mlm_head = mlm_head
         self.nsp_head = nsp_head
+
+        # === Config ===
+        self.sampled_softmax_candidates = sampled_softmax_candidates
+
+    def task_config(self):
+        if self.sampled_softmax_candidates is None:
+            return {}  # As archives saved before the option have it.
+        return {"sampled_softmax_candidates": self.sampled_softmax_candidates}
+
+    def call(self, inputs, training=None, mask=None):
+        if not (training and self.sampled_softmax_candidates and "masked_lm_ids" in inputs):
+            if isinstance(inputs, dict):  # A training batch's targets are not graph inputs.
+                inputs = {key: inputs[key] for key in self.input}
+            return super().call(inputs, training=training, mask=mask)
+        # The functional graph ends in the full softmax; a sampled training
+        # step runs the same layers up to the head's transform instead.
+        encoded = self.backbone({key: inputs[key] for key in self.backbone.input}, training=True)
+        mlm_logits = self.mlm_head.sampled_logits(
+            encoded["sequence_output"],
+            inputs["mask_positions"],
+            inputs["masked_lm_ids"],
+            inputs["masked_lm_weights"],
+        )  # (B, P, 1 + N + S), float32
+        nsp_logits = ops.cast(self.nsp_head(encoded["pooled_output"]), "float32")  # (B, 2)
+        return {"mlm": mlm_logits, "nsp": nsp_logits}

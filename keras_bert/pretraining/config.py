@@ -111,6 +111,12 @@ class PretrainingConfig:
             minutes spent, from its start to its last update, and stops
             when they are spent (`keras_bert.pretraining.time_budget`;
             docs/pretraining.md, "A time budget").
+        sampled_softmax_candidates: int or None. Train the masked LM on a
+            sampled softmax over each batch's targets and this many tokens
+            drawn from the vocabulary (`SampledMaskedLMHead`): at BERT-Tiny
+            the full softmax is most of a step. None: the full softmax.
+            Held-out evaluation, fill-mask and export use the full softmax
+            either way.
         optimizer: `OptimizerConfig`.
         checkpoint: `CheckpointConfig`.
         precision: `"float32"`, `"mixed_bfloat16"` or `"mixed_float16"`
@@ -149,6 +155,7 @@ class PretrainingConfig:
     )
     train_steps: int = 1_000_000
     train_budget_minutes: typing.Optional[float] = None
+    sampled_softmax_candidates: typing.Optional[int] = None
     optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
     precision: str = "float32"
@@ -311,6 +318,7 @@ SCHEMA = Schema(
     },
     minimums={
         "train_steps": 1,
+        "sampled_softmax_candidates": 1,
         "steps_per_loop": 1,
         "eval_steps": 0,
         "eval_every_steps": 0,

@@ -39,19 +39,28 @@ def pretraining_metrics(next_sentence_prediction=True):
     return metrics
 
 
-def to_keras_batch(features, labels, sample_weights):
+def to_keras_batch(features, labels, sample_weights, sampled_softmax=False):
     """Adapts a `pipelines.pretraining_dataset` element for `Model.fit`.
 
     Keras wants one sample weight per output when any is given, so the
     next-sentence weights are ones (B,); the boolean padding mask becomes
-    the backbone's int32 input.
+    the backbone's int32 input. With `sampled_softmax` (training batches of
+    a `BertPretrainer` with `sampled_softmax_candidates`), the masked-LM
+    targets and weights become inputs, from which the model builds its
+    candidates, and the label of every slot is 0: the column of its own
+    target among them.
     """
     import tensorflow as tf
 
     features = dict(features)
     features["padding_mask"] = tf.cast(features["padding_mask"], tf.int32)
+    labels = dict(labels)
     sample_weights = dict(sample_weights)
     sample_weights.setdefault("nsp", tf.ones_like(labels["nsp"], dtype=tf.float32))
+    if sampled_softmax:
+        features["masked_lm_ids"] = labels["mlm"]
+        features["masked_lm_weights"] = sample_weights["mlm"]
+        labels["mlm"] = tf.zeros_like(labels["mlm"])
     return features, labels, sample_weights
 
 

@@ -33,7 +33,6 @@ from keras_bert.runtime.hardware import (
     resolve_precision,
 )
 
-
 # A budgeted phase's `fit` runs until its clock stops it.
 UNBOUNDED_EPOCHS = 10**9
 
@@ -114,6 +113,7 @@ class Pretraining:
             self.distribution,
             shuffle=False,
             seed=self.config.data.seed + 1,
+            training=False,
         )
 
 
@@ -171,7 +171,16 @@ def build_backbone(config):
 
 
 def _dataset(
-    config, phase, files, batch_size, input_context, *, shuffle=None, seed=None, skip_batches=0
+    config,
+    phase,
+    files,
+    batch_size,
+    input_context,
+    *,
+    shuffle=None,
+    seed=None,
+    skip_batches=0,
+    training=True,
 ):
     import pipelines
 
@@ -198,7 +207,8 @@ def _dataset(
         # The data position on resume: the seeded stream, minus what the
         # interrupted run consumed.
         dataset = dataset.skip(skip_batches)
-    return dataset.map(to_keras_batch)
+    sampled = training and config.sampled_softmax_candidates is not None
+    return dataset.map(functools.partial(to_keras_batch, sampled_softmax=sampled))
 
 
 def _distributed_dataset(config, phase, files, distribution, **kwargs):
@@ -274,7 +284,11 @@ def build_pretraining(config, distribution=None, corpus_split=None):
     schedule = create_schedule(config.optimizer, total_steps)
     with distribution.scope():
         backbone = build_backbone(config)
-        model = BertPretrainer(backbone, name="bert_pretrainer")
+        model = BertPretrainer(
+            backbone,
+            sampled_softmax_candidates=config.sampled_softmax_candidates,
+            name="bert_pretrainer",
+        )
         # A budgeted run's `BudgetClock` sets the rate at each step from
         # the time spent, into the optimizer's learning-rate variable.
         budgeted = config.train_budget_minutes is not None

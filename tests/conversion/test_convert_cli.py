@@ -407,3 +407,25 @@ def test_destination_is_never_the_source_or_a_runs_model(tmp_path, capsys):
         assert err.count("\n") == 1 and message in err, err
     assert open(source, "rb").read() == before
     assert (run / "model.keras").read_bytes() == b"the run's model"
+
+
+@pytest.mark.backend_independent
+def test_a_pre_ln_backbone_is_refused_naming_why(tmp_path, capsys):
+    from keras_bert import BertBackbone
+
+    source = tmp_path / "pre_ln.keras"
+    BertBackbone(
+        vocabulary_size=40,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=8,
+        intermediate_dim=16,
+        normalize_first=True,
+    ).save(source)
+    assert main([str(source), str(tmp_path / "hf")]) == 2
+    assert capsys.readouterr().err == (
+        f"error: keras_bert archive {source}: a pre-LayerNorm BertBackbone "
+        "(normalize_first=True); Google's and Hugging Face's BERT formats hold post-LN "
+        "blocks only, so it cannot be converted (it fine-tunes and exports as it is).\n"
+    )
+    assert sorted(os.listdir(tmp_path)) == ["pre_ln.keras"]

@@ -117,3 +117,12 @@ def test_attention_dropout_follows_dropout_unless_given():
 def test_attention_dropout_out_of_range_is_named():
     with pytest.raises(ValueError, match="attention_dropout=1.5"):
         BertBackbone(**TINY, attention_dropout=1.5)
+
+
+def test_pre_ln_model_harness(tmp_path):
+    # Its numbers: tests/models/test_reference_parity.py.
+    run_model_test(
+        lambda dtype: BertBackbone(**TINY, normalize_first=True, dtype=dtype),
+        tiny_inputs(),
+        tmp_path,
+    )

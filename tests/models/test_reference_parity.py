@@ -14,8 +14,10 @@ from tests.models.test_bert_backbone import TINY, tiny_inputs
 from tests.reference_bert import bert_forward, pretraining_heads
 
 
-def randomized_pretrainer(hidden_activation="gelu"):
-    model = BertPretrainer(BertBackbone(**TINY, hidden_activation=hidden_activation))
+def randomized_pretrainer(hidden_activation="gelu", normalize_first=False):
+    model = BertPretrainer(
+        BertBackbone(**TINY, hidden_activation=hidden_activation, normalize_first=normalize_first)
+    )
     rng = np.random.default_rng(7)
     for variable in model.weights:
         variable.assign(rng.normal(scale=0.3, size=variable.shape).astype("float32"))
@@ -30,8 +32,12 @@ def test_every_variable_has_exactly_one_original_name():
 
 
 def test_outputs_match_numpy_reference():
-    for activation in ("gelu", "gelu_approximate"):
-        model = randomized_pretrainer(activation)
+    for activation, normalize_first in (
+        ("gelu", False),
+        ("gelu_approximate", False),
+        ("gelu", True),
+    ):
+        model = randomized_pretrainer(activation, normalize_first)
         weights = {m.name: m.from_keras() for m in pretrainer_weight_map(model)}
         inputs = tiny_inputs()
         ours = model.backbone(inputs)
@@ -44,6 +50,7 @@ def test_outputs_match_numpy_reference():
             inputs["padding_mask"],
             num_heads=TINY["num_heads"],
             approximate_gelu=activation == "gelu_approximate",
+            normalize_first=normalize_first,
         )
         mlm, nsp = pretraining_heads(
             weights,

@@ -830,3 +830,28 @@ def test_run_on_a_remote_file_system_resumes_after_an_interruption(ram_dir, tmp_
         assert sorted(tf.io.gfile.listdir(f"{model_dir}/saved_model")) == ["backbone", "pretrainer"]
         assert tf.io.gfile.exists(f"{model_dir}/saved_model/backbone/saved_model.pb")
     assert read_scalars(f"{model_dir}/logs/train")["loss"]
+
+
+def test_sampled_softmax_run_resumes_exactly_and_is_scored_with_the_full_softmax(
+    tmp_path, tiny_corpus
+):
+    def run(model_dir, callbacks=()):
+        keras.utils.set_random_seed(7)
+        config = tiny_config(
+            tmp_path, tiny_corpus, sampled_softmax_candidates=16, model_dir=str(model_dir)
+        )
+        return run_pretraining(config, verbose=0, callbacks=list(callbacks))
+
+    whole = run(tmp_path / "whole")
+    assert run(tmp_path / "resumed", [SignalAt(4)])["preempted"]
+    resumed = run(tmp_path / "resumed")
+    assert resumed["state"].finished and resumed["state"].step == 9
+    # The draws' seed state is saved with the checkpoint: the same draws.
+    for a, b in zip(
+        whole["pretraining"].model.get_weights(), resumed["pretraining"].model.get_weights()
+    ):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
+    # Held-out batches carry the real ids and are scored over the whole
+    # vocabulary: a full-softmax loss, not the candidates' (~log 30,522).
+    held_out = whole["eval"][1]
+    assert held_out["mlm_loss"] > 7.0 and 0.0 <= held_out["mlm_accuracy"] <= 1.0
