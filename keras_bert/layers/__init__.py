@@ -2,6 +2,6 @@
 
 from keras_bert.layers.bert_embeddings import BertEmbeddings
 from keras_bert.layers.bert_encoder_block import BertEncoderBlock
-from keras_bert.layers.sampled_masked_lm_head import SampledMaskedLMHead
+from keras_bert.layers.sampled_softmax import sampled_softmax_logits
 
-__all__ = ["BertEmbeddings", "BertEncoderBlock", "SampledMaskedLMHead"]
+__all__ = ["BertEmbeddings", "BertEncoderBlock", "sampled_softmax_logits"]

@@ -6,10 +6,11 @@ Shape legend: B batch, T sequence length, P masked positions per sequence
 
 import keras
 from keras import ops
+from keras_hub.layers import MaskedLMHead
 
 from keras_bert.layers.bert_embeddings import bert_initializer
 from keras_bert.layers.bert_encoder_block import get_activation
-from keras_bert.layers.sampled_masked_lm_head import SampledMaskedLMHead
+from keras_bert.layers.sampled_softmax import sampled_softmax_logits
 from keras_bert.models.bert_task_model import BertTaskModel
 
 
@@ -29,7 +30,7 @@ class BertPretrainer(BertTaskModel):
         backbone: `BertBackbone`.
         sampled_softmax_candidates: int or None. Train the masked LM on a
             sampled softmax: the batch's targets plus this many tokens drawn
-            from the vocabulary (`SampledMaskedLMHead`), when a training
+            from the vocabulary (`layers.sampled_softmax_logits`), when a training
             batch carries `masked_lm_ids` and `masked_lm_weights` (see
             below). None (the default): the full softmax. Evaluation,
             prediction and export use the full softmax either way.
@@ -68,8 +69,7 @@ class BertPretrainer(BertTaskModel):
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        mlm_head = SampledMaskedLMHead(
-            sampled_candidates=sampled_softmax_candidates,
+        mlm_head = MaskedLMHead(
             token_embedding=backbone.token_embedding,
             intermediate_activation=get_activation(backbone.hidden_activation),
             layer_norm_epsilon=backbone.layer_norm_epsilon,
@@ -104,6 +104,16 @@ class BertPretrainer(BertTaskModel):
         self.mlm_head = mlm_head
         self.nsp_head = nsp_head
 
+        if sampled_softmax_candidates is not None:
+            if sampled_softmax_candidates < 1:
+                raise ValueError(
+                    "`sampled_softmax_candidates` must be None or >= 1. "
+                    f"Received: sampled_softmax_candidates={sampled_softmax_candidates}"
+                )
+            # Saved with a checkpoint's seed states: a resumed run draws what
+            # the uninterrupted one would.
+            self.sampled_softmax_seed = keras.random.SeedGenerator()
+
         # === Config ===
         self.sampled_softmax_candidates = sampled_softmax_candidates
 
@@ -118,13 +128,28 @@ class BertPretrainer(BertTaskModel):
                 inputs = {key: inputs[key] for key in self.input}
             return super().call(inputs, training=training, mask=mask)
         # The functional graph ends in the full softmax; a sampled training
-        # step runs the same layers up to the head's transform instead.
+        # step runs the same layers up to the head's transform instead
+        # (keras-hub's `MaskedLMHead` has no call without its projection).
         encoded = self.backbone({key: inputs[key] for key in self.backbone.input}, training=True)
-        mlm_logits = self.mlm_head.sampled_logits(
-            encoded["sequence_output"],
-            inputs["mask_positions"],
-            inputs["masked_lm_ids"],
-            inputs["masked_lm_weights"],
-        )  # (B, P, 1 + N + S), float32
+        positions = ops.expand_dims(inputs["mask_positions"], -1)  # (B, P, 1)
+        x = ops.take_along_axis(encoded["sequence_output"], positions, axis=1)  # (B, P, H)
+        x = self.mlm_head._intermediate_layer_norm(self.mlm_head._intermediate_dense(x))
+        targets = inputs["masked_lm_ids"]
+        batch, predictions = ops.shape(targets)[0], ops.shape(targets)[1]
+        drawn = keras.random.randint(
+            (self.sampled_softmax_candidates,),
+            0,
+            self.backbone.vocabulary_size,
+            dtype="int32",
+            seed=self.sampled_softmax_seed,
+        )  # (S,)
+        mlm_logits = sampled_softmax_logits(
+            ops.reshape(x, (-1, ops.shape(x)[-1])),  # (N, H)
+            self.backbone.token_embedding.embeddings,
+            self.mlm_head._bias,
+            ops.reshape(ops.cast(targets, "int32"), (-1,)),
+            ops.reshape(inputs["masked_lm_weights"], (-1,)) > 0,
+            drawn,
+        )  # (N, 1 + N + S), float32
         nsp_logits = ops.cast(self.nsp_head(encoded["pooled_output"]), "float32")  # (B, 2)
-        return {"mlm": mlm_logits, "nsp": nsp_logits}
+        return {"mlm": ops.reshape(mlm_logits, (batch, predictions, -1)), "nsp": nsp_logits}

@@ -113,7 +113,7 @@ class PretrainingConfig:
             docs/pretraining.md, "A time budget").
         sampled_softmax_candidates: int or None. Train the masked LM on a
             sampled softmax over each batch's targets and this many tokens
-            drawn from the vocabulary (`SampledMaskedLMHead`): at BERT-Tiny
+            drawn from the vocabulary (`sampled_softmax_logits`): at BERT-Tiny
             the full softmax is most of a step. None: the full softmax.
             Held-out evaluation, fill-mask and export use the full softmax
             either way.

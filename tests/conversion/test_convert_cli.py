@@ -414,14 +414,7 @@ def test_a_pre_ln_backbone_is_refused_naming_why(tmp_path, capsys):
     from keras_bert import BertBackbone
 
     source = tmp_path / "pre_ln.keras"
-    BertBackbone(
-        vocabulary_size=40,
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=8,
-        intermediate_dim=16,
-        normalize_first=True,
-    ).save(source)
+    BertBackbone(**TINY, normalize_first=True).save(source)
     assert main([str(source), str(tmp_path / "hf")]) == 2
     assert capsys.readouterr().err == (
         f"error: keras_bert archive {source}: a pre-LayerNorm BertBackbone "

@@ -1,12 +1,11 @@
-"""`SampledMaskedLMHead` against a NumPy sampled softmax built from the
-full softmax's logits, and `BertPretrainer` training on it."""
+"""`sampled_softmax_logits` in `BertPretrainer` against a NumPy sampled
+softmax built from the full softmax's logits, and training on it."""
 
 import keras
 import numpy as np
 import pytest
 
 from keras_bert import BertBackbone, BertPretrainer
-from keras_bert.layers import SampledMaskedLMHead
 from keras_bert.pretraining.objective import compile_pretrainer
 from tests.harness import run_model_test
 from tests.models.test_bert_backbone import TINY
@@ -91,8 +90,8 @@ def test_a_sampled_training_step_learns_the_targets():
 
 
 def test_bad_candidate_count_is_refused():
-    with pytest.raises(ValueError, match=r"`sampled_candidates` must be None or >= 1. Received: "):
-        SampledMaskedLMHead(sampled_candidates=0, vocabulary_size=V)
+    with pytest.raises(ValueError, match="`sampled_softmax_candidates` must be None or >= 1"):
+        BertPretrainer(BertBackbone(**TINY), sampled_softmax_candidates=0)
 
 
 def test_an_archive_without_the_option_loads(tmp_path):
