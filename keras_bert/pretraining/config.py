@@ -103,14 +103,16 @@ class PretrainingConfig:
         phases: list of `PhaseConfig`, run in order with one optimizer and
             one learning-rate schedule.
         train_steps: int. Optimizer updates over all phases; phases given
-            by `fraction` share it. With `train_budget_minutes`, the length
-            of the schedule that the budget runs on its clock.
+            by `fraction` share it. With `train_budget_minutes`, the most
+            updates the run makes, and the length of the schedule that the
+            budget runs on its clock.
         train_budget_minutes: float or None. None: the run is step-based
             (`train_steps`). A number: the run follows the recipe's
             schedule (learning rate, phases) by the share of this many
-            minutes spent, from its start to its last update, and stops
-            when they are spent (`keras_bert.pretraining.time_budget`;
-            docs/pretraining.md, "A time budget").
+            minutes spent, from its start to its last update, or of its
+            updates made if larger, and stops at the end of either
+            (`keras_bert.pretraining.time_budget`; docs/pretraining.md,
+            "A time budget").
         sampled_softmax_candidates: int or None. Train the masked LM on a
             sampled softmax over each batch's targets and this many tokens
             drawn from the vocabulary (`sampled_softmax_logits`): at BERT-Tiny

@@ -33,9 +33,6 @@ from keras_bert.runtime.hardware import (
     resolve_precision,
 )
 
-# A budgeted phase's `fit` runs until its clock stops it.
-UNBOUNDED_EPOCHS = 10**9
-
 
 @dataclasses.dataclass
 class PretrainingPhase:
@@ -44,12 +41,10 @@ class PretrainingPhase:
     Attributes:
         index: int. Position in `config.phases`.
         config: `PhaseConfig` (seq_len, max_predictions, global batch_size).
-        steps: int. Optimizer updates in this phase; in a budgeted run,
-            the recipe steps it spans on the clock.
-        micro_steps: int or None. Batches in this phase (`steps` ×
-            accumulation); None in a budgeted run (the clock ends it).
-        first_step: int. Optimizer step (budgeted: recipe step) at which
-            the phase starts.
+        steps: int. Optimizer updates in this phase (the recipe steps it
+            spans, for the clock of a budgeted run).
+        micro_steps: int. Batches in this phase (`steps` × accumulation).
+        first_step: int. Optimizer step at which the phase starts.
         dataset: callable `(skip_batches=0) -> dataset` for `fit`, already
             adapted to Keras and distributed.
     """
@@ -64,11 +59,7 @@ class PretrainingPhase:
     def fit_kwargs(self, steps_per_loop, done_micro_steps=0):
         """`steps_per_epoch`/`epochs` covering the rest of the phase in
         logging windows; stop exactly at its end with a callback
-        (`PretrainingCheckpoint`) when the last window is partial, or, in
-        a budgeted phase (`micro_steps` None), when its clock says
-        (`BudgetClock`)."""
-        if self.micro_steps is None:
-            return {"steps_per_epoch": steps_per_loop, "epochs": UNBOUNDED_EPOCHS}
+        (`PretrainingCheckpoint`) when the last window is partial."""
         remaining = self.micro_steps - done_micro_steps
         return {
             "steps_per_epoch": steps_per_loop,
@@ -235,11 +226,9 @@ def split_corpus(data):
 def plan_phases(config):
     """`PretrainingPhase`s (without datasets) for `config.phases`."""
     accumulation = config.optimizer.gradient_accumulation_steps
-    budgeted = config.train_budget_minutes is not None
     phases, first = [], 0
     for index, (phase, steps) in enumerate(zip(config.phases, config.phase_steps())):
-        micro_steps = None if budgeted else steps * accumulation
-        phases.append(PretrainingPhase(index, phase, steps, micro_steps, first))
+        phases.append(PretrainingPhase(index, phase, steps, steps * accumulation, first))
         first += steps
     return phases
 

@@ -56,7 +56,8 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
         }
 
     def start_phase(self, phase_micro_steps):
-        """Batches the current phase has in total (the stop point)."""
+        """Batches the current phase has in total (the stop point); None:
+        another callback ends it (a budgeted run's `BudgetClock`)."""
         self.phase_micro_steps = phase_micro_steps
 
     def save(self):

@@ -38,6 +38,9 @@ from keras_bert.run_dir import RunLock, refuse_another_run
 from pipelines import CorpusError
 from pipelines.corpus import NO_DOCUMENT
 
+# A budgeted phase's `fit` runs until its clock stops it.
+UNBOUNDED_EPOCHS = 10**9
+
 
 def run_pretraining(
     config,
@@ -153,6 +156,7 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock):
             config.train_budget_minutes * 60,
             started,
             clock,
+            accumulation,
         )
     profile = None
     if config.profile_steps:
@@ -192,19 +196,25 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock):
                 ),
                 flush=True,
             )
-            if (
-                budget is None
-                and state.phase_micro_step < phase.micro_steps
-                or (budget is not None and not budget.phase_over(phase.index))
-            ):
+            phase_done = (
+                budget.phase_over(phase.index)
+                if budget
+                else state.phase_micro_step >= phase.micro_steps
+            )
+            if not phase_done:
                 done = state.phase_micro_step
-                checkpointer.start_phase(phase.micro_steps)
-                monitor.start_phase(phase.index, seq.batch_size, seq.seq_len)
                 loop = config.steps_per_loop * accumulation
+                fit_kwargs = phase.fit_kwargs(loop, done)
+                if budget:
+                    # The clock ends a budgeted phase, after more or fewer
+                    # updates than the recipe's (`BudgetClock`).
+                    fit_kwargs["epochs"] = UNBOUNDED_EPOCHS
+                checkpointer.start_phase(None if budget else phase.micro_steps)
+                monitor.start_phase(phase.index, seq.batch_size, seq.seq_len)
                 with _no_document_is_a_corpus_error(config):
                     model.fit(
                         phase.dataset(skip_batches=done),
-                        **phase.fit_kwargs(loop, done),
+                        **fit_kwargs,
                         **({} if budget else held_out_kwargs(pretraining, phase, state.step)),
                         callbacks=[*clocks, checkpointer, monitor, *callbacks],
                         verbose=0,  # TrainingMonitor prints a line a window.

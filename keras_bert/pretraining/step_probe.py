@@ -7,6 +7,7 @@ turn; it lives here, not in `runtime/`, because it builds a model, and
 `runtime/` sits below the libraries.
 """
 
+import functools
 import sys
 import time
 
@@ -15,7 +16,7 @@ import tensorflow as tf
 
 from keras_bert.models import BertBackbone, BertPretrainer
 from keras_bert.optimization import OptimizerConfig, create_optimizer
-from keras_bert.pretraining.objective import compile_pretrainer
+from keras_bert.pretraining.objective import compile_pretrainer, to_keras_batch
 from keras_bert.runtime.hardware import resolve_jit_compile
 
 
@@ -46,6 +47,7 @@ def warmed_up_steps(
     batch_size,
     precision="float32",
     jit_compile="auto",
+    sampled_softmax_candidates=None,
 ):
     """A function `steps -> seconds per step` that trains a compiled
     `BertPretrainer` on random ids, after `warmup_steps` (compilation)."""
@@ -54,7 +56,7 @@ def warmed_up_steps(
     backbone = BertBackbone(
         vocabulary_size, num_layers, num_heads, hidden_dim, 4 * hidden_dim, dtype=precision
     )
-    model = BertPretrainer(backbone)
+    model = BertPretrainer(backbone, sampled_softmax_candidates=sampled_softmax_candidates)
     compile_pretrainer(
         model,
         create_optimizer(OptimizerConfig(), 10_000),
@@ -79,7 +81,10 @@ def warmed_up_steps(
         "mlm": np.ones((batch_size, predictions), "float32"),
         "nsp": np.ones((batch_size,), "float32"),
     }
-    dataset = tf.data.Dataset.from_tensors((features, labels, weights)).repeat()
+    dataset = tf.data.Dataset.from_tensors((features, labels, weights)).map(
+        functools.partial(to_keras_batch, sampled_softmax=sampled_softmax_candidates is not None)
+    )
+    dataset = dataset.repeat()
     model.fit(dataset, steps_per_epoch=warmup_steps, epochs=1, verbose=0)
 
     def time_steps(steps):

@@ -6,12 +6,15 @@ step-based recipe's wall time does too. A budgeted run instead runs the
 recipe's schedule on a clock, as Cramming (Geiping & Goldstein 2022) and
 Izsak et al. (2021) tie theirs to elapsed time: at every update the run
 stands at the recipe step `train_steps × progress`, where `progress` is the
-share of the budget's training time spent so far, and takes that step's
-learning rate and phase; training stops when the budget is spent. Nothing
-is measured before the first update, and a machine that slows down or
-speeds up on the way (another process, a laptop on battery) still ends on
-time with the learning rate at 0: the schedule is never fixed from a few
-timed updates.
+share of the budget's training time spent so far or, when that is larger,
+the share of the recipe's updates made; it takes that step's learning rate
+and phase, and stops at the end of either. A machine too slow for the
+recipe follows it by the clock and ends on time with the learning rate at
+0, even one that slows down or speeds up on the way (another process, a
+laptop on battery): the schedule is never fixed from a few timed updates.
+A machine fast enough for all of it runs the recipe update for update, as
+a step-based run does, and finishes early. Nothing is measured before the
+first update.
 
 The budget runs from `run_pretraining`'s start to the last update: model
 building, every phase's start-up (tracing or compiling, filling the input
@@ -38,7 +41,8 @@ class BudgetClock(keras.callbacks.Callback):
     The clock starts at the run's first update (`start`); the training
     time available runs from there to `deadline`. A resumed run starts at
     the `progress` its checkpoint recorded and spreads what is left of the
-    schedule over what is left of the budget.
+    schedule over what is left of the budget. Progress is never behind the
+    updates made (`updates / train_steps`).
 
     Args:
         schedule: callable recipe step -> learning rate (the recipe's
@@ -52,9 +56,20 @@ class BudgetClock(keras.callbacks.Callback):
         budget_seconds: float. The whole budget.
         started: float. The `clock` reading at this run's start.
         clock: callable returning seconds.
+        gradient_accumulation_steps: int. Batches per update.
     """
 
-    def __init__(self, schedule, train_steps, phase_ends, state, budget_seconds, started, clock):
+    def __init__(
+        self,
+        schedule,
+        train_steps,
+        phase_ends,
+        state,
+        budget_seconds,
+        started,
+        clock,
+        gradient_accumulation_steps=1,
+    ):
         super().__init__()
         self.schedule = schedule
         self.train_steps = train_steps
@@ -65,16 +80,19 @@ class BudgetClock(keras.callbacks.Callback):
         self.start_progress = state.budget_progress
         self.spent_before = state.budget_seconds_spent
         self.deadline = started + budget_seconds - self.spent_before
+        self.accumulation = gradient_accumulation_steps
+        self.batches = state.micro_step
         self.start = None  # The clock at this run's first update.
         self._learning_rate = None
 
     def progress(self):
         """The share of the recipe's schedule reached, in [0, 1]."""
+        made = self.batches // self.accumulation / self.train_steps
         if self.start is None:
-            return self.start_progress
+            return max(self.start_progress, made)
         available = max(self.deadline - self.start, 1e-9)
         share = (self.clock() - self.start) / available
-        return min(1.0, self.start_progress + (1.0 - self.start_progress) * share)
+        return min(1.0, max(self.start_progress + (1.0 - self.start_progress) * share, made))
 
     def recipe_step(self):
         return self.progress() * self.train_steps
@@ -101,6 +119,7 @@ class BudgetClock(keras.callbacks.Callback):
             self._learning_rate = rate
 
     def on_train_batch_end(self, batch, logs=None):
+        self.batches += 1
         self.state.budget_progress = self.progress()
         self.state.budget_seconds_spent = self.spent_before + self.clock() - self.started
         if self.phase_over(self.state.phase):
@@ -121,7 +140,8 @@ def describe_plan(config, resumed_state=None):
         f"Time budget {config.train_budget_minutes:g} min: the recipe's "
         f"{config.train_steps:,}-step schedule ({phases}; warmup "
         f"{config.optimizer.warmup_steps:,}) run on the clock, its learning rate and "
-        "phase set by the share of the budget spent"
+        "phase set by the share of the budget spent (or of its updates made, if "
+        "larger), until either ends"
     )
     if resumed_state is not None:
         line += (

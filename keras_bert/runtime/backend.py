@@ -43,14 +43,16 @@ CANDIDATES = ("tensorflow", "jax")
 PREFERRED = "tensorflow"
 # What `KERAS_BACKEND` may name: the backends Keras can load.
 KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
-# The default run's second phase: BERT-Tiny, 128 tokens, batch 32; each
-# round times `timed_steps` steps.
+# The default run's second phase: BERT-Tiny, 128 tokens, batch 32, its
+# sampled softmax (configs/pretrain/default.yaml); each round times
+# `timed_steps` steps.
 PROBE = dict(
     num_layers=2,
     hidden_dim=128,
     num_heads=2,
     seq_len=128,
     batch_size=32,
+    sampled_softmax_candidates=2048,
     warmup_steps=2,
     timed_steps=2,
 )

@@ -137,9 +137,10 @@ class Tick(keras.callbacks.Callback):
 
 
 def budgeted_tiny(tmp_path, tiny_corpus, **extra):
-    # 12 s of budget for the tiny recipe's 6 + 3 steps: phase 0 until
-    # 2/3 of it, 8 updates at one second each, then 4 at 64 tokens.
-    return tiny_config(tmp_path, tiny_corpus, train_budget_minutes=0.2, eval_steps=0, **extra)
+    # 6 s of budget for the tiny recipe's 6 + 3 steps, at a second per
+    # update: too slow for the recipe, so the clock leads. Phase 0 until
+    # 2/3 of it, 4 updates, then 2 at 64 tokens.
+    return tiny_config(tmp_path, tiny_corpus, train_budget_minutes=0.1, eval_steps=0, **extra)
 
 
 def saved_state(config):
@@ -152,41 +153,58 @@ def test_a_budgeted_run_ends_its_phases_and_itself_on_the_clock(tmp_path, tiny_c
     config = budgeted_tiny(tmp_path, tiny_corpus)
     clock = ManualClock()
     result = run_pretraining(config, verbose=0, callbacks=[Tick(clock)], clock=clock)
-    assert result["state"].finished and result["state"].step == 12
+    assert result["state"].finished and result["state"].step == 6
     assert saved_state(config)["budget_progress"] == 1.0
     out = capsys.readouterr().out
     assert (
-        "Time budget 0.2 min: the recipe's 9-step schedule (6 recipe steps at 32 tokens, "
+        "Time budget 0.1 min: the recipe's 9-step schedule (6 recipe steps at 32 tokens, "
         "3 recipe steps at 64; warmup 2) run on the clock" in out
     )
     assert "global batch 4, recipe steps 0..6 of 9 on the clock" in out
-    assert "Time budget 0.2 min: 12 updates, the last 12 s into the budget, 0 s inside it." in out
     assert "global batch 2, recipe steps 6..9 of 9 on the clock" in out
-    # The last update began 11 s into the 12: recipe step 8 of 9.
+    assert "Time budget 0.1 min: 6 updates, the last 6 s into the budget, 0 s inside it." in out
+    # The last update began 5 s into the 6: recipe step 7.5, so 7 of 9.
     rate = result["pretraining"].model.optimizer.learning_rate
     assert float(keras.ops.convert_to_numpy(rate)) == pytest.approx(
-        config.optimizer.learning_rate / 7, rel=1e-5
+        config.optimizer.learning_rate * 2 / 7, rel=1e-5
     )
     recorded = yaml.safe_load(open(os.path.join(config.model_dir, "config.yaml")))
-    assert recorded["train_budget_minutes"] == 0.2 and "budget_plan" not in recorded
+    assert recorded["train_budget_minutes"] == 0.1 and "budget_plan" not in recorded
 
 
 # The learning rate reaches the step by another path on each backend.
 def test_a_resumed_budgeted_run_continues_the_same_schedule(tmp_path, tiny_corpus, capsys):
     config = budgeted_tiny(tmp_path, tiny_corpus)
     clock = ManualClock()
-    first = run_pretraining(config, verbose=0, callbacks=[Tick(clock, stop_at=4)], clock=clock)
+    first = run_pretraining(config, verbose=0, callbacks=[Tick(clock, stop_at=2)], clock=clock)
     assert first["preempted"]
-    # The signal is seen at the next batch's end: saved after update 5,
-    # 5 s into the budget.
+    # The signal is seen at the next batch's end: saved after update 3,
+    # 3 s into the budget, half of it.
     state = saved_state(config)
-    assert state["step"] == 5 and state["budget_seconds_spent"] == 5.0
-    assert state["budget_progress"] == pytest.approx(5 / 12)
+    assert state["step"] == 3 and state["budget_seconds_spent"] == 3.0
+    assert state["budget_progress"] == pytest.approx(0.5)
     clock = ManualClock(500.0)  # another process, another clock
     second = run_pretraining(config, verbose=0, callbacks=[Tick(clock)], clock=clock)
-    assert second["state"].finished and second["state"].step == 12
+    # As uninterrupted: phase 0 ends after update 4, the run after 6.
+    assert second["state"].finished and second["state"].step == 6
     out = capsys.readouterr().out
-    assert "resumed at 41.7% of it with 7 s of the budget left." in out
+    assert "resumed at 50.0% of it with 3 s of the budget left." in out
+
+
+# The learning rate reaches the step by another path on each backend.
+def test_a_machine_fast_enough_runs_the_recipe_as_a_step_based_run_does(tmp_path, tiny_corpus):
+    keras.utils.set_random_seed(7)
+    stepped = run_pretraining(tiny_config(tmp_path / "a", tiny_corpus, eval_steps=0), verbose=0)
+    keras.utils.set_random_seed(7)
+    clock = ManualClock()  # no time passes: the recipe's updates lead
+    budgeted = run_pretraining(
+        budgeted_tiny(tmp_path / "b", tiny_corpus), verbose=0, callbacks=[], clock=clock
+    )
+    assert budgeted["state"].finished and budgeted["state"].step == 9
+    for a, b in zip(
+        stepped["pretraining"].model.get_weights(), budgeted["pretraining"].model.get_weights()
+    ):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
 
 
 @pytest.mark.backend_independent
@@ -207,7 +225,8 @@ def test_plan_line_and_end_line():
     assert describe_plan(config) == (
         "Time budget 7.5 min: the recipe's 2,400-step schedule (1,750 recipe steps at "
         "32 tokens, 650 recipe steps at 128; warmup 400) run on the clock, its learning "
-        "rate and phase set by the share of the budget spent."
+        "rate and phase set by the share of the budget spent (or of its updates made, "
+        "if larger), until either ends."
     )
     resumed = TrainingState(budget_progress=0.25, budget_seconds_spent=100.0)
     assert describe_plan(config, resumed).endswith(
@@ -265,7 +284,7 @@ def test_budgeted_rerun_of_a_step_based_folder_is_refused(tmp_path, tiny_corpus)
     config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
     clock = ManualClock()
     run_pretraining(config, verbose=0, callbacks=[Tick(clock, stop_at=1)])
-    with pytest.raises(ConfigError, match=r"train_budget_minutes: None -> 0.2"):
+    with pytest.raises(ConfigError, match=r"train_budget_minutes: None -> 0.1"):
         run_pretraining(budgeted_tiny(tmp_path, tiny_corpus), verbose=0)
 
 
