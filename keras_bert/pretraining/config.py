@@ -55,8 +55,9 @@ class PhaseConfig:
 class DataConfig:
     """Where the corpus is and how `pipelines.pretraining_dataset` reads it.
 
-    `eval_files` None holds out `holdout_fraction` of `train_files` (by
-    file) with `pipelines.split_files`. `shuffle: false` reads files,
+    `eval_files` None holds out `holdout_fraction` of `train_files`' text
+    (by size: whole files, or a stretch of a single file's lines) with
+    `pipelines.split_files`. `shuffle: false` reads files,
     documents and pairs in order (quick start-up for tests and debugging).
     `seed` also seeds the initial weights and dropout: a rerun of a
     config repeats it.
