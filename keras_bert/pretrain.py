@@ -2,8 +2,9 @@
 
 With no arguments it pre-trains a BERT-Tiny on the corpus bundled in
 `data/corpus/` (a few minutes on 2 CPU cores) and prints the held-out
-masked-LM accuracy (and the next-sentence accuracy of a recipe that trains it). Running the same command again after a crash
-or preemption resumes from the newest checkpoint in `--model_dir`.
+masked-LM accuracy (and the next-sentence accuracy of a recipe that trains
+it). Running the same command again after a crash or preemption resumes
+from the newest checkpoint in `--model_dir`.
 
     python -m keras_bert.pretrain
     python -m keras_bert.pretrain --config bert_base --tpu my-tpu \

@@ -177,11 +177,6 @@ class PretrainingConfig:
         """Optimizer updates per phase: fractions are rounded, the last
         fraction-sized phase taking what rounding left. A budgeted run
         follows them on its clock (recipe steps, not updates)."""
-        return self.recipe_steps()
-
-    def recipe_steps(self):
-        """Optimizer updates per phase as `train_steps` and the phases
-        give them, whatever the budget."""
         fixed = sum(p.steps for p in self.phases if p.steps is not None)
         shared = self.train_steps - fixed
         steps, given = [], 0
@@ -195,10 +190,6 @@ class PretrainingConfig:
                 steps.append(int(round(phase.fraction * shared)))
                 given += steps[-1]
         return steps
-
-    def total_steps(self):
-        """Optimizer updates of the whole (step-based) run."""
-        return sum(self.phase_steps())
 
     def validate(self):
         """Raises `ConfigError` naming the first bad value: `SCHEMA`'s

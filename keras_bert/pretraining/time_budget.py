@@ -120,9 +120,10 @@ class BudgetClock(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         self.batches += 1
-        self.state.budget_progress = self.progress()
+        progress = self.progress()
+        self.state.budget_progress = progress
         self.state.budget_seconds_spent = self.spent_before + self.clock() - self.started
-        if self.phase_over(self.state.phase):
+        if progress * self.train_steps >= self.phase_ends[self.state.phase]:
             self.model.stop_training = True
 
     @property
@@ -134,7 +135,7 @@ def describe_plan(config, resumed_state=None):
     """The line a budgeted run prints at its start."""
     phases = ", ".join(
         f"{n:,} recipe steps at {p.seq_len}" + (" tokens" if i == 0 else "")
-        for i, (n, p) in enumerate(zip(config.recipe_steps(), config.phases))
+        for i, (n, p) in enumerate(zip(config.phase_steps(), config.phases))
     )
     line = (
         f"Time budget {config.train_budget_minutes:g} min: the recipe's "
