@@ -16,6 +16,8 @@ TensorFlow cannot (the device image has JAX and PyTorch only):
               (SST-2: a sentence; CoNLL-2003: an article), labels removed
     pretrain  python -m keras_bert.pretrain --config own_text
               --set data.train_files=OUT/text/*.txt --model_dir OUT/pretrain
+              (`--objectives masked_lm electra`: one run each, at the
+              recipe's train_budget_minutes, OUT/pretrain_electra the second)
     dump      OUT/TASK.npz: train and dev packed by our fine-tuning pipeline
     run       fine-tune every init at every label budget, learning rate and
               seed (Keras only); OUT/results.json (every run, appended as it
@@ -53,14 +55,20 @@ SEQ_LEN = {"sst2": 64, "conll2003": 128}
 METRIC = {"sst2": "accuracy", "conll2003": "entity F1"}
 BATCH = 32
 LENGTH_MULTIPLE = 32  # few distinct batch shapes: one compilation each
+# The init each pre-training objective gives (`curve --objectives`).
+IN_DOMAIN = {"masked_lm": "in-domain", "electra": "in-domain ELECTRA"}
 
 
 # === Pre-training on the task's text (bench.common.write_text) ===
 
 
-def pretrain(text_pattern, out, config, overrides):
-    """Runs the pre-training command; returns the backbone's path."""
-    model_dir = os.path.join(out, "pretrain")
+def pretrain(text_pattern, out, config, overrides, objective="masked_lm"):
+    """Runs the pre-training command with `objective`; returns the
+    backbone's path. Every objective gets the recipe's
+    `train_budget_minutes`: compared at equal pre-training wall time."""
+    model_dir = os.path.join(
+        out, "pretrain" if objective == "masked_lm" else f"pretrain_{objective}"
+    )
     command = [
         sys.executable,
         "-m",
@@ -71,6 +79,8 @@ def pretrain(text_pattern, out, config, overrides):
         f"data.train_files={text_pattern}",
         "--model_dir",
         model_dir,
+        "--set",
+        f"objective={objective}",
     ]
     command += [a for o in overrides for a in ("--set", o)]
     print("pretrain:", " ".join(command), flush=True)
@@ -454,6 +464,14 @@ def main():
     sub["dump"].add_argument("--vocab", default=VOCAB)
     sub["curve"].add_argument("--pretrain_config", default="own_text")
     sub["curve"].add_argument("--pretrain_set", action="append", default=[], metavar="KEY=VALUE")
+    sub["curve"].add_argument(
+        "--objectives",
+        nargs="+",
+        choices=sorted(IN_DOMAIN),
+        default=["masked_lm"],
+        help="pre-train on the task's text with each, one after another, at the "
+        "recipe's train_budget_minutes (equal wall time)",
+    )
     sub["run"].add_argument("--data", required=True, help="a dump's .npz")
     for name in ("curve", "run"):
         sub[name].add_argument(
@@ -488,11 +506,11 @@ def main():
             if "in-domain" not in pretrained:
                 pattern = write_text(args.task, args.data_dir, args.out)
                 pretrained = {
-                    "in-domain": pretrain(
-                        pattern, args.out, args.pretrain_config, args.pretrain_set
-                    ),
-                    **pretrained,
-                }
+                    IN_DOMAIN[objective]: pretrain(
+                        pattern, args.out, args.pretrain_config, args.pretrain_set, objective
+                    )
+                    for objective in args.objectives
+                } | pretrained
             args.data = dump(
                 args.task, args.data_dir, VOCAB, os.path.join(args.out, f"{args.task}.npz")
             )

@@ -23,6 +23,7 @@ _PUBLIC = {
     "BertRegressor": "keras_bert.models",
     "BertSpanLabeler": "keras_bert.models",
     "BertTokenClassifier": "keras_bert.models",
+    "ElectraPretrainer": "keras_bert.models",
     "AdamWeightDecay": "keras_bert.optimization",
     "WarmupLinearDecay": "keras_bert.optimization",
 }

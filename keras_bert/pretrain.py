@@ -32,7 +32,7 @@ FULL_DISK_ADVICE = (
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m keras_bert.pretrain",
-        description="Pre-train BERT (masked LM + next sentence).",
+        description="Pre-train BERT (masked LM, or ELECTRA with --set objective=electra).",
     )
     parser.add_argument(
         "--config",
@@ -90,17 +90,9 @@ def main(argv=None):
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
+        objective = results["pretraining"].objective
         for index, metrics in sorted(results["eval"].items()):
-            seq_len = config.phases[index].seq_len
-            print(
-                f"held-out seq_len={seq_len}: "
-                f"mlm_accuracy={metrics.get('mlm_accuracy', float('nan')):.4f}"
-                + (
-                    f" nsp_accuracy={metrics['nsp_accuracy']:.4f}"
-                    if "nsp_accuracy" in metrics
-                    else ""
-                )
-            )
+            print(f"held-out seq_len={config.phases[index].seq_len}: {objective.report(metrics)}")
 
     return run_command(
         pretrain,

@@ -196,6 +196,7 @@ RUN_FILES = frozenset(
         "logs",
         "backbone.keras",
         "pretrainer.keras",
+        "electra_pretrainer.keras",
         "saved_model",
         LOCK_FILE,
         FINETUNE_LOCK_FILE,

@@ -7,6 +7,7 @@ from keras_bert.models.bert_pretrainer import BertPretrainer
 from keras_bert.models.bert_regressor import BertRegressor
 from keras_bert.models.bert_span_labeler import BertSpanLabeler
 from keras_bert.models.bert_token_classifier import BertTokenClassifier
+from keras_bert.models.electra_pretrainer import ElectraPretrainer
 
 __all__ = [
     "BertBackbone",
@@ -16,4 +17,5 @@ __all__ = [
     "BertRegressor",
     "BertSpanLabeler",
     "BertTokenClassifier",
+    "ElectraPretrainer",
 ]

@@ -49,7 +49,7 @@ class BertPretrainer(BertTaskModel):
     with `training=True` whose inputs also hold `masked_lm_ids` (B, P) and
     `masked_lm_weights` (B, P) returns `mlm` as (B, P, 1 + B·P + S) logits
     over the candidates, each slot's target in column 0: its label is 0
-    (`pretraining.objective.to_keras_batch` arranges both).
+    (`pretraining.masked_lm_objective.to_keras_batch` arranges both).
 
     Example:
     >>> import numpy as np

@@ -6,17 +6,20 @@ from keras_bert.pretraining.checkpoint_manager import CheckpointManager
 from keras_bert.pretraining.config import (
     CheckpointConfig,
     DataConfig,
+    ElectraConfig,
     OptimizerConfig,
     PhaseConfig,
     PretrainingConfig,
     load_pretraining_config,
 )
-from keras_bert.pretraining.objective import (
+from keras_bert.pretraining.masked_lm_objective import (
     compile_pretrainer,
     pretraining_losses,
     pretraining_metrics,
     to_keras_batch,
 )
+from keras_bert.pretraining.objective import PretrainingObjective
+from keras_bert.pretraining.objective_registry import OBJECTIVES
 from keras_bert.pretraining.pretraining import (
     Pretraining,
     PretrainingPhase,
@@ -38,11 +41,14 @@ __all__ = [
     "CheckpointManager",
     "ConfigError",
     "DataConfig",
+    "ElectraConfig",
+    "OBJECTIVES",
     "OptimizerConfig",
     "PhaseConfig",
     "Pretraining",
     "PretrainingCheckpoint",
     "PretrainingConfig",
+    "PretrainingObjective",
     "PretrainingPhase",
     "TrainingDistribution",
     "TrainingMonitor",

@@ -19,6 +19,7 @@ from keras_bert.file_io import is_file, write_atomically
 from keras_bert.optimization.optimizer_config import OPTIMIZERS, OptimizerConfig
 from keras_bert.optimization.warmup_linear_decay import DECAY_STARTS
 from keras_bert.paths import CONFIGS, DATA, bundled
+from keras_bert.pretraining.objective_registry import OBJECTIVES
 
 CONFIG_DIR = CONFIGS / "pretrain"
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
@@ -93,10 +94,28 @@ class CheckpointConfig:
 
 
 @dataclasses.dataclass
+class ElectraConfig:
+    """`objective: electra`'s knobs (`ElectraPretrainer`, `ElectraObjective`).
+
+    Args:
+        generator_size: float in (0, 1]. The generator's width as a share of
+            the backbone's; the paper's best is 1/4 to 1/3.
+        discriminator_weight: float. The discriminator loss's weight against
+            the generator's masked-LM loss (50 in the paper).
+    """
+
+    generator_size: float = 0.25
+    discriminator_weight: float = 50.0
+
+
+@dataclasses.dataclass
 class PretrainingConfig:
     """Everything one pre-training run needs.
 
     Args:
+        objective: str. `masked_lm` (BERT's masked LM and next sentence,
+            the default) or `electra` (replaced-token detection); a key of
+            `objective_registry.OBJECTIVES` (docs/pretraining.md).
         model: str. A name in `configs/model/` or a YAML path.
         model_overrides: dict. `BertBackbone` arguments that replace the
             named config's, e.g. `{dropout: 0.0}`.
@@ -119,7 +138,9 @@ class PretrainingConfig:
             drawn from the vocabulary (`sampled_softmax_logits`): at BERT-Tiny
             the full softmax is most of a step. None: the full softmax.
             Held-out evaluation, fill-mask and export use the full softmax
-            either way.
+            either way. The masked_lm objective only: ELECTRA's generator
+            samples from its full softmax.
+        electra: `ElectraConfig`, read by `objective: electra`.
         optimizer: `OptimizerConfig`.
         checkpoint: `CheckpointConfig`.
         precision: `"float32"`, `"mixed_bfloat16"` or `"mixed_float16"`
@@ -147,6 +168,7 @@ class PretrainingConfig:
         model_dir: str. Checkpoints, logs, resolved config and exports.
     """
 
+    objective: str = "masked_lm"
     model: str = "bert_tiny"
     model_overrides: dict = dataclasses.field(default_factory=dict)
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
@@ -159,6 +181,7 @@ class PretrainingConfig:
     train_steps: int = 1_000_000
     train_budget_minutes: typing.Optional[float] = None
     sampled_softmax_candidates: typing.Optional[int] = None
+    electra: ElectraConfig = dataclasses.field(default_factory=ElectraConfig)
     optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
     precision: str = "float32"
@@ -216,6 +239,12 @@ class PretrainingConfig:
             all(isinstance(p, str) and "[MASK]" in p for p in self.fill_mask_probes),
             "Every `fill_mask_probes` entry must be a string with [MASK]. "
             f"Received: {self.fill_mask_probes!r}",
+        )
+        check(
+            self.objective != "electra" or self.data.next_sentence_rate == 0,
+            "objective=electra has no next-sentence task: set "
+            "`data.next_sentence_rate: 0`. Received: "
+            f"data.next_sentence_rate={self.data.next_sentence_rate!r}",
         )
         check(
             not self.data.pack_documents or self.data.next_sentence_rate == 0,
@@ -304,6 +333,7 @@ SCHEMA = Schema(
     backticks=True,
     keys={"optimizer": OPTIMIZER_KEYS},
     choices={
+        "objective": tuple(OBJECTIVES),
         "strategy": STRATEGIES,
         "precision": PRECISIONS,
         "optimizer.name": OPTIMIZERS,
@@ -326,6 +356,8 @@ SCHEMA = Schema(
         "data.next_sentence_rate": _share(0, 1, closed=True),
         "optimizer.learning_rate": (lambda v: v > 0, "> 0"),
         "train_budget_minutes": (lambda v: v > 0, "> 0 (null: step-based)"),
+        "electra.generator_size": (lambda v: 0 < v <= 1, "in (0, 1]"),
+        "electra.discriminator_weight": (lambda v: v > 0, "> 0"),
     },
 )
 

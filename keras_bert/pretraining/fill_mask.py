@@ -13,7 +13,9 @@ def fill_mask(model, tokenizer, sentences, top_k=5):
     """Top-`top_k` fillers for each `[MASK]` of each sentence.
 
     Args:
-        model: a `BertPretrainer`.
+        model: a pre-training model with an `mlm` output (a
+            `BertPretrainer`; an `ElectraPretrainer`, whose generator
+            answers).
         tokenizer: `pipelines.BertTokenizer` of the model's vocabulary.
         sentences: list of str, each with one or more literal `[MASK]`s
             (the text around them is tokenized as usual).
@@ -39,14 +41,19 @@ def fill_mask(model, tokenizer, sentences, top_k=5):
             ids.extend(piece)
         ids.append(tokenizer.sep_id)
         token_ids = np.array([ids], "int32")  # (1, T)
-        logits = model.predict_on_batch(
-            {
-                "token_ids": token_ids,
-                "segment_ids": np.zeros_like(token_ids),
-                "padding_mask": np.ones_like(token_ids),
-                "mask_positions": np.array([positions], "int32"),  # (1, P)
-            }
-        )["mlm"][0]  # (P, V)
+        mask_positions = np.array([positions], "int32")  # (1, P)
+        inputs = {
+            "token_ids": token_ids,
+            "segment_ids": np.zeros_like(token_ids),
+            "padding_mask": np.ones_like(token_ids),
+            "mask_positions": mask_positions,
+            # ELECTRA's: no original tokens, nothing replaced.
+            "masked_lm_ids": np.zeros_like(mask_positions),
+            "masked_lm_weights": np.zeros(mask_positions.shape, "float32"),
+        }
+        logits = model.predict_on_batch({key: inputs[key] for key in model.input})["mlm"][
+            0
+        ]  # (P, V)
         logits = np.asarray(logits, "float64")
         probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
         probabilities /= probabilities.sum(axis=-1, keepdims=True)

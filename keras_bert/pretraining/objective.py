@@ -1,94 +1,61 @@
-"""The pre-training objective: masked-LM + next-sentence losses and metrics.
+"""What a pre-training objective provides: the contract behind `OBJECTIVES`.
 
-Shape legend: B batch, T sequence length, P masked positions, V vocabulary.
+The pipeline yields one batch shape for every objective: masked-LM inputs
+(80/10/10 applied at `mask_positions`), the original ids there and the
+next-sentence labels (`pipelines.pretraining_dataset`). An objective turns
+that into a model, its losses and metrics, and says what the run writes
+and prints; `build_pretraining`, the runner, the monitor, the fill-mask
+report and the backend probe ask it rather than naming a head. A new
+objective is a class with these members, listed in
+`objective_registry.OBJECTIVES`, as Model Garden's `official/nlp/tasks/`
+adds one task file; `tests/pretraining/test_objective.py` checks every
+registered class against it.
+
+Shapes: B sequences a batch, T tokens a sequence, P masked positions.
 """
 
-import keras
+from __future__ import annotations
+
+import typing
+
+if typing.TYPE_CHECKING:
+    import keras
 
 
-def pretraining_losses():
-    """Losses for `BertPretrainer`'s `{"mlm", "nsp"}` outputs.
+class PretrainingObjective(typing.Protocol):
+    """One pre-training objective: its model, losses, metrics and outputs."""
 
-    The masked-LM loss is the cross-entropy averaged over the real
-    predictions: `sum(w * ce) / sum(w)` with the mask weights `w` (B, P),
-    so padded prediction slots neither count nor dilute the mean
-    (`reduction="mean_with_sample_weight"`; the original `run_pretraining.py`
-    divides by `sum(label_weights) + 1e-5` in the same way). The next
-    sentence loss is the batch mean. Keras adds the two: the paper's total
-    loss is "the sum of the mean masked LM likelihood and the mean next
-    sentence prediction likelihood". Both take logits, in float32.
-    """
-    return {
-        "mlm": keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction="mean_with_sample_weight", name="mlm"
-        ),
-        "nsp": keras.losses.SparseCategoricalCrossentropy(from_logits=True, name="nsp"),
-    }
+    def __init__(self, config):
+        """`config`, the run's `PretrainingConfig` (the objective reads its
+        own keys; `PretrainingConfig.validate` has checked them)."""
 
+    def build_model(self, backbone: keras.Model) -> keras.Model:
+        """The model trained around `backbone` (a `BertBackbone`), exposing
+        it as `.backbone`; its `mlm` output is the masked-LM logits
+        (B, P, V) that the held-out accuracy and fill-mask read."""
 
-def pretraining_metrics(next_sentence_prediction=True):
-    """`weighted_metrics` logged as `mlm_accuracy` and `nsp_accuracy`
-    (the latter only with the next-sentence task).
+    def compile_args(self) -> dict:
+        """Keyword arguments of `model.compile` besides the optimizer:
+        `loss`, `loss_weights` and `weighted_metrics`."""
 
-    Passed as `weighted_metrics` so the masked-LM accuracy counts only real
-    predictions (weight 1); the next-sentence weights are all 1.
-    """
-    metrics = {"mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
-    if next_sentence_prediction:
-        metrics["nsp"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-    return metrics
+    def to_keras_batch(self, features, labels, sample_weights, training: bool = True) -> tuple:
+        """A pipeline batch `(features, labels, sample_weights)` as
+        `Model.fit` takes it for `build_model`'s model (TensorFlow ops; it
+        runs inside `Dataset.map`); `training` False for held-out batches."""
 
+    def exports(self, model: keras.Model) -> dict:
+        """`{file stem: (model, with_saved_model)}`: what the run writes to
+        `<model_dir>/<stem>.keras` and, where `with_saved_model`, to
+        `saved_model/<stem>`. `backbone` is always among them."""
 
-def to_keras_batch(features, labels, sample_weights, sampled_softmax=False):
-    """Adapts a `pipelines.pretraining_dataset` element for `Model.fit`.
+    # The `fit` log keys the monitor writes to TensorBoard and, those
+    # ending in `accuracy`, prints.
+    logged: tuple
 
-    Keras wants one sample weight per output when any is given, so the
-    next-sentence weights are ones (B,); the boolean padding mask becomes
-    the backbone's int32 input. With `sampled_softmax` (training batches of
-    a `BertPretrainer` with `sampled_softmax_candidates`), the masked-LM
-    targets and weights become inputs, from which the model builds its
-    candidates, and the label of every slot is 0: the column of its own
-    target among them.
-    """
-    import tensorflow as tf
+    def report(self, metrics: dict) -> str:
+        """Held-out `metrics` (from `model.evaluate`) as `key=value` words
+        for the console, the headline first."""
 
-    features = dict(features)
-    features["padding_mask"] = tf.cast(features["padding_mask"], tf.int32)
-    labels = dict(labels)
-    sample_weights = dict(sample_weights)
-    sample_weights.setdefault("nsp", tf.ones_like(labels["nsp"], dtype=tf.float32))
-    if sampled_softmax:
-        features["masked_lm_ids"] = labels["mlm"]
-        features["masked_lm_weights"] = sample_weights["mlm"]
-        labels["mlm"] = tf.zeros_like(labels["mlm"])
-    return features, labels, sample_weights
-
-
-def compile_pretrainer(
-    model, optimizer, jit_compile="auto", steps_per_execution=1, next_sentence_prediction=True
-):
-    """Compiles a `BertPretrainer` with the BERT losses and metrics.
-
-    With `next_sentence_prediction=False` (the pipeline's
-    `next_sentence_rate=0`: every B is the true continuation) the
-    next-sentence loss has weight 0. Trained on labels that are all
-    "IsNext", it would only teach the pooler and its head a constant answer,
-    and drive the pooler's tanh into saturation: a fine-tuned classifier,
-    which reads the pooled `[CLS]` vector, then starts from a pooler that
-    passes no gradient and scores below a random init
-    (BENCHMARKS.md#history, session 5's transfer runs). The pooler stays as
-    initialised (up to weight decay).
-
-    Under a `mixed_float16` policy Keras wraps `optimizer` in a
-    `LossScaleOptimizer` (dynamic loss scaling); the heads' logits are
-    float32 whatever the policy, so the losses and their softmax are too.
-    """
-    model.compile(
-        optimizer=optimizer,
-        loss=pretraining_losses(),
-        loss_weights={"mlm": 1.0, "nsp": 1.0 if next_sentence_prediction else 0.0},
-        weighted_metrics=pretraining_metrics(next_sentence_prediction),
-        jit_compile=jit_compile,
-        steps_per_execution=steps_per_execution,
-    )
-    return model
+    # Which model answers the fill-mask probes, for their heading ("" for
+    # the trained model itself).
+    fill_mask_note: str

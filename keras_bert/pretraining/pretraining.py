@@ -1,8 +1,9 @@
 """The pre-training task as plain Keras objects: compiled model + datasets.
 
 `build_pretraining(config)` is the Python (and Colab) entry point: it
-returns a compiled `BertPretrainer` and, per phase, a function that builds
-that phase's dataset, so `model.fit` can drive training directly.
+returns the objective's compiled model (a `BertPretrainer` for the masked
+LM) and, per phase, a function that builds that phase's dataset, so
+`model.fit` can drive training directly.
 `run_pretraining` (in `runner.py`) adds checkpoints, resume,
 logging and export on top of the same objects.
 """
@@ -20,12 +21,9 @@ import tensorflow as tf
 from keras_bert.errors import ConfigError
 from keras_bert.file_io import FILE_ERRORS, error_reason
 from keras_bert.model_configs import load_model_config
-from keras_bert.models import BertBackbone, BertPretrainer
+from keras_bert.models import BertBackbone
 from keras_bert.optimization.optimizers import create_optimizer, create_schedule
-from keras_bert.pretraining.objective import (
-    compile_pretrainer,
-    to_keras_batch,
-)
+from keras_bert.pretraining.objective_registry import OBJECTIVES
 from keras_bert.pretraining.training_distribution import create_distribution
 from keras_bert.runtime.hardware import (
     accelerator,
@@ -74,8 +72,10 @@ class Pretraining:
     Attributes:
         config: the `PretrainingConfig`.
         distribution: `TrainingDistribution`.
+        objective: the `PretrainingObjective` of `config.objective`.
         backbone: `BertBackbone`, with `.vocabulary` set from the vocab file.
-        model: compiled `BertPretrainer` (loss = mlm + nsp).
+        model: the objective's compiled model (`BertPretrainer`: loss =
+            mlm + nsp; `ElectraPretrainer`: mlm + 50 × rtd).
         schedule: the `WarmupLinearDecay` over the recipe's steps: the
             optimizer's learning rate, or, in a budgeted run, what its
             `BudgetClock` reads at the recipe step the clock has reached.
@@ -85,6 +85,7 @@ class Pretraining:
 
     config: object
     distribution: object
+    objective: object
     backbone: object
     model: object
     schedule: object
@@ -99,6 +100,7 @@ class Pretraining:
         every call (fixed seed, no shuffling)."""
         return _distributed_dataset(
             self.config,
+            self.objective,
             self.config.phases[phase_index],
             self.eval_files,
             self.distribution,
@@ -163,6 +165,7 @@ def build_backbone(config):
 
 def _dataset(
     config,
+    objective,
     phase,
     files,
     batch_size,
@@ -198,13 +201,14 @@ def _dataset(
         # The data position on resume: the seeded stream, minus what the
         # interrupted run consumed.
         dataset = dataset.skip(skip_batches)
-    sampled = training and config.sampled_softmax_candidates is not None
-    return dataset.map(functools.partial(to_keras_batch, sampled_softmax=sampled))
+    return dataset.map(functools.partial(objective.to_keras_batch, training=training))
 
 
-def _distributed_dataset(config, phase, files, distribution, **kwargs):
+def _distributed_dataset(config, objective, phase, files, distribution, **kwargs):
     return distribution.distribute_datasets(
-        lambda batch_size, context: _dataset(config, phase, files, batch_size, context, **kwargs),
+        lambda batch_size, context: _dataset(
+            config, objective, phase, files, batch_size, context, **kwargs
+        ),
         phase.batch_size,
     )
 
@@ -271,38 +275,40 @@ def build_pretraining(config, distribution=None, corpus_split=None):
     phases = plan_phases(config)
     total_steps = sum(phase.steps for phase in phases)
     schedule = create_schedule(config.optimizer, total_steps)
+    objective = OBJECTIVES[config.objective](config)
     with distribution.scope():
         backbone = build_backbone(config)
-        model = BertPretrainer(
-            backbone,
-            sampled_softmax_candidates=config.sampled_softmax_candidates,
-            name="bert_pretrainer",
-        )
+        model = objective.build_model(backbone)
         # A budgeted run's `BudgetClock` sets the rate at each step from
         # the time spent, into the optimizer's learning-rate variable.
         budgeted = config.train_budget_minutes is not None
         optimizer = create_optimizer(config.optimizer, total_steps, 0.0 if budgeted else schedule)
-        compile_pretrainer(
-            model,
-            optimizer,
+        model.compile(
+            optimizer=optimizer,
+            **objective.compile_args(),
             jit_compile=resolve_jit_compile(config.jit_compile),
-            next_sentence_prediction=config.data.next_sentence_rate > 0,
         )
     for phase in phases:
         phase.dataset = functools.partial(
             lambda phase_config, skip_batches=0: _distributed_dataset(
-                config, phase_config, train_files, distribution, skip_batches=skip_batches
+                config,
+                objective,
+                phase_config,
+                train_files,
+                distribution,
+                skip_batches=skip_batches,
             ),
             phase.config,
         )
     return Pretraining(
-        config, distribution, backbone, model, schedule, phases, train_files, eval_files
+        config, distribution, objective, backbone, model, schedule, phases, train_files, eval_files
     )
 
 
 def load_initial_weights(pretraining, path):
     """`--init_checkpoint`: copy weights (only) from a `.keras` backbone or
-    pretrainer, a `.weights.h5` file or a checkpoint directory."""
+    pretrainer, a `.weights.h5` file or a checkpoint directory. A
+    pretrainer of another objective gives its backbone."""
     from keras_bert.pretraining.checkpoint_manager import (
         WEIGHTS_FILE,
         CheckpointManager,
@@ -322,12 +328,15 @@ def load_initial_weights(pretraining, path):
     try:
         if path.endswith(".keras"):
             source = keras.saving.load_model(path, compile=False)
-            target = pretraining.backbone if isinstance(source, BertBackbone) else pretraining.model
+            target = pretraining.model
+            if type(source) is not type(target):
+                source = getattr(source, "backbone", source)
+                target = pretraining.backbone
             target.set_weights(source.get_weights())
             return
         # A training checkpoint also holds optimizer variables: load it into
         # an uncompiled twin, which has no optimizer to restore, then copy.
-        twin = BertPretrainer(build_backbone(pretraining.config))
+        twin = pretraining.objective.build_model(build_backbone(pretraining.config))
         twin.load_weights(path)
         pretraining.model.set_weights(twin.get_weights())
     except (zipfile.BadZipFile, *FILE_ERRORS, EOFError, KeyError, ValueError) as error:

@@ -17,7 +17,6 @@ from keras_bert.file_io import (
     remove,
     save_keras_atomically,
 )
-from keras_bert.models import BertPretrainer
 from keras_bert.pretraining.checkpoint_manager import CheckpointManager
 from keras_bert.pretraining.config import (
     check_rerun_config,
@@ -86,6 +85,12 @@ def run_pretraining(
     """
     started = clock()
     pretraining = build_pretraining(config, distribution)
+    if config.objective != "masked_lm" and config.sampled_softmax_candidates is not None:
+        print(
+            f"note: sampled_softmax_candidates is for objective masked_lm; {config.objective}"
+            " trains its masked LM on the full softmax.",
+            flush=True,
+        )
     # Workers of one multi-worker run share `model_dir`; only the chief
     # writes, so only the chief locks.
     lock = contextlib.nullcontext()
@@ -164,6 +169,7 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock):
     monitor = TrainingMonitor(
         os.path.join(model_dir, "logs"),
         state,
+        logged=pretraining.objective.logged,
         learning_rate_fn=(
             (lambda step: budget.learning_rate)
             if budget
@@ -353,9 +359,7 @@ def evaluate(pretraining, phase_index, monitor, step):
     metrics = {k: float(v) for k, v in metrics.items()}
     print(
         f"Held-out at seq_len={seq.seq_len} (step {step}): "
-        f"MLM accuracy {metrics.get('mlm_accuracy', float('nan')):.4f}, "
-        + (f"NSP accuracy {metrics['nsp_accuracy']:.4f}, " if "nsp_accuracy" in metrics else "")
-        + f"loss {metrics.get('loss', float('nan')):.4f}",
+        f"{pretraining.objective.report(metrics)} loss={metrics.get('loss', float('nan')):.4f}",
         flush=True,
     )
     monitor.write_scalars("eval", {f"{k}_seq{seq.seq_len}": v for k, v in metrics.items()}, step)
@@ -364,17 +368,23 @@ def evaluate(pretraining, phase_index, monitor, step):
 
 def fill_mask_report(pretraining):
     """Prints the top-5 fillers of `config.fill_mask_probes` by the trained
-    model and by a freshly initialised one; returns both."""
+    model and by a freshly initialised one (the objective's masked LM: for
+    ELECTRA the generator's); returns both."""
     import pipelines
 
     config = pretraining.config
     tokenizer = pipelines.BertTokenizer(config.data.vocab_file, lower_case=config.data.lower_case)
-    untrained = BertPretrainer(build_backbone(config))
+    untrained = pretraining.objective.build_model(build_backbone(config))
     report = {
         name: fill_mask(model, tokenizer, config.fill_mask_probes)
         for name, model in (("trained", pretraining.model), ("untrained", untrained))
     }
-    print("Fill-mask, top 5 (trained model | freshly initialised model):", flush=True)
+    note = pretraining.objective.fill_mask_note
+    print(
+        f"Fill-mask, top 5{f' ({note} masked LM)' if note else ''} "
+        "(trained model | freshly initialised model):",
+        flush=True,
+    )
     for i, sentence in enumerate(config.fill_mask_probes):
         print(f"  {sentence}")
         for name in ("trained", "untrained"):
@@ -385,8 +395,9 @@ def fill_mask_report(pretraining):
 
 
 def export_models(pretraining, model_dir):
-    """`backbone.keras`, `pretrainer.keras` and, where the backend can,
-    SavedModels under `saved_model/{backbone,pretrainer}`.
+    """What the objective exports (`PretrainingObjective.exports`: for the
+    masked LM `backbone.keras` and `pretrainer.keras`) and, where the
+    backend can, their SavedModels under `saved_model/<name>`.
 
     Each is written to a hidden temporary sibling and moved into place; a
     run killed mid-export leaves those siblings, removed here when the
@@ -397,9 +408,10 @@ def export_models(pretraining, model_dir):
     for path in leftovers:
         remove(path)
     start = time.time()
-    print(f"Exporting backbone and pretrainer to {model_dir} ...", flush=True)
-    save_keras_atomically(pretraining.backbone, os.path.join(model_dir, "backbone.keras"))
-    save_keras_atomically(pretraining.model, os.path.join(model_dir, "pretrainer.keras"))
+    exports = pretraining.objective.exports(pretraining.model)
+    print(f"Exporting {' and '.join(exports)} to {model_dir} ...", flush=True)
+    for name, (model, _) in exports.items():
+        save_keras_atomically(model, os.path.join(model_dir, f"{name}.keras"))
     if keras.backend.backend() == "torch":
         print(
             "SavedModel export needs the tensorflow or jax backend; wrote the .keras files only.",
@@ -407,7 +419,9 @@ def export_models(pretraining, model_dir):
         )
         return
     kwargs = {}
-    for name, model in (("backbone", pretraining.backbone), ("pretrainer", pretraining.model)):
+    for name, (model, with_saved_model) in exports.items():
+        if not with_saved_model:
+            continue
         if keras.backend.backend() == "jax":
             # jax2tf cannot trace keras-hub's PositionEmbedding with a
             # symbolic sequence length: export at the longest phase's.
@@ -424,8 +438,9 @@ def export_models(pretraining, model_dir):
             os.path.join(model_dir, "saved_model", name), last="saved_model.pb"
         ) as temp:
             model.export(temp, format="tf_saved_model", verbose=False, **kwargs)
+    served = [name for name, (_, with_saved_model) in exports.items() if with_saved_model]
     print(
-        f"Exported backbone and pretrainer (.keras, SavedModel) to "
+        f"Exported {' and '.join(exports)} (.keras; SavedModel: {', '.join(served)}) to "
         f"{model_dir} in {time.time() - start:.0f}s.",
         flush=True,
     )

@@ -1,5 +1,6 @@
-"""Seconds per pre-training step of a small `BertPretrainer`, the
-measurement behind the main command's backend choice.
+"""Seconds per pre-training step of a small model of an objective (the
+masked LM's `BertPretrainer` by default), the measurement behind the main
+command's backend choice.
 
 `keras_bert.runtime.backend` runs `serve_rounds` in a subprocess under each
 candidate backend (its `PROBE_COMMAND`) and asks them for timed rounds in
@@ -7,22 +8,22 @@ turn; it lives here, not in `runtime/`, because it builds a model, and
 `runtime/` sits below the libraries.
 """
 
-import functools
 import sys
 import time
 
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.models import BertBackbone, BertPretrainer
-from keras_bert.optimization import OptimizerConfig, create_optimizer
-from keras_bert.pretraining.objective import compile_pretrainer, to_keras_batch
+from keras_bert.models import BertBackbone
+from keras_bert.optimization import create_optimizer
+from keras_bert.pretraining.config import DataConfig, PretrainingConfig
+from keras_bert.pretraining.objective_registry import OBJECTIVES
 from keras_bert.runtime.hardware import resolve_jit_compile
 
 
 def probe_seconds_per_step(warmup_steps, timed_steps, **model):
-    """Seconds per pre-training step (forward, backward, AdamW) of a
-    `BertPretrainer` on random ids, compiled as `keras_bert.pretraining` does,
+    """Seconds per pre-training step (forward, backward, AdamW) of an
+    objective's model on random ids, compiled as `keras_bert.pretraining` does,
     over `timed_steps` after `warmup_steps`. `model`: `warmed_up_steps`'s."""
     return warmed_up_steps(warmup_steps, **model)(timed_steps)
 
@@ -48,18 +49,26 @@ def warmed_up_steps(
     precision="float32",
     jit_compile="auto",
     sampled_softmax_candidates=None,
+    objective="masked_lm",
 ):
-    """A function `steps -> seconds per step` that trains a compiled
-    `BertPretrainer` on random ids, after `warmup_steps` (compilation)."""
+    """A function `steps -> seconds per step` that trains the compiled
+    model of `objective` (with the next-sentence task, for the masked LM)
+    on random ids, after `warmup_steps` (compilation)."""
     vocabulary_size = 30522
     predictions = max(1, round(0.15 * seq_len))
+    config = PretrainingConfig(
+        objective=objective,
+        sampled_softmax_candidates=sampled_softmax_candidates,
+        data=DataConfig(next_sentence_rate=0.5 if objective == "masked_lm" else 0.0),
+    )
+    objective = OBJECTIVES[objective](config)
     backbone = BertBackbone(
         vocabulary_size, num_layers, num_heads, hidden_dim, 4 * hidden_dim, dtype=precision
     )
-    model = BertPretrainer(backbone, sampled_softmax_candidates=sampled_softmax_candidates)
-    compile_pretrainer(
-        model,
-        create_optimizer(OptimizerConfig(), 10_000),
+    model = objective.build_model(backbone)
+    model.compile(
+        optimizer=create_optimizer(config.optimizer, 10_000),
+        **objective.compile_args(),
         jit_compile=resolve_jit_compile(jit_compile),
     )
     rng = np.random.default_rng(0)
@@ -82,7 +91,7 @@ def warmed_up_steps(
         "nsp": np.ones((batch_size,), "float32"),
     }
     dataset = tf.data.Dataset.from_tensors((features, labels, weights)).map(
-        functools.partial(to_keras_batch, sampled_softmax=sampled_softmax_candidates is not None)
+        objective.to_keras_batch
     )
     dataset = dataset.repeat()
     model.fit(dataset, steps_per_epoch=warmup_steps, epochs=1, verbose=0)

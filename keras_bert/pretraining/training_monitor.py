@@ -7,16 +7,14 @@ import keras
 
 from keras_bert.pretraining.time_budget import clock_time
 
-# Keras' per-output names for the pre-training losses and metrics.
-LOGGED = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
-
 
 class TrainingMonitor(keras.callbacks.Callback):
     """One TensorBoard point and one console line per logging window.
 
     Scalars under `<log_dir>/train`, keyed on the optimizer step so curves
-    continue across phases and resumed runs: loss, mlm_loss, nsp_loss,
-    mlm_accuracy, nsp_accuracy (means over the window), learning_rate,
+    continue across phases and resumed runs: the objective's `logged`
+    losses and metrics (means over the window; masked LM: loss, mlm_loss,
+    nsp_loss, mlm_accuracy, nsp_accuracy), learning_rate,
     examples_per_second, tokens_per_second (padded sequence slots) and
     phase. Held-out metrics that `fit` evaluated in the window (`val_*`)
     go to `<log_dir>/eval` as `<metric>_seq<T>`. The console line reads
@@ -29,6 +27,9 @@ class TrainingMonitor(keras.callbacks.Callback):
     Args:
         log_dir: str. TensorBoard log directory.
         state: `TrainingState` (read only).
+        logged: tuple of str. The `fit` log keys to write
+            (`PretrainingObjective.logged`); those ending in `accuracy`
+            are printed too.
         learning_rate_fn: callable step -> float.
         total_steps: int or None. Optimizer updates of the whole run;
             None in a budgeted run (its length is its time).
@@ -47,6 +48,7 @@ class TrainingMonitor(keras.callbacks.Callback):
         self,
         log_dir,
         state,
+        logged,
         learning_rate_fn,
         total_steps,
         seconds_left_fn=None,
@@ -59,6 +61,7 @@ class TrainingMonitor(keras.callbacks.Callback):
         super().__init__()
         self.log_dir = log_dir
         self.state = state
+        self.logged = logged
         self.learning_rate_fn = learning_rate_fn
         self.total_steps = total_steps
         self.seconds_left_fn = seconds_left_fn
@@ -105,7 +108,7 @@ class TrainingMonitor(keras.callbacks.Callback):
         batches = self.state.micro_step - start_micro
         examples_per_second = batches * self.batch_size / max(seconds, 1e-9)
         logs = logs or {}
-        scalars = {k: logs[k] for k in LOGGED if k in logs}
+        scalars = {k: logs[k] for k in self.logged if k in logs}
         scalars.update(
             learning_rate=self.learning_rate_fn(self.state.step),
             examples_per_second=examples_per_second,
@@ -136,19 +139,19 @@ class TrainingMonitor(keras.callbacks.Callback):
             + "  phase "
             f"{self.phase} (seq {self.seq_len})  "
             f"loss {scalars.get('loss', float('nan')):.3f}  "
-            f"mlm_accuracy {scalars.get('mlm_accuracy', float('nan')):.3f}  "
-            + (f"nsp_accuracy {scalars['nsp_accuracy']:.3f}  " if "nsp_accuracy" in scalars else "")
+            + self._accuracies(scalars)
             + f"lr {scalars['learning_rate']:.2e}  "
             f"{scalars['examples_per_second']:.0f} seq/s  "
             f"{clock_time(elapsed_seconds)} elapsed, ~{clock_time(left_seconds)} left"
         )
         if held_out:
-            line += (
-                f"  | held-out mlm_accuracy "
-                f"{held_out.get('mlm_accuracy', float('nan')):.3f} "
-                f"mlm_loss {held_out.get('mlm_loss', float('nan')):.3f}"
-            )
+            line += "  | held-out " + self._accuracies(held_out).rstrip()
         return line
+
+    def _accuracies(self, values):
+        return "".join(
+            f"{k} {values[k]:.3f}  " for k in self.logged if k.endswith("accuracy") and k in values
+        )
 
     def on_train_batch_begin(self, batch, logs=None):
         if (

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from keras_bert.pretraining import ConfigError, load_pretraining_config
-from keras_bert.pretraining.config import parse_override
+from keras_bert.pretraining.config import CONFIG_DIR, parse_override
 
 pytestmark = pytest.mark.backend_independent
 
@@ -79,6 +79,12 @@ def test_overrides_nested_and_list():
             "`optimizer.decay_start` must be one of .*Received: optimizer.decay_start='original'",
         ),
         ("novalue", "key=value"),
+        (
+            "objective=mlm",
+            "`objective` must be one of masked_lm, electra. Received: objective='mlm'",
+        ),
+        ("electra.generator_size=1.5", "electra.generator_size.*in \\(0, 1\\]"),
+        ("electra.discriminator_weight=0", "electra.discriminator_weight.*> 0"),
     ],
 )
 def test_bad_overrides_name_the_key(override, message):
@@ -153,6 +159,18 @@ def test_packing_documents_needs_the_next_sentence_task_off():
         load_pretraining_config(
             "default", ["data.pack_documents=true", "data.next_sentence_rate=0.5"]
         )
+
+
+def test_electra_has_no_next_sentence_task():
+    config = load_pretraining_config("default", ["objective=electra"])
+    assert (config.electra.generator_size, config.electra.discriminator_weight) == (0.25, 50.0)
+    with pytest.raises(ConfigError, match=r"objective=electra .*next_sentence_rate=0\.5"):
+        load_pretraining_config("default", ["objective=electra", "data.next_sentence_rate=0.5"])
+
+
+def test_every_recipe_trains_the_masked_lm_unless_told():
+    for path in CONFIG_DIR.glob("*.yaml"):
+        assert load_pretraining_config(path.stem).objective == "masked_lm", path.name
 
 
 def test_own_text_recipe_packs_short_documents():
