@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from keras_bert import BertBackbone, BertPretrainer
-from keras_bert.pretraining.objective import compile_pretrainer
+from keras_bert.pretraining.masked_lm_objective import compile_pretrainer
 from tests.harness import run_model_test
 from tests.models.test_bert_backbone import TINY
 from tests.models.test_bert_pretrainer import pretrainer_inputs
