@@ -14,6 +14,19 @@ from keras_bert.layers.sampled_softmax import sampled_softmax_logits
 from keras_bert.models.bert_task_model import BertTaskModel
 
 
+def tied_masked_lm_head(backbone, dtype, name):
+    """keras-hub's `MaskedLMHead` decoding with `backbone`'s token
+    embeddings, in BERT's form (GELU transform, LayerNorm, output bias)."""
+    return MaskedLMHead(
+        token_embedding=backbone.token_embedding,
+        intermediate_activation=get_activation(backbone.hidden_activation),
+        layer_norm_epsilon=backbone.layer_norm_epsilon,
+        kernel_initializer=bert_initializer(),
+        dtype=dtype,
+        name=name,
+    )
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertPretrainer(BertTaskModel):
     """Masked-LM and next-sentence heads on a `BertBackbone` (paper §3.1).
@@ -69,14 +82,7 @@ class BertPretrainer(BertTaskModel):
         dtype = dtype or backbone.dtype_policy
 
         # === Layers ===
-        mlm_head = MaskedLMHead(
-            token_embedding=backbone.token_embedding,
-            intermediate_activation=get_activation(backbone.hidden_activation),
-            layer_norm_epsilon=backbone.layer_norm_epsilon,
-            kernel_initializer=bert_initializer(),
-            dtype=dtype,
-            name="mlm_head",
-        )
+        mlm_head = tied_masked_lm_head(backbone, dtype, "mlm_head")
         nsp_head = keras.layers.Dense(
             2, kernel_initializer=bert_initializer(), dtype=dtype, name="nsp_head"
         )

@@ -8,11 +8,11 @@ H the backbone's hidden size, G the generator's, V vocabulary size.
 
 import keras
 from keras import ops
-from keras_hub.layers import MaskedLMHead
 
 from keras_bert.layers.bert_embeddings import bert_initializer
 from keras_bert.layers.bert_encoder_block import BertEncoderBlock, get_activation
 from keras_bert.layers.token_replacement import TokenReplacement
+from keras_bert.models.bert_pretrainer import tied_masked_lm_head
 from keras_bert.models.bert_task_model import BertTaskModel
 
 
@@ -36,7 +36,7 @@ class ElectraPretrainer(BertTaskModel):
     (the paper's best: 1/4 to 1/3) with as many blocks, sharing all of the
     backbone's embeddings (token, position, segment and their LayerNorm,
     the paper's "tied embeddings"): a dense layer projects the H-wide
-    embeddings to G, and its masked-LM head (keras-hub's `MaskedLMHead`)
+    embeddings to G, and its masked-LM head (`tied_masked_lm_head`)
     maps back to H and decodes with the token-embedding matrix. Its blocks
     are post-LN whatever the backbone's. `TokenReplacement` samples a token
     per masked position from it; the backbone reads the corrupted sequence,
@@ -108,14 +108,7 @@ class ElectraPretrainer(BertTaskModel):
             )
             for i in range(backbone.num_layers)
         ]
-        generator_head = MaskedLMHead(
-            token_embedding=backbone.token_embedding,
-            intermediate_activation=get_activation(backbone.hidden_activation),
-            layer_norm_epsilon=backbone.layer_norm_epsilon,
-            kernel_initializer=bert_initializer(),
-            dtype=dtype,
-            name="generator_head",
-        )
+        generator_head = tied_masked_lm_head(backbone, dtype, "generator_head")
         # float32: the sampling reads the logits, the scatter exact ids.
         token_replacement = TokenReplacement(dtype="float32", name="token_replacement")
         discriminator_dense = keras.layers.Dense(
