@@ -7,6 +7,9 @@ Shape legend: B batch, T sequence length, P masked positions, V vocabulary.
 import keras
 from keras import ops
 
+# Tokens per block of the two-level draw (`TokenReplacement._sample`).
+_BLOCK = 128
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class TokenReplacement(keras.layers.Layer):
@@ -77,20 +80,47 @@ class TokenReplacement(keras.layers.Layer):
 
     def _sample(self, logits, training):
         """One token per slot from softmax(`logits`) (B, P, V), by inverse
-        transform: the first token whose cumulative probability exceeds a
-        uniform draw. `keras.random.categorical` draws with Gumbel noise,
-        one random number and two logarithms per vocabulary entry; at V =
-        30,522 that made the sampling a third of an ELECTRA step on a CPU.
+        transform in two levels: a block of `_BLOCK` tokens by the blocks'
+        cumulative probability, then a token inside it.
+
+        Exact, and one pass over the V logits: `keras.random.categorical`
+        draws Gumbel noise (a random number and two logarithms per entry),
+        and a cumulative sum over all V entries is a slow scan on a CPU; at
+        V = 30,522 either made the draw a large share of an ELECTRA step
+        (BENCHMARKS.md#pre-training-on-your-own-text).
         """
-        probabilities = ops.softmax(ops.cast(logits, "float32"), axis=-1)  # (B, P, V)
-        cumulative = ops.cumsum(probabilities, axis=-1)  # (B, P, V)
-        uniform = keras.random.uniform(
-            ops.shape(logits)[:-1],
-            seed=self.seed_generator if training else (self.seed or 0),
-        )  # (B, P)
-        below = ops.sum(ops.cast(cumulative < ops.expand_dims(uniform, -1), "int32"), axis=-1)
-        # Rounding can leave the last cumulative value under 1.
-        return ops.minimum(below, ops.shape(logits)[-1] - 1)  # (B, P)
+        shape = ops.shape(logits)
+        vocabulary = shape[-1]
+        blocks = -(-vocabulary // _BLOCK)
+        logits = ops.reshape(ops.cast(logits, "float32"), (-1, vocabulary))  # (N, V)
+        # Unnormalised weights (the draw is scaled by their total below);
+        # the padding's weight is 0.
+        logits = ops.pad(
+            logits - ops.max(logits, axis=-1, keepdims=True),
+            [[0, 0], [0, blocks * _BLOCK - vocabulary]],
+            constant_values=-1e9,
+        )
+        weights = ops.reshape(ops.exp(logits), (-1, blocks, _BLOCK))  # (N, blocks, _BLOCK)
+        block_mass = ops.sum(weights, axis=-1)  # (N, blocks)
+        block_end = ops.cumsum(block_mass, axis=-1)  # (N, blocks)
+        # Scaled by the total, so rounding cannot leave the draw past the end.
+        draw = (
+            keras.random.uniform(
+                ops.shape(block_mass)[:1],
+                seed=self.seed_generator if training else (self.seed or 0),
+            )
+            * block_end[:, -1]
+        )  # (N,)
+        block = ops.minimum(
+            ops.sum(ops.cast(block_end < draw[:, None], "int32"), axis=-1), blocks - 1
+        )  # (N,)
+        inside = ops.take_along_axis(weights, block[:, None, None], axis=1)[:, 0]  # (N, _BLOCK)
+        before = ops.take_along_axis(block_end - block_mass, block[:, None], axis=1)  # (N, 1)
+        offset = ops.sum(
+            ops.cast(before + ops.cumsum(inside, axis=-1) < draw[:, None], "int32"), -1
+        )
+        token = ops.minimum(block * _BLOCK + ops.minimum(offset, _BLOCK - 1), vocabulary - 1)
+        return ops.reshape(token, shape[:-1])  # (B, P)
 
     def compute_output_spec(self, token_ids, *args):
         return (

@@ -69,3 +69,15 @@ def test_training_draws_anew_inference_draws_the_same():
     assert not np.array_equal(first, second)
     inference = [replace(logits, *args, training=False, layer=layer)[0] for _ in range(2)]
     np.testing.assert_array_equal(*inference)
+
+
+def test_draws_across_blocks_of_a_large_vocabulary():
+    # V = 1,000: several blocks of the two-level draw and a partial last
+    # one. Mass 1:2:1 on tokens 3, 500 and 999 (the last token).
+    logits = np.full((1, 4000, 1000), -50.0, "float32")
+    logits[..., 3], logits[..., 500], logits[..., 999] = 0.0, np.log(2.0), 0.0
+    corrupted, _ = replace(logits, [[0] * 4000], [list(range(4000))], [[1] * 4000], [[1.0] * 4000])
+    counts = {token: (corrupted == token).mean() for token in (3, 500, 999)}
+    assert sum(counts.values()) == 1.0
+    for token, share in ((3, 0.25), (500, 0.5), (999, 0.25)):
+        assert abs(counts[token] - share) < 0.03
