@@ -13,6 +13,7 @@ int", fine-tuning "key must be int"), and tests pin both: `backticks`
 picks the wording.
 """
 
+import copy
 import dataclasses
 import json
 import os
@@ -137,7 +138,8 @@ class Schema:
     def set(self, config, key, value, where=None, path=""):
         """Sets dotted `key` (`optimizer.learning_rate`, `phases.0.steps`,
         `model_overrides.dropout`) of `config` to `value`, typed; a section
-        given a mapping is replaced by one built from its defaults."""
+        (or a list's section entry) given a mapping takes the mapping's keys
+        and keeps its current values for the others."""
         parts = [*filter(None, path.split(".")), *key.split(".")]
         start = len(parts) - len(key.split("."))
         full = ".".join(parts)
@@ -149,7 +151,14 @@ class Schema:
                 if part not in known:
                     raise self._unknown(full, known, where)
                 if last:
-                    setattr(node, part, self._value(node, part, value, full, where))
+                    current = getattr(node, part)
+                    setattr(
+                        node,
+                        part,
+                        self._section(type(current), value, full, where, copy.deepcopy(current))
+                        if dataclasses.is_dataclass(current)
+                        else self._value(node, part, value, full, where),
+                    )
                     return
                 node = getattr(node, part)
             elif isinstance(node, list):
@@ -161,7 +170,7 @@ class Schema:
                 if last:
                     old = node[int(part)]
                     node[int(part)] = (
-                        self._section(type(old), value, full, where)
+                        self._section(type(old), value, full, where, copy.deepcopy(old))
                         if dataclasses.is_dataclass(old)
                         else value
                     )
