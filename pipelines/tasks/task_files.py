@@ -11,10 +11,11 @@ def is_file(path):
 
 
 def open_text(path, newline=None):
-    """`open(path, encoding="utf-8", newline=newline)` for any path
-    TensorFlow reads: the same decoding and line endings, streamed."""
+    """`open(path, encoding="utf-8-sig", newline=newline)` for any path
+    TensorFlow reads: UTF-8 with or without the byte-order mark that
+    Excel's "CSV UTF-8" writes, the same line endings, streamed."""
     return io.TextIOWrapper(
-        io.BufferedReader(_GFileReader(path)), encoding="utf-8", newline=newline
+        io.BufferedReader(_GFileReader(path)), encoding="utf-8-sig", newline=newline
     )
 
 

@@ -197,6 +197,39 @@ def test_a_row_may_leave_off_an_unused_trailing_column(tmp_path, extension):
     assert str(error.value) == f"{path}:2: expected 3 columns as in the header"
 
 
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("b.csv", b"text,label\ngood film,pos\n"),
+        ("b.tsv", b"text\tlabel\ngood film\tpos\n"),
+        ("b.jsonl", b'{"text": "good film", "label": "pos"}\n'),
+    ],
+)
+def test_tables_read_with_or_without_a_byte_order_mark(tmp_path, name, content):
+    # Excel's "CSV UTF-8" starts the file with one (issue 49, item 10).
+    for prefix in (b"", BOM):
+        path = tmp_path / name
+        path.write_bytes(prefix + content)
+        examples = tasks.read_table(path, "text", label_column="label")
+        assert [(e.text_a, e.label) for e in examples] == [("good film", "pos")]
+
+
+def test_a_glue_test_file_with_a_byte_order_mark_is_a_test_file(fixtures, tmp_path):
+    test, dev = tmp_path / "test.tsv", tmp_path / "dev.tsv"
+    test.write_bytes(BOM + b"index\tsentence\n0\tgood film\n")
+    dev.write_bytes(BOM + (fixtures / "glue" / "SST-2" / "dev.tsv").read_bytes())
+    assert tasks.is_glue_test_file(test) and not tasks.is_glue_test_file(dev)
+
+
+def test_other_task_files_read_with_a_byte_order_mark(fixtures, tmp_path):
+    conll = tmp_path / "train.txt"
+    conll.write_bytes(BOM + (fixtures / "conll" / "train.txt").read_bytes())
+    assert tasks.read_conll(conll) == tasks.read_conll(fixtures / "conll" / "train.txt")
+
+
 def test_generic_tables(fixtures):
     csv_rows = tasks.read_table(fixtures / "generic/train.csv", "text", label_column="label")
     assert csv_rows[0].text_a == "a great, moving film" and csv_rows[0].label == "pos"
