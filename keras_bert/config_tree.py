@@ -16,6 +16,7 @@ picks the wording.
 import copy
 import dataclasses
 import json
+import math
 import os
 import typing
 
@@ -237,8 +238,17 @@ class Schema:
     # --- Checking ---
 
     def check(self, config):
-        """Raises `error` for the first value outside `choices`, `minimums`
-        or `ranges`."""
+        """Raises `error` for the first number that is not finite or is out
+        of `LARGEST`'s bounds, then for the first value outside `choices`,
+        `minimums` or `ranges`."""
+        for key, value in _numbers(config):
+            largest = LARGEST[type(value)]
+            if not (math.isfinite(value) and abs(value) <= largest):
+                bound = f"{largest:,}" if isinstance(largest, int) else f"{largest:.0e}"
+                raise self.error(
+                    f"{self._name(key)} must be a finite number of at most {bound} in size. "
+                    f"Received: {key}={value}"
+                )
         hints = {}
         for key in [*self.choices, *self.minimums, *self.ranges]:
             parent, _, name = key.rpartition(".")
@@ -297,3 +307,23 @@ class Schema:
         if where:
             return self.error(f"{where}: {message}")
         return self.error(message[:1].upper() + message[1:])
+
+
+# Bounds on every number of a config: a step count past a 32-bit counter,
+# or a float past 1e9 (minutes, rates, shares), is a typo or `.inf`, and
+# would fail deep inside the schedule or the clock instead of here.
+LARGEST = {int: 2**31 - 1, float: 1e9}
+
+
+def _numbers(node, path=""):
+    """`(dotted key, value)` of every int and float in a config's sections
+    and section lists (free-form mappings such as `model_overrides` are
+    checked by what reads them)."""
+    if dataclasses.is_dataclass(node):
+        for field in dataclasses.fields(node):
+            yield from _numbers(getattr(node, field.name), f"{path}.{field.name}".lstrip("."))
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _numbers(item, f"{path}.{i}")
+    elif isinstance(node, (int, float)) and not isinstance(node, bool):
+        yield path, node

@@ -123,3 +123,13 @@ def test_written_config_keeps_fine_tunings_optimizer_keys():
         "epsilon",
         "global_clipnorm",
     ]
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["training.epochs=.inf", "optimizer.learning_rate=1e300", "training.batch_size=3000000000"],
+)
+def test_numbers_must_be_finite_and_bounded(override):
+    # Issue 49, item 8: refused here, not deep inside the schedule.
+    with pytest.raises(FinetuneConfigError, match="must be a finite number of at most"):
+        load_finetune_config("sst2", overrides=[override])
