@@ -28,6 +28,7 @@ its GPU step is not compiled either.
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import select
@@ -41,8 +42,22 @@ from keras_bert.runtime.hardware import accelerator_devices
 CANDIDATES = ("tensorflow", "jax")
 # What a measurement cannot tell apart from the fastest is this one.
 PREFERRED = "tensorflow"
-# What `KERAS_BACKEND` may name: the backends Keras can load.
+# What `KERAS_BACKEND` may name: the backends Keras can load, the package
+# each needs, how this project installs it, and those that cannot train.
 KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
+BACKEND_PACKAGES = {
+    "tensorflow": "tensorflow",
+    "jax": "jax",
+    "torch": "torch",
+    "numpy": "numpy",
+    "openvino": "openvino",
+}
+INSTALL = {
+    "tensorflow": "pip install -r requirements.txt",
+    "jax": "pip install -r requirements.txt",
+    "torch": "pip install -r requirements-torch.txt",
+}
+INFERENCE_ONLY = ("numpy", "openvino")
 # The default run's second phase: BERT-Tiny, 128 tokens, batch 32, its
 # sampled softmax (configs/pretrain/default.yaml); each round times
 # `timed_steps` steps.
@@ -323,13 +338,30 @@ def describe(record):
     return f"Keras backend: {backend} ({why}; BERT-Tiny step by round: {times}; {advice})"
 
 
-def backend_variable_problem():
+def backend_variable_problem(training=False):
     """A one-line message when `KERAS_BACKEND` names no backend Keras can
-    load (Keras would raise a traceback on import), else None."""
+    load, one whose package is not installed (Keras would raise a traceback
+    on import), or, for a command that trains (`training`), one that cannot
+    train; else None."""
     name = os.environ.get("KERAS_BACKEND")
-    if not name or name in KERAS_BACKENDS:  # Keras ignores an empty one.
+    if not name:  # Keras ignores an empty one.
         return None
-    return f"KERAS_BACKEND={name!r} is not a Keras backend; set one of {', '.join(KERAS_BACKENDS)}"
+    if name not in KERAS_BACKENDS:
+        return (
+            f"KERAS_BACKEND={name!r} is not a Keras backend; set one of {', '.join(KERAS_BACKENDS)}"
+        )
+    package = BACKEND_PACKAGES[name]
+    if importlib.util.find_spec(package) is None:
+        return (
+            f"KERAS_BACKEND={name} needs the {package!r} package, which is not installed: "
+            + INSTALL.get(name, f"pip install {package}")
+        )
+    if training and name in INFERENCE_ONLY:
+        return (
+            f"KERAS_BACKEND={name}: Keras' {name} backend runs inference only and cannot "
+            f"train; set one of {', '.join(b for b in KERAS_BACKENDS if b not in INFERENCE_ONLY)}"
+        )
+    return None
 
 
 def use_fastest_backend():

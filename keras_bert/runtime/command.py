@@ -84,7 +84,8 @@ def run_command(
         user_errors: tuple of exception classes a command's library raises
             for bad input besides `UserError`.
     """
-    problem = backend_variable_problem()
+    # The commands that choose a backend are the ones that train.
+    problem = backend_variable_problem(training=choose_backend)
     if problem is not None:
         return _one_line(f"{error_prefix}{problem}", 2)
     try:

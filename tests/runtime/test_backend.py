@@ -222,6 +222,32 @@ def test_keras_backend_that_keras_cannot_load_is_named(monkeypatch, name, ok):
         )
 
 
+def test_keras_backend_not_installed_says_what_to_install(monkeypatch):
+    # Issue 49, item 7: a `make pretrain` install has no torch.
+    real = fastest_backend.importlib.util.find_spec
+    monkeypatch.setattr(
+        fastest_backend.importlib.util,
+        "find_spec",
+        lambda name: None if name == "torch" else real(name),
+    )
+    monkeypatch.setenv("KERAS_BACKEND", "torch")
+    assert fastest_backend.backend_variable_problem() == (
+        "KERAS_BACKEND=torch needs the 'torch' package, which is not installed: "
+        "pip install -r requirements-torch.txt"
+    )
+
+
+@pytest.mark.parametrize("name", ["numpy", "openvino"])
+def test_a_backend_that_cannot_train_is_refused_by_training_commands(monkeypatch, name):
+    monkeypatch.setattr(fastest_backend.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setenv("KERAS_BACKEND", name)
+    assert fastest_backend.backend_variable_problem() is None  # predict may run on it
+    assert fastest_backend.backend_variable_problem(training=True) == (
+        f"KERAS_BACKEND={name}: Keras' {name} backend runs inference only and cannot train; "
+        "set one of tensorflow, jax, torch"
+    )
+
+
 def test_probe_command_names_what_exists():
     # The subprocess imports these; a renamed module would make every
     # probe "fail" and the choice fall back to TensorFlow, silently.
