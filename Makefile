@@ -31,7 +31,7 @@ $(VENV)/.runtime-installed: $(BIN)/python requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt -e .
 	touch $@
 
-$(VENV)/.dev-installed: $(VENV)/.runtime-installed requirements-dev.txt
+$(VENV)/.dev-installed: $(VENV)/.runtime-installed requirements-dev.txt requirements-torch.txt
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
