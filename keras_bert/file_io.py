@@ -22,7 +22,9 @@ import contextlib
 import errno
 import json
 import os
+import shutil
 import stat
+import tempfile
 import uuid
 import zipfile
 
@@ -116,12 +118,53 @@ def remove(path, ignore_errors=False):
             raise
 
 
+# Special files an output may name that are written through, never renamed
+# over: `--output /dev/null` discards, a FIFO (or `>(...)`) streams.
+WRITTEN_THROUGH = ("character device", "FIFO")
+
+
+def special_file(path):
+    """What kind of special file a local `path` is, through symlinks
+    ("character device", "FIFO", "block device", "socket"), or None for a
+    regular file, a folder, a path that does not exist or a remote one."""
+    if not is_local(path):
+        return None
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    for kind, test in (
+        ("character device", stat.S_ISCHR),
+        ("FIFO", stat.S_ISFIFO),
+        ("block device", stat.S_ISBLK),
+        ("socket", stat.S_ISSOCK),
+    ):
+        if test(mode):
+            return kind
+    return None
+
+
+class _WriteThrough:
+    """An opened special file with `GFile`'s `write` (str or bytes)."""
+
+    def __init__(self, raw):
+        self.raw = raw
+
+    def write(self, data):
+        self.raw.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
 def write_atomically(path, write):
     """Calls `write(f)` on a new file beside `path`, then renames it to
     `path`: `path` holds all of it or is left as it was. The temporary
     file is removed if anything fails (a full disk, an interrupt). `f` is
     a `tf.io.gfile.GFile`: `f.write` takes str or bytes; there is no
-    `writelines`."""
+    `writelines`. A character device or FIFO (`WRITTEN_THROUGH`) is
+    written through, not replaced."""
+    if special_file(path) in WRITTEN_THROUGH:
+        with open(path, "wb") as raw:
+            write(_WriteThrough(raw))
+        return
     partial = path + ".partial"
     try:
         with tf.io.gfile.GFile(partial, "w") as f:
@@ -217,13 +260,20 @@ def save_keras_atomically(model, path):
     """`model.save(path)` through a hidden sibling renamed into place, so
     `path` only ever holds a complete archive (on an object store too: see
     `keras_bert.file_io`); the sibling is removed whatever happens."""
+    through = special_file(path) in WRITTEN_THROUGH
     folder, name = os.path.split(os.fspath(path))
+    if through:  # Not beside a device in /dev: in the temporary folder.
+        folder = tempfile.gettempdir()
     # Named, not created, here: `mkstemp` would create it 0600, and
     # `model.save` creating it honours the umask like any other file.
     tmp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp.keras")
     try:
         model.save(tmp)
-        tf.io.gfile.rename(tmp, path, overwrite=True)
+        if through:
+            with open(tmp, "rb") as source, open(path, "wb") as target:
+                shutil.copyfileobj(source, target)
+        else:
+            tf.io.gfile.rename(tmp, path, overwrite=True)
     finally:
         remove(tmp)
 

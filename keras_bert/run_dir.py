@@ -12,12 +12,14 @@ import yaml
 from keras_bert.errors import ConfigError, FinetuneError, UserError
 from keras_bert.file_io import (
     FILE_ERRORS,
+    WRITTEN_THROUGH,
     error_reason,
     is_file,
     is_local,
     listdir,
     makedirs,
     remove,
+    special_file,
 )
 
 LOCK_FILE = "pretrain.lock"
@@ -212,7 +214,11 @@ def check_output(flag, path, inputs=(), overwrite=False, error=UserError):
       the path or a symlink;
     - a run folder's own file (`RUN_FILES` in a folder holding a
       `config.yaml`), even with `overwrite`;
-    - any existing file, unless `overwrite`; a folder, always.
+    - any existing file, unless `overwrite`; a folder, or a path ending in
+      a separator (a folder to be), always;
+    - a block device or a socket, always. A character device or a FIFO
+      (`/dev/null`, a pipe) is written through, replacing nothing, so it
+      needs no `overwrite` (`file_io.WRITTEN_THROUGH`).
 
     Raises `error` with one line naming the flag, the path and the cause.
     """
@@ -220,6 +226,13 @@ def check_output(flag, path, inputs=(), overwrite=False, error=UserError):
     for given in inputs:
         if _same_file(path, given):
             raise error(f"{where}: is the input file {given}; write the output elsewhere")
+    kind = special_file(path)
+    if kind in WRITTEN_THROUGH:
+        return
+    if kind is not None:
+        raise error(f"{where}: is a {kind}, not a file; not written")
+    if os.fspath(path).endswith(("/", os.sep)):
+        raise error(f"{where}: ends in a separator, so names a folder; give a file name")
     run, part = _run_part(path)
     if run is not None:
         raise error(

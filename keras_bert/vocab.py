@@ -85,6 +85,7 @@ def main(argv=None):
     def learn():
         import pipelines
         from keras_bert.errors import UserError
+        from keras_bert.file_io import FILE_ERRORS, error_reason, special_file, write_atomically
         from keras_bert.runtime.progress import progress_callback
 
         error = output_error(args.output, args.input, args.overwrite)
@@ -99,8 +100,12 @@ def main(argv=None):
             min_count=args.min_count,
             progress=progress_callback("MB", unit=1e6),
         )
-        pipelines.write_vocabulary(tokens, args.output)
-        pipelines.load_vocabulary(args.output)
+        try:
+            write_atomically(args.output, lambda f: f.write("".join(t + "\n" for t in tokens)))
+        except FILE_ERRORS as error:  # A full disk: nothing half-written is left.
+            raise UserError(f"Cannot write {args.output}: {error_reason(error)}") from None
+        if special_file(args.output) is None:  # Read back what a file holds.
+            pipelines.load_vocabulary(args.output)
         print(f"Wrote {len(tokens)} tokens to {args.output} in {time.time() - start:.0f}s.")
 
     return run_command(learn, output=args.output, log_format="%(message)s")

@@ -6,7 +6,7 @@ Public API:
 * `pretraining_dataset`: masked-LM + next-sentence batches from a corpus.
 * `split_files`: hold out corpus files for evaluation.
 * `write_tfrecord_shards`: tokenize a corpus once (`python -m keras_bert.data`).
-* `load_vocabulary`, `learn_vocabulary`, `write_vocabulary`
+* `load_vocabulary`, `learn_vocabulary`
   (`python -m keras_bert.vocab`).
 * `PipelineInputError` (a `ValueError`), `VocabularyError`, `CorpusError`.
 """
@@ -16,7 +16,7 @@ from pipelines.corpus import list_files, split_files, strip_gutenberg_boilerplat
 from pipelines.errors import CorpusError, PipelineInputError, VocabularyError
 from pipelines.pretraining import pretraining_dataset
 from pipelines.shards import write_tfrecord_shards
-from pipelines.vocabulary import SPECIAL_TOKENS, load_vocabulary, write_vocabulary
+from pipelines.vocabulary import SPECIAL_TOKENS, load_vocabulary
 from pipelines.vocabulary_learner import learn_vocabulary
 
 __all__ = [
@@ -32,5 +32,4 @@ __all__ = [
     "split_files",
     "strip_gutenberg_boilerplate",
     "write_tfrecord_shards",
-    "write_vocabulary",
 ]

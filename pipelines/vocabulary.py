@@ -71,20 +71,3 @@ def load_vocabulary(vocab_file):
             f"{' '.join(SPECIAL_TOKENS)}."
         )
     return tokens
-
-
-def write_vocabulary(tokens, path):
-    """Writes one token per line (UTF-8), whole or not at all: through a
-    temporary file renamed into place, which a failed write (a full disk)
-    removes."""
-    path = os.fspath(path)
-    partial = path + ".partial"
-    try:
-        with tf.io.gfile.GFile(partial, "w") as f:
-            f.write("".join(t + "\n" for t in tokens))
-        tf.io.gfile.rename(partial, path, overwrite=True)
-    except (OSError, tf.errors.OpError) as error:
-        if tf.io.gfile.exists(partial):
-            tf.io.gfile.remove(partial)
-        reason = getattr(error, "strerror", None) or getattr(error, "message", error)
-        raise VocabularyError(f"Cannot write {path}: {reason}") from None

@@ -2,6 +2,8 @@
 pre-training or fine-tuning run writes into it. (`RunLock` is tested through
 the runners: tests/pretraining/test_runner.py, tests/finetuning.)"""
 
+import os
+
 import pytest
 
 from keras_bert.errors import ConfigError, FinetuneError
@@ -65,3 +67,76 @@ def test_finetuning_refuses_another_run(tmp_path, setup, message):
     with pytest.raises(FinetuneError) as error:
         refuse_another_run(model_dir, "sst2")
     assert str(error.value).startswith(f"--model_dir {model_dir}: {message}")
+
+
+# --- Outputs that are not regular files (issue 49, items 1 and 6) ---
+
+
+def _fifo_reader(path):
+    """Starts a thread reading `path` (a FIFO) whole; returns a callable
+    giving what it read."""
+    import threading
+
+    got = []
+    # A daemon: where the writer never opens the FIFO, the test fails
+    # instead of hanging the interpreter on a reader blocked in `open`.
+    thread = threading.Thread(target=lambda: got.append(open(path, "rb").read()), daemon=True)
+    thread.start()
+    return lambda: (thread.join(10), got[0] if got else None)[1]
+
+
+def test_a_character_device_or_fifo_is_written_through(tmp_path):
+    import stat
+
+    from keras_bert.file_io import write_atomically
+    from keras_bert.run_dir import check_output
+
+    # /dev/null, directly and through a symlink: no --overwrite needed, and
+    # it stays the device (as root, a rename would replace the machine's).
+    link = tmp_path / "discard.jsonl"
+    link.symlink_to("/dev/null")
+    for path in ("/dev/null", str(link)):
+        check_output("--output", path)
+        write_atomically(path, lambda f: f.write("a line\n"))
+        assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert link.is_symlink()
+    # A FIFO streams the content to its reader.
+    fifo = tmp_path / "stream"
+    os.mkfifo(fifo)
+    check_output("--output", str(fifo))
+    read = _fifo_reader(fifo)
+    write_atomically(str(fifo), lambda f: (f.write("text "), f.write(b"bytes")))
+    assert read() == b"text bytes"
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_socket_or_a_folder_to_be_is_refused_before_any_work(tmp_path):
+    import socket
+
+    from keras_bert.errors import UserError
+    from keras_bert.run_dir import check_output
+
+    path = tmp_path / "s"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    try:
+        with pytest.raises(UserError, match=r"--output .*/s: is a socket, not a file; not written"):
+            check_output("--output", str(path), overwrite=True)
+    finally:
+        server.close()
+    with pytest.raises(UserError, match="ends in a separator, so names a folder"):
+        check_output("--output", str(tmp_path / "newdir") + "/", overwrite=True)
+
+
+def test_a_keras_archive_goes_through_a_fifo_whole(tmp_path):
+    import keras
+
+    from keras_bert.file_io import save_keras_atomically
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    fifo = tmp_path / "model.keras"
+    os.mkfifo(fifo)
+    read = _fifo_reader(fifo)
+    save_keras_atomically(model, str(fifo))
+    assert read()[:2] == b"PK"  # a zip archive
+    assert not [p for p in os.listdir(tmp_path) if p != "model.keras"]

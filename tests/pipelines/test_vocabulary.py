@@ -157,3 +157,14 @@ def test_vocab_output_is_never_an_input_or_a_runs_file(tmp_path, capsys):
         assert err.count("\n") == 1 and message in err, err
     assert corpus.read_bytes() == open(SMALL[0], "rb").read()
     assert (run / "vocab.txt").read_text() == "[PAD]\n"
+
+
+def test_vocab_to_dev_null_discards_and_leaves_the_device(tmp_path, capsys):
+    # Issue 49, item 1: a rename over /dev/null would replace the device.
+    import stat
+
+    assert (
+        vocab_cli.main(["--input", SMALL[0], "--output", "/dev/null", "--vocab_size", "300"]) == 0
+    )
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert "Wrote" in capsys.readouterr().out
