@@ -212,8 +212,8 @@ def check_output(flag, path, inputs=(), overwrite=False, error=UserError):
 
     - one of `inputs` (files the command reads), through any spelling of
       the path or a symlink;
-    - a run folder's own file (`RUN_FILES` in a folder holding a
-      `config.yaml`), even with `overwrite`;
+    - a run folder's own file (`RUN_FILES` in a keras_bert run folder,
+      `is_run_folder`), even with `overwrite`;
     - any existing file, unless `overwrite`; a folder, or a path ending in
       a separator (a folder to be), always;
     - a block device or a socket, always. A character device or a FIFO
@@ -261,14 +261,22 @@ def _normalized(path):
     return scheme + sep + posixpath.normpath(rest) if sep else posixpath.normpath(scheme)
 
 
+def is_run_folder(folder):
+    """Whether `folder` holds a keras_bert run: its `config.yaml` is a
+    pre-training config (`phases`) or a fine-tuning one (`task`), not any
+    project's file of that name."""
+    config = _previous_config(folder)
+    return isinstance(config, dict) and ("phases" in config or "task" in config)
+
+
 def _run_part(path):
     """`(run folder, its own file)` when `path` is, or is inside, one of
-    `RUN_FILES` of a folder holding a `config.yaml`; `(None, None)`."""
+    `RUN_FILES` of a keras_bert run folder (`is_run_folder`); `(None, None)`."""
     path = os.path.realpath(path) if is_local(path) else _normalized(path)
     child, folder = path, os.path.dirname(path)
     while folder and folder != child:
         name = os.path.basename(child)
-        if name in RUN_FILES and tf.io.gfile.exists(os.path.join(folder, "config.yaml")):
+        if name in RUN_FILES and is_run_folder(folder):
             return folder, os.path.relpath(path, folder)
         child, folder = folder, os.path.dirname(folder)
     return None, None

@@ -140,3 +140,18 @@ def test_a_keras_archive_goes_through_a_fifo_whole(tmp_path):
     save_keras_atomically(model, str(fifo))
     assert read()[:2] == b"PK"  # a zip archive
     assert not [p for p in os.listdir(tmp_path) if p != "model.keras"]
+
+
+def test_only_a_keras_bert_run_folder_guards_its_files(tmp_path):
+    # Issue 49, item 9: any project may hold a config.yaml of its own.
+    from keras_bert.errors import UserError
+    from keras_bert.run_dir import check_output
+
+    project = tmp_path / "proj"
+    (project / "logs").mkdir(parents=True)
+    (project / "config.yaml").write_text("name: x\n")
+    check_output("--output", str(project / "vocab.txt"))
+    check_output("--output", str(project / "logs" / "out.jsonl"))
+    (project / "config.yaml").write_text("task: sst2\n")
+    with pytest.raises(UserError, match="is vocab.txt of the run in"):
+        check_output("--output", str(project / "vocab.txt"))
