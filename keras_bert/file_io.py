@@ -84,7 +84,31 @@ def user_file_error(error):
         message = (error.message or "").strip()
         if any(reason in message for reason in _USER_TF_REASONS):
             return message.splitlines()[0]
+        if isinstance(error, _REMOTE_TF_ERRORS) and "://" in message:
+            return _unreachable(message)
     return None
+
+
+# What TensorFlow's file system layer raises for a remote path it cannot
+# use: a bucket it cannot reach or resolve, credentials refused, a timeout.
+_REMOTE_TF_ERRORS = (
+    tf.errors.FailedPreconditionError,
+    tf.errors.UnavailableError,
+    tf.errors.UnauthenticatedError,
+    tf.errors.PermissionDeniedError,
+    tf.errors.DeadlineExceededError,
+)
+
+
+def _unreachable(message):
+    """One line from a remote file system's message: the path, then why
+    ("Error executing an HTTP request: libcurl code 6 ..., error details:
+    Could not resolve host: ...\n\t when reading metadata of gs://b/f"
+    becomes "gs://b/f: cannot be reached (Could not resolve host: ...)")."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    where = next((w.rsplit(" ", 1)[-1] for w in reversed(lines) if "://" in w), "")
+    detail = lines[0].split("error details:")[-1].strip() if lines else message
+    return f"{where}: cannot be reached ({detail})" if where else " ".join(lines)
 
 
 def is_file(path):

@@ -82,3 +82,25 @@ def test_directory_without_its_completion_marker_is_not_published(root):
             fill(staging, {"variables/variables.index": "index"})
     assert listdir(root) == ["1"]
     assert read(os.path.join(final, "saved_model.pb")) == "complete"
+
+
+def test_an_unreachable_remote_path_is_one_line_naming_it():
+    # Issue 49, item 5: the message TensorFlow gives for a bucket it
+    # cannot reach, as seen without network access.
+    import tensorflow as tf
+
+    from keras_bert.file_io import user_file_error
+
+    error = tf.errors.FailedPreconditionError(
+        None,
+        None,
+        "Error executing an HTTP request: libcurl code 6 meaning 'Could not resolve "
+        "hostname', error details: Could not resolve host: www.googleapis.com\n\t when "
+        "reading metadata of gs://no-such-bucket/dev.tsv",
+    )
+    assert user_file_error(error) == (
+        "gs://no-such-bucket/dev.tsv: cannot be reached (Could not resolve host: "
+        "www.googleapis.com)"
+    )
+    # Not a file system's error: left to surface as it is.
+    assert user_file_error(tf.errors.FailedPreconditionError(None, None, "bad graph")) is None

@@ -296,3 +296,13 @@ def test_conll_words_past_max_seq_length_are_counted(runs, tmp_path, capsys, cap
     ]
     tagged = [line.split() for line in open(written["output"]).read().split("\n\n")[0].splitlines()]
     assert len(tagged) == 200 and {t for _, t in tagged[126:]} == {"O"}
+
+
+@pytest.mark.backend_independent
+def test_an_unreachable_bucket_is_one_line_naming_it(runs, capsys):
+    # Issue 49, item 5; without network, the name does not resolve.
+    run = runs("classification", "generic")
+    err = one_line_error(
+        ["--model_dir", str(run), "--input", "gs://keras-bert-no-such-bucket/dev.csv"], capsys
+    )
+    assert err.startswith("error: gs://keras-bert-no-such-bucket/dev.csv: ")
