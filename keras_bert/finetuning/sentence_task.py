@@ -123,10 +123,13 @@ class SentenceTask:
         examples = self._read(path)
         if not examples:
             raise tasks.TaskDataError(f"{path}: no examples")
-        self._check_labels(os.path.basename(path), examples)
+        # The model's classes are fixed: no config can add one here.
+        self._check_labels(
+            os.path.basename(path), examples, "the model was fine-tuned on these labels only"
+        )
         self.dev_sets = {os.path.basename(path): examples}
 
-    def _check_labels(self, split, examples):
+    def _check_labels(self, split, examples, advice="set data.label_names to list every label"):
         for e in examples:
             if self.regression:
                 try:
@@ -142,7 +145,7 @@ class SentenceTask:
             elif str(e.label) not in self.label_names:
                 raise tasks.TaskDataError(
                     f"{e.guid}: label {e.label!r} is not one of {self.label_names} "
-                    f"({split}); set data.label_names to list every label"
+                    f"({split}); {advice}"
                 )
 
     def _labels(self, examples):

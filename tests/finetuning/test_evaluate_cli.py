@@ -148,3 +148,15 @@ def test_bad_squad_files_are_one_line(checkpoint, fixtures, tmp_path, capsys):
         path.write_text(json.dumps(squad))
         err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
         assert err == f"error: {path}: {message}"
+
+
+@pytest.mark.backend_independent
+def test_a_label_the_classifier_never_saw_says_so(checkpoint, fixtures, tmp_path, capsys):
+    # Issue 49: data.label_names cannot add a class to a fine-tuned model.
+    run = tmp_path / "run"
+    finetune("classification", fixtures / "generic", checkpoint, run)
+    path = tmp_path / "more.csv"
+    path.write_text("text,label\ngood,pos\nso-so,mixed\n")
+    err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
+    assert "label 'mixed' is not one of ['neg', 'pos'] (more.csv)" in err
+    assert err.endswith("the model was fine-tuned on these labels only")
