@@ -47,7 +47,12 @@ def main(argv=None):
         action="store_false",
         help="cased tokenization (default: infer from vocab)",
     )
-    parser.add_argument("--seq_len", type=int, default=128)
+    parser.add_argument(
+        "--seq_len",
+        type=int,
+        help="pieces a request is truncated to (default: 128, or the model's "
+        "max_sequence_length when shorter).",
+    )
     parser.add_argument("--version", type=int, help="default: next free")
     parser.add_argument("--top_k", type=int, default=5)
     parser.add_argument("--max_masks", type=int, default=20)

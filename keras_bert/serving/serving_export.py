@@ -110,7 +110,7 @@ def export_for_serving(
     *,
     vocabulary=None,
     lower_case=None,
-    seq_len=128,
+    seq_len=None,
     version=None,
     top_k=5,
     max_masks=20,
@@ -135,8 +135,10 @@ def export_for_serving(
             the backbone's `vocabulary` attribute.
         lower_case: bool or None. Uncased tokenization; None infers it from
             the vocabulary (cased vocabularies have upper-case tokens).
-        seq_len: int. Requests are truncated to this many pieces. Defaults
-            to 128; at most the backbone's `max_sequence_length`.
+        seq_len: int or None. Requests are truncated to this many pieces;
+            at most the backbone's `max_sequence_length`. None (the
+            default): 128, or the backbone's `max_sequence_length` when it
+            is shorter.
         version: int >= 0 or None. Defaults to 1 + the highest existing
             version.
         top_k: int. Fill-mask candidates per `[MASK]` (pretrainers).
@@ -170,13 +172,15 @@ def export_for_serving(
         n_best_size=n_best_size,
     )
     for name, value in options.items():
+        if name == "seq_len" and value is None:  # The model's, once loaded.
+            continue
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
     # Imported here: serving needs no tensorflow-text (CoreOpsBertTokenizer),
     # and `pipelines` imports it.
     from pipelines.tasks.features import MIN_SEQ_LEN
 
-    if seq_len < MIN_SEQ_LEN:
+    if seq_len is not None and seq_len < MIN_SEQ_LEN:
         raise ValueError(
             f"`seq_len` must be at least {MIN_SEQ_LEN} ([CLS] A [SEP] B "
             f"[SEP]). Received: seq_len={seq_len}"
@@ -214,7 +218,6 @@ def _export_version(model, model_path, output_dir, version, vocabulary, lower_ca
     `output_dir` exists."""
     import keras
 
-    seq_len = options["seq_len"]
     version = next_version(output_dir) if version is None else version
     final_dir = os.path.join(output_dir, str(version))
     if tf.io.gfile.exists(final_dir):
@@ -226,7 +229,7 @@ def _export_version(model, model_path, output_dir, version, vocabulary, lower_ca
 
     if keras.backend.backend() != "tensorflow":
         if model_path is None:  # Else the child checks it, after loading.
-            _check_span_options(model, options)
+            _check_span_options(model, _with_seq_len(model, options))
         return _export_in_subprocess(
             model_path or model, output_dir, version, vocabulary, lower_case, options
         )
@@ -243,6 +246,8 @@ def _export_version(model, model_path, output_dir, version, vocabulary, lower_ca
     vocabulary = [token.strip() for token in vocabulary]
     if lower_case is None:
         lower_case = infer_lower_case(vocabulary)
+    options = _with_seq_len(model, options)
+    seq_len = options["seq_len"]
     _check_span_options(model, options)
     backbone = _backbone_of(model)
     if seq_len > backbone.max_sequence_length:
@@ -272,6 +277,19 @@ def _export_version(model, model_path, output_dir, version, vocabulary, lower_ca
     with atomic_directory(final_dir, last="saved_model.pb") as staging:
         _write_saved_model(model, staging, vocabulary, lower_case, options)
     return final_dir
+
+
+# The pieces a request is truncated to when `seq_len` is not given.
+DEFAULT_SEQ_LEN = 128
+
+
+def _with_seq_len(model, options):
+    """`options` with `seq_len` set: as given, or `DEFAULT_SEQ_LEN` capped
+    at the backbone's `max_sequence_length`."""
+    if options["seq_len"] is not None:
+        return options
+    positions = _backbone_of(model).max_sequence_length
+    return {**options, "seq_len": min(DEFAULT_SEQ_LEN, positions)}
 
 
 def _check_span_options(model, options):

@@ -485,3 +485,14 @@ def test_cli_bad_input_is_one_line(vocab, tmp_path, capsys, args, damage, messag
     assert err.startswith("python -m keras_bert.export: error: " + message.format(model=model))
     assert err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.backend_independent
+def test_cli_seq_len_defaults_to_what_the_model_holds(vocab, tmp_path, capsys):
+    # Issue 49: a 64-position model exported with no --seq_len (128 before).
+    from keras_bert.export import main
+
+    model = tmp_path / "model.keras"
+    BertPretrainer(_backbone(vocab)).save(str(model))
+    assert main(["--model", str(model), "--output", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "1" / "saved_model.pb").exists()
