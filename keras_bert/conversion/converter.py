@@ -186,6 +186,12 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
         CheckpointError: for a bad source, config, weights or destination.
     """
     src, dst = os.fspath(src), os.fspath(dst)
+    for path in (src, dst, *([os.fspath(vocab)] if vocab else [])):
+        if "://" in path:
+            raise CheckpointError(
+                f"{path}: convert reads and writes local paths only; copy it here first "
+                "(e.g. gcloud storage cp -r)."
+            )
     if hidden_activation is not None and hidden_activation not in ACTIVATIONS:
         raise CheckpointError(
             f"`hidden_activation` must be one of {sorted(ACTIVATIONS)}. "

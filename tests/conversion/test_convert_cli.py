@@ -422,3 +422,16 @@ def test_a_pre_ln_backbone_is_refused_naming_why(tmp_path, capsys):
         "blocks only, so it cannot be converted (it fine-tunes and exports as it is).\n"
     )
     assert sorted(os.listdir(tmp_path)) == ["pre_ln.keras"]
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize("which", ["src", "dst"])
+def test_a_remote_path_is_one_line_saying_convert_is_local(tmp_path, capsys, which):
+    # Issue 49: "no such checkpoint" misled for a gs:// source.
+    paths = {"src": str(tmp_path / "google"), "dst": str(tmp_path / "m.keras")}
+    paths[which] = "gs://bucket/bert"
+    assert main([paths["src"], paths["dst"]]) == 2
+    assert capsys.readouterr().err == (
+        "error: gs://bucket/bert: convert reads and writes local paths only; copy it here "
+        "first (e.g. gcloud storage cp -r).\n"
+    )
