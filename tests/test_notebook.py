@@ -78,3 +78,62 @@ def test_notebook_runs_end_to_end_on_a_cpu(tmp_path, monkeypatch):
         assert f"): {sentence}" in printed and "prediction '" in printed, printed
     assert list((tmp_path / "runs" / "logs").rglob("events.out.tfevents.*"))
     assert (tmp_path / "runs" / "backbone.keras").is_file()
+
+
+def _install_cell_index(notebook):
+    (index,) = [
+        i
+        for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code" and "keras_bert_repo" in cell.source
+    ]
+    return index
+
+
+def _run_install_cell(tmp_path, parameters):
+    """The parameters and install cells alone, in an empty folder (a fresh
+    runtime), with `pip install` and `git clone` left out."""
+    from nbclient import NotebookClient
+
+    notebook = read_notebook()
+    install = notebook.cells[_install_cell_index(notebook)]
+    install.source = "\n".join(
+        line.split("!")[0] + "pass" if line.strip().startswith("!") else line
+        for line in install.source.splitlines()
+    )
+    notebook.cells = [
+        notebook.cells[parameters_cell_index(notebook)],
+        nbformat.v4.new_code_cell(parameters),
+        install,
+    ]
+    NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(tmp_path)}},
+    ).execute()
+    return "".join(output.get("text", "") + output.get("evalue", "") for output in install.outputs)
+
+
+def test_a_fresh_runtime_without_a_source_is_told_what_to_set(tmp_path):
+    # Issue 49: "Run all" stopped at `git clone` of a placeholder URL.
+    printed = _run_install_cell(tmp_path, "")
+    assert "Set SOURCE (an uploaded checkout or archive) or REPO_URL" in printed
+    assert not (tmp_path / "keras_bert_repo").exists()
+
+
+def test_a_fresh_runtime_installs_from_an_uploaded_archive(tmp_path):
+    import subprocess
+
+    archive = tmp_path / "upload" / "keras_bert.tar.gz"
+    archive.parent.mkdir()
+    subprocess.run(
+        ["git", "archive", "--prefix=keras_bert-main/", "-o", str(archive), "HEAD"],
+        cwd=ROOT,
+        check=True,
+    )
+    runtime = tmp_path / "content"
+    runtime.mkdir()
+    printed = _run_install_cell(runtime, f"SOURCE = {str(archive)!r}")
+    assert (runtime / "keras_bert_repo" / "keras_bert" / "pretrain.py").is_file()
+    assert f"Working in {runtime / 'keras_bert_repo'}" in printed
