@@ -64,8 +64,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     def export():
+        from keras_bert.run_dir import check_export_folder
         from keras_bert.serving.serving_export import export_for_serving, find_model_file
 
+        check_export_folder("--output", args.output)
         model = args.model or find_model_file(args.model_dir)
         path = export_for_serving(
             model,

@@ -245,6 +245,22 @@ def check_output(flag, path, inputs=(), overwrite=False, error=UserError):
         raise error(f"{where}: already exists; pass --overwrite to replace it")
 
 
+def check_export_folder(flag, path, error=UserError):
+    """Refuses a TF Serving base folder (numbered versions go into it) that
+    is a keras_bert run folder or one of its parts other than `export/`,
+    where the versions would mix with the run's files."""
+    if is_run_folder(path):
+        raise error(
+            f"{flag} {path}: is a run folder; export into its export/ folder or another one"
+        )
+    run, part = _run_part(path)
+    if run is not None and part.split(os.sep)[0] != "export":
+        raise error(
+            f"{flag} {path}: is {part} of the run in {run}; export into its export/ "
+            "folder or another one"
+        )
+
+
 def _same_file(a, b):
     if is_local(a) and is_local(b):
         if os.path.realpath(a) == os.path.realpath(b):

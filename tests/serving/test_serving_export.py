@@ -496,3 +496,22 @@ def test_cli_seq_len_defaults_to_what_the_model_holds(vocab, tmp_path, capsys):
     BertPretrainer(_backbone(vocab)).save(str(model))
     assert main(["--model", str(model), "--output", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "1" / "saved_model.pb").exists()
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize("where", ["", "checkpoints"])
+def test_cli_refuses_to_export_into_a_run_folder_or_its_parts(vocab, tmp_path, capsys, where):
+    # Issue 49: version folders mixed into a run's own files.
+    from keras_bert.export import main
+
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "config.yaml").write_text("task: sst2\n")
+    model = tmp_path / "model.keras"
+    BertPretrainer(_backbone(vocab)).save(str(model))
+    output = run / where if where else run
+    assert main(["--model", str(model), "--output", str(output)]) == 2
+    err = capsys.readouterr().err
+    assert "export into its export/ folder or another one" in err and err.count("\n") == 1
+    assert sorted(p.name for p in run.iterdir()) == ["checkpoints", "config.yaml"]
+    assert main(["--model", str(model), "--output", str(run / "export")]) == 0
