@@ -365,8 +365,14 @@ class PreviousRun:
         return path
 
     def restore(self):
-        """Puts the previous run back, removing what the rerun wrote."""
+        """Puts the previous run back, removing what the rerun wrote. A
+        first run that failed before saving its model removes the config
+        and vocabulary it wrote first: they would pass the folder off as a
+        run (refused to another task, scored by `evaluate`)."""
         if not self.names:
+            if not tf.io.gfile.exists(os.path.join(self.model_dir, "model.keras")):
+                for name in ("config.yaml", "vocab.txt"):
+                    remove(os.path.join(self.model_dir, name))
             return
         for name in _previous_outputs(self.model_dir):
             remove(os.path.join(self.model_dir, name))

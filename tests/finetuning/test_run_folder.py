@@ -260,6 +260,20 @@ def test_failed_rerun_puts_the_previous_run_back(run_copy, fixtures, checkpoint,
     assert files(run_copy) == before
 
 
+def test_failed_first_run_leaves_no_run_behind(fixtures, checkpoint, tmp_path, capsys):
+    # Issue 49: its config.yaml and vocab.txt passed the folder off as a run,
+    # refused to the next task.
+    folder = tmp_path / "new"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("the user's\n")
+    args = finetune_args(fixtures, checkpoint, folder, "data.max_seq_length=512")
+    one_line_error(finetune_main, args, capsys)
+    assert sorted(os.listdir(folder)) == ["notes.txt"]
+    args = finetune_args(fixtures, checkpoint, folder)
+    args[1] = "cola"
+    assert finetune_main(args) == 0
+
+
 def test_rerun_continues_from_the_folders_own_model(run_copy, fixtures):
     model = str(run_copy / "model.keras")
     assert finetune_main(finetune_args(fixtures, model, run_copy, "training.seed=1")) == 0
