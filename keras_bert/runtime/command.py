@@ -29,7 +29,9 @@ import: TensorFlow and Keras load inside `run_command`.
 
 import json
 import os
+import signal
 import sys
+import threading
 
 from keras_bert.runtime.allocator import keep_freed_memory_for_jax
 from keras_bert.runtime.backend import backend_variable_problem, use_fastest_backend
@@ -88,6 +90,11 @@ def run_command(
     problem = backend_variable_problem(training=choose_backend)
     if problem is not None:
         return _one_line(f"{error_prefix}{problem}", 2)
+    # SIGTERM (a scheduler's stop, `kill`) unwinds as Ctrl-C does, so what
+    # a command puts right on the way out (a fine-tuning rerun's set-aside
+    # run) is put right; pre-training's checkpointer takes it over while it
+    # trains.
+    previous_handler = _terminate_as_interrupt()
     try:
         start_up(choose_backend)
         if log_format is not None:
@@ -110,7 +117,22 @@ def run_command(
             return _one_line(f"{error_prefix}{line}", 2)
     except KeyboardInterrupt:
         return _one_line(interrupted, 130)
+    finally:
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
     return 0 if status is None else status
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _terminate_as_interrupt():
+    """Makes SIGTERM raise `KeyboardInterrupt`; returns the handler it
+    replaced (None off the main thread, where handlers cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _interrupt)
 
 
 def print_json(result):

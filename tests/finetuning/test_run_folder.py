@@ -274,6 +274,31 @@ def test_failed_first_run_leaves_no_run_behind(fixtures, checkpoint, tmp_path, c
     assert finetune_main(args) == 0
 
 
+def test_sigterm_during_a_rerun_puts_the_previous_run_back(run_copy, fixtures, checkpoint):
+    # Issue 49: Ctrl-C restored the set-aside run, SIGTERM did not.
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    before = files(run_copy)
+    args = finetune_args(fixtures, checkpoint, run_copy, "training.epochs=1000")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "keras_bert.finetune", *args],
+        env={**os.environ, "KERAS_BACKEND": "tensorflow"},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in process.stderr:  # Training has begun once the steps are logged.
+        if "training examples" in line:
+            break
+    time.sleep(1)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 130
+    assert files(run_copy) == before
+    assert not (run_copy / ".previous-run").exists()
+
+
 def test_rerun_continues_from_the_folders_own_model(run_copy, fixtures):
     model = str(run_copy / "model.keras")
     assert finetune_main(finetune_args(fixtures, model, run_copy, "training.seed=1")) == 0
@@ -294,7 +319,9 @@ def test_killed_rerun_leaves_no_model_to_score_and_is_taken_up(
         ["--model_dir", str(run_copy), "--input", str(fixtures / "glue" / "SST-2" / "dev.tsv")],
         capsys,
     )
-    assert "model.keras" in err
+    assert "model.keras: no such file" in err
+    # Issue 49: it says where the previous run is and what to do.
+    assert f"set aside in {run_copy / '.previous-run'}" in err and "again to finish" in err
     # The next rerun fails too: the set-aside run comes back whole.
     one_line_error(
         finetune_main,
