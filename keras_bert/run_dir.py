@@ -2,6 +2,7 @@
 (`refuse_another_run`), and its own files written by that run only
 (`check_output`, which every command that writes calls first)."""
 
+import json
 import os
 import posixpath
 import socket
@@ -20,6 +21,7 @@ from keras_bert.file_io import (
     makedirs,
     remove,
     special_file,
+    write_json_atomically,
 )
 
 LOCK_FILE = "pretrain.lock"
@@ -199,6 +201,7 @@ RUN_FILES = frozenset(
         "backbone.keras",
         "pretrainer.keras",
         "electra_pretrainer.keras",
+        "outputs.json",
         "saved_model",
         LOCK_FILE,
         FINETUNE_LOCK_FILE,
@@ -302,19 +305,50 @@ def _run_part(path):
 PREVIOUS_RUN = ".previous-run"
 
 
+# A fine-tuning run folder's record of what `predict` and `evaluate` wrote
+# into it by default: a rerun sets aside exactly those, not the user's files.
+OUTPUTS_RECORD = "outputs.json"
+
+
+def record_outputs(model_dir, names):
+    """Adds `names` (entries of `model_dir`) to its `OUTPUTS_RECORD`,
+    creating it (empty) when `names` is empty."""
+    path = os.path.join(model_dir, OUTPUTS_RECORD)
+    recorded = _recorded_outputs(model_dir) or []
+    write_json_atomically(sorted(set(recorded) | set(names)), path)
+
+
+def _recorded_outputs(model_dir):
+    """The record's names, or None when the folder has none (a run from
+    before the record, or no run)."""
+    path = os.path.join(model_dir, OUTPUTS_RECORD)
+    if not is_file(path):
+        return None
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            names = json.load(f)
+    except (*FILE_ERRORS, ValueError):
+        return []
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+
 def _previous_outputs(model_dir):
-    """The names in `model_dir` a fine-tuning run wrote, or that `predict`
-    and `evaluate` derived from its model by default: the model, its
-    config, vocabulary, scores and predictions, `predictions_*`,
-    `glue_submission/`, `eval_*/`. Not `export/`, whose numbered versions
-    TF Serving keeps side by side."""
+    """The names in `model_dir` a fine-tuning run wrote (the model, its
+    config, vocabulary, scores and predictions, the record) and those
+    `predict` and `evaluate` wrote there by default, as its
+    `OUTPUTS_RECORD` lists them. A folder from before the record: by name,
+    `predictions_*`, `glue_submission/`, `eval_*`. Not `export/`, whose
+    numbered versions TF Serving keeps side by side."""
     names = listdir(model_dir) if tf.io.gfile.isdir(model_dir) else []
+    recorded = _recorded_outputs(model_dir)
+    if recorded is None:
+        recorded = [
+            n for n in names if n.startswith(("predictions_", "eval_")) or n == "glue_submission"
+        ]
     return sorted(
         name
         for name in names
-        if name in RUN_FILES - {"export", LOCK_FILE, FINETUNE_LOCK_FILE}
-        or name.startswith(("predictions_", "eval_"))
-        or name == "glue_submission"
+        if name in RUN_FILES - {"export", LOCK_FILE, FINETUNE_LOCK_FILE} or name in recorded
     )
 
 
@@ -371,7 +405,7 @@ class PreviousRun:
         run (refused to another task, scored by `evaluate`)."""
         if not self.names:
             if not tf.io.gfile.exists(os.path.join(self.model_dir, "model.keras")):
-                for name in ("config.yaml", "vocab.txt"):
+                for name in ("config.yaml", "vocab.txt", OUTPUTS_RECORD):
                     remove(os.path.join(self.model_dir, name))
             return
         for name in _previous_outputs(self.model_dir):

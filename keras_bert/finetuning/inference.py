@@ -25,7 +25,7 @@ from keras_bert.file_io import (
 from keras_bert.finetuning.config import load_saved_config
 from keras_bert.finetuning.runner import infer_lower_case, load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
-from keras_bert.run_dir import EVAL_FILES, PREVIOUS_RUN, check_output
+from keras_bert.run_dir import EVAL_FILES, PREVIOUS_RUN, check_output, record_outputs
 from keras_bert.runtime.progress import StderrProgbar
 
 logger = logging.getLogger(__name__)
@@ -152,6 +152,7 @@ def run_evaluation(model_dir, eval_file, output_dir=None, overwrite=False):
     only with `overwrite`. Returns the results dict.
     """
     task, handler, model = load_run(model_dir, eval_file)
+    defaulted = output_dir is None
     output_dir = output_dir or default_eval_dir(model_dir, eval_file)
     if is_file(output_dir):
         raise FinetuneError(f"--output_dir {output_dir}: is a file, not a folder")
@@ -175,6 +176,8 @@ def run_evaluation(model_dir, eval_file, output_dir=None, overwrite=False):
         predictions_file=os.path.basename(predictions_path),
     )
     write_json_atomically(results, os.path.join(output_dir, "eval_results.json"))
+    if defaulted:  # A rerun sets it aside with the model it scored.
+        record_outputs(model_dir, [os.path.basename(output_dir)])
     return results
 
 
@@ -238,6 +241,7 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False, ov
             "conll2003": (".txt", _write_conll),
         }.get(task, (".jsonl", _write_jsonl))
         default = os.path.join(model_dir, f"predictions_{stem}{extension}")
+    defaulted = output is None
     output = output or default
     written = [output]
     if write is _write_squad:
@@ -251,8 +255,10 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False, ov
         chunk = examples[start : start + CHUNK]
         rows += handler.predict(model, chunk, progress=False)
         progress.add(len(chunk))
-    written = write(rows, output)
-    return {"task": task, "input_file": input_file, "examples": len(examples), **written}
+    files = write(rows, output)
+    if defaulted:  # A rerun sets it aside with the model that predicted it.
+        record_outputs(model_dir, [os.path.relpath(p, model_dir).split(os.sep)[0] for p in written])
+    return {"task": task, "input_file": input_file, "examples": len(examples), **files}
 
 
 def _write_jsonl(rows, path):

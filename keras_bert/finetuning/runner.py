@@ -32,7 +32,13 @@ from keras_bert.file_io import (
 from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.finetuning.task_registry import TASKS, default_config_file
 from keras_bert.optimization import create_optimizer
-from keras_bert.run_dir import FINETUNE_LOCK_FILE, PreviousRun, RunLock, refuse_another_run
+from keras_bert.run_dir import (
+    FINETUNE_LOCK_FILE,
+    PreviousRun,
+    RunLock,
+    record_outputs,
+    refuse_another_run,
+)
 
 logger = logging.getLogger("keras_bert.finetune")
 
@@ -215,6 +221,8 @@ def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config, previ
                 sort_keys=False,
             ),
         )
+        # What predict and evaluate add to the folder by default goes here.
+        record_outputs(model_dir, [])
     except FILE_ERRORS as error:
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
     if config.data.max_seq_length > backbone.max_sequence_length:

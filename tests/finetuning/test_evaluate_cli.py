@@ -53,8 +53,11 @@ def test_scores_the_dev_file_as_fine_tuning_did(
     assert metrics
     for name, value in metrics.items():
         assert written[name] == pytest.approx(value, abs=1e-6), name
-    # The fine-tuning run's own files are left as they were.
+    # The fine-tuning run's own files are left as they were; the record of
+    # what a rerun sets aside gains the scores' folder.
+    recorded = json.loads(before.pop("outputs.json"))
     assert {p: (run / p).read_bytes() for p in before} == before
+    assert json.loads((run / "outputs.json").read_text()) == sorted([*recorded, out.name])
 
 
 @pytest.fixture(scope="module")

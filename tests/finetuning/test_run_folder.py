@@ -238,8 +238,10 @@ def test_rerun_removes_the_old_models_outputs(run_copy, fixtures, checkpoint, tm
     dev = str(fixtures / "glue" / "SST-2" / "dev.tsv")
     assert predict(["--model_dir", str(run_copy), "--input", dev]) == 0
     assert evaluate(["--model_dir", str(run_copy), "--input", dev]) == 0
-    (run_copy / "glue_submission").mkdir()
-    (run_copy / "glue_submission" / "SST-2.tsv").write_text("index\tprediction\n")
+    test = run_copy.parent / "test.tsv"  # The official layout: a submission.
+    test.write_text("index\tsentence\n0\ta fine film .\n")
+    assert predict(["--model_dir", str(run_copy), "--input", str(test), "--glue_submission"]) == 0
+    assert (run_copy / "glue_submission" / "SST-2.tsv").is_file()
     (run_copy / "notes.txt").write_text("the user's\n")
     assert finetune_main(finetune_args(fixtures, checkpoint, run_copy, "training.seed=1")) == 0
     assert sorted(os.listdir(run_copy)) == [
@@ -247,9 +249,26 @@ def test_rerun_removes_the_old_models_outputs(run_copy, fixtures, checkpoint, tm
         "eval_results.json",
         "model.keras",
         "notes.txt",
+        "outputs.json",
         "predictions.jsonl",
         "vocab.txt",
     ]
+
+
+def test_rerun_keeps_the_users_files_whatever_their_names(run_copy, fixtures, checkpoint):
+    # Issue 49, item 2: names starting eval_ or predictions_ that the user
+    # wrote, or asked predict to write, were taken for the run's.
+    dev = str(fixtures / "glue" / "SST-2" / "dev.tsv")
+    (run_copy / "eval_plan.md").write_text("plan\n")
+    mine = run_copy / "predictions_final.jsonl"
+    assert predict(["--model_dir", str(run_copy), "--input", dev, "--output", str(mine)]) == 0
+    assert predict(["--model_dir", str(run_copy), "--input", dev]) == 0  # predictions_dev.jsonl
+    assert evaluate(["--model_dir", str(run_copy), "--input", dev]) == 0  # eval_dev_tsv_*/
+    assert finetune_main(finetune_args(fixtures, checkpoint, run_copy, "training.seed=1")) == 0
+    names = sorted(os.listdir(run_copy))
+    assert "eval_plan.md" in names and "predictions_final.jsonl" in names
+    assert "predictions_dev.jsonl" not in names
+    assert not [n for n in names if n.startswith("eval_dev_tsv_")]
 
 
 def test_failed_rerun_puts_the_previous_run_back(run_copy, fixtures, checkpoint, capsys):
