@@ -238,17 +238,9 @@ class Schema:
     # --- Checking ---
 
     def check(self, config):
-        """Raises `error` for the first number that is not finite or is out
-        of `LARGEST`'s bounds, then for the first value outside `choices`,
-        `minimums` or `ranges`."""
-        for key, value in _numbers(config):
-            largest = LARGEST[type(value)]
-            if not (math.isfinite(value) and abs(value) <= largest):
-                bound = f"{largest:,}" if isinstance(largest, int) else f"{largest:.0e}"
-                raise self.error(
-                    f"{self._name(key)} must be a finite number of at most {bound} in size. "
-                    f"Received: {key}={value}"
-                )
+        """Raises `error` for the first value outside `choices`, `minimums`
+        or `ranges`, then for the first number that is not finite or is out
+        of `LARGEST`'s bounds."""
         hints = {}
         for key in [*self.choices, *self.minimums, *self.ranges]:
             parent, _, name = key.rpartition(".")
@@ -273,6 +265,15 @@ class Schema:
                 continue
             if value is None or not in_range(value):
                 raise self.error(f"{self._name(key)} must be {wanted}. Received: {key}={value}")
+        # Last: a key's own range names the problem better where it has one.
+        for key, value in _numbers(config):
+            largest = LARGEST[type(value)]
+            if not (math.isfinite(value) and abs(value) <= largest):
+                bound = f"{largest:,}" if isinstance(largest, int) else f"{largest:.0e}"
+                raise self.error(
+                    f"{self._name(key)} must be a finite number of at most {bound} in size. "
+                    f"Received: {key}={value}"
+                )
 
     # --- Writing ---
 

@@ -508,7 +508,8 @@ def test_nan_loss_stops_the_run(checkpoint, fixtures, tmp_path, capsys, monkeypa
     err = capsys.readouterr().err
     assert err.startswith("error: training loss became nan in epoch 1; nothing saved.")
     assert err.count("\n") == 1
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["config.yaml", "vocab.txt"]
+    # A first run that saved no model leaves none of its files (issue 49).
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == []
 
 
 def test_non_finite_predictions_are_not_scored():
@@ -668,6 +669,7 @@ def test_data_checkpoint_and_model_dir_on_a_remote_file_system(checkpoint, fixtu
         "config.yaml",
         "vocab.txt",
         "model.keras",
+        "outputs.json",
         "predictions.jsonl",
         "eval_results.json",
     }
