@@ -51,10 +51,8 @@ def fill_mask(model, tokenizer, sentences, top_k=5):
             "masked_lm_ids": np.zeros_like(mask_positions),
             "masked_lm_weights": np.zeros(mask_positions.shape, "float32"),
         }
-        logits = model.predict_on_batch({key: inputs[key] for key in model.input})["mlm"][
-            0
-        ]  # (P, V)
-        logits = np.asarray(logits, "float64")
+        outputs = model.predict_on_batch({key: inputs[key] for key in model.input})
+        logits = np.asarray(outputs["mlm"][0], "float64")  # (P, V)
         probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
         probabilities /= probabilities.sum(axis=-1, keepdims=True)
         results.append(

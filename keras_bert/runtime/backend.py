@@ -42,16 +42,10 @@ from keras_bert.runtime.hardware import accelerator_devices
 CANDIDATES = ("tensorflow", "jax")
 # What a measurement cannot tell apart from the fastest is this one.
 PREFERRED = "tensorflow"
-# What `KERAS_BACKEND` may name: the backends Keras can load, the package
-# each needs, how this project installs it, and those that cannot train.
+# What `KERAS_BACKEND` may name: the backends Keras can load (each the name
+# of the package it needs), how this project installs it, and those that
+# cannot train.
 KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
-BACKEND_PACKAGES = {
-    "tensorflow": "tensorflow",
-    "jax": "jax",
-    "torch": "torch",
-    "numpy": "numpy",
-    "openvino": "openvino",
-}
 INSTALL = {
     "tensorflow": "pip install -r requirements.txt",
     "jax": "pip install -r requirements.txt",
@@ -350,11 +344,10 @@ def backend_variable_problem(training=False):
         return (
             f"KERAS_BACKEND={name!r} is not a Keras backend; set one of {', '.join(KERAS_BACKENDS)}"
         )
-    package = BACKEND_PACKAGES[name]
-    if importlib.util.find_spec(package) is None:
+    if importlib.util.find_spec(name) is None:
         return (
-            f"KERAS_BACKEND={name} needs the {package!r} package, which is not installed: "
-            + INSTALL.get(name, f"pip install {package}")
+            f"KERAS_BACKEND={name} needs the {name!r} package, which is not installed: "
+            + INSTALL.get(name, f"pip install {name}")
         )
     if training and name in INFERENCE_ONLY:
         return (
