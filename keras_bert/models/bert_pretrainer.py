@@ -123,6 +123,11 @@ class BertPretrainer(BertTaskModel):
         # === Config ===
         self.sampled_softmax_candidates = sampled_softmax_candidates
 
+    @property
+    def masked_lm_output_bias(self):
+        """The masked LM's per-token output bias (V,), a variable."""
+        return self.mlm_head._bias
+
     def task_config(self):
         if self.sampled_softmax_candidates is None:
             return {}  # As archives saved before the option have it.
@@ -152,7 +157,7 @@ class BertPretrainer(BertTaskModel):
         mlm_logits = sampled_softmax_logits(
             ops.reshape(x, (-1, ops.shape(x)[-1])),  # (N, H)
             self.backbone.token_embedding.embeddings,
-            self.mlm_head._bias,
+            self.masked_lm_output_bias,
             ops.reshape(ops.cast(targets, "int32"), (-1,)),
             ops.reshape(inputs["masked_lm_weights"], (-1,)) > 0,
             drawn,

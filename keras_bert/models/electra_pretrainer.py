@@ -175,5 +175,10 @@ class ElectraPretrainer(BertTaskModel):
         # === Config ===
         self.generator_size = generator_size
 
+    @property
+    def masked_lm_output_bias(self):
+        """The generator's per-token output bias (V,), a variable."""
+        return self.generator_head._bias
+
     def task_config(self):
         return {"generator_size": self.generator_size}

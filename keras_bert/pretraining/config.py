@@ -140,6 +140,13 @@ class PretrainingConfig:
             Held-out evaluation, fill-mask and export use the full softmax
             either way. The masked_lm objective only: ELECTRA's generator
             samples from its full softmax.
+        output_bias_init: `"zeros"` (the paper) or `"unigram"`: the masked
+            LM's output bias starts at each token's log-frequency among
+            the masked targets of the first training batches
+            (`unigram_log_prior`), so the model predicts word frequencies
+            from its first update and its updates go to context (docs/
+            pretraining.md, "A unigram output bias"). A resumed run or an
+            `init_checkpoint` keeps the bias it loads.
         electra: `ElectraConfig`, read by `objective: electra`.
         optimizer: `OptimizerConfig`.
         checkpoint: `CheckpointConfig`.
@@ -181,6 +188,7 @@ class PretrainingConfig:
     train_steps: int = 1_000_000
     train_budget_minutes: typing.Optional[float] = None
     sampled_softmax_candidates: typing.Optional[int] = None
+    output_bias_init: str = "zeros"
     electra: ElectraConfig = dataclasses.field(default_factory=ElectraConfig)
     optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
@@ -327,6 +335,8 @@ def _share(low, high, closed):
     )
 
 
+OUTPUT_BIAS_INITS = ("zeros", "unigram")
+
 # What each key may hold; `validate` adds the checks across keys.
 SCHEMA = Schema(
     error=ConfigError,
@@ -334,6 +344,7 @@ SCHEMA = Schema(
     keys={"optimizer": OPTIMIZER_KEYS},
     choices={
         "objective": tuple(OBJECTIVES),
+        "output_bias_init": OUTPUT_BIAS_INITS,
         "strategy": STRATEGIES,
         "precision": PRECISIONS,
         "optimizer.name": OPTIMIZERS,

@@ -176,10 +176,20 @@ def _dataset(
     skip_batches=0,
     training=True,
 ):
+    dataset = _pipeline_dataset(config, phase, files, batch_size, input_context, shuffle, seed)
+    if skip_batches:
+        # The data position on resume: the seeded stream, minus what the
+        # interrupted run consumed.
+        dataset = dataset.skip(skip_batches)
+    return dataset.map(functools.partial(objective.to_keras_batch, training=training))
+
+
+def _pipeline_dataset(config, phase, files, batch_size, input_context, shuffle=None, seed=None):
+    """`pipelines.pretraining_dataset` of a config's data and one phase."""
     import pipelines
 
     data = config.data
-    dataset = pipelines.pretraining_dataset(
+    return pipelines.pretraining_dataset(
         files,
         data.vocab_file,
         seq_len=phase.seq_len,
@@ -197,11 +207,37 @@ def _dataset(
         repeat=True,
         input_context=input_context,
     )
-    if skip_batches:
-        # The data position on resume: the seeded stream, minus what the
-        # interrupted run consumed.
-        dataset = dataset.skip(skip_batches)
-    return dataset.map(functools.partial(objective.to_keras_batch, training=training))
+
+
+# Masked targets counted for `output_bias_init: unigram`: 2**16 see each
+# of the frequent tokens, which hold most of the softmax's mass while the
+# model predicts word frequencies, hundreds of times.
+PRIOR_TARGETS = 2**16
+
+# Added to every token's count: the tokens never seen among the counted
+# targets (most of the vocabulary) then share a few percent of the mass,
+# about what the rare tokens hold in English text.
+PRIOR_SMOOTHING = 0.1
+
+
+def unigram_log_prior(config, train_files, vocabulary_size):
+    """float32 (V,): each token's log-frequency among the masked targets
+    of the first `PRIOR_TARGETS` predictions of the training stream (phase
+    0, the run's seed), smoothed by `PRIOR_SMOOTHING`."""
+    phase = config.phases[0]
+    batches = math.ceil(PRIOR_TARGETS / (phase.batch_size * phase.max_predictions))
+    dataset = _pipeline_dataset(config, phase, train_files, phase.batch_size, None)
+
+    def count(counts, batch):
+        _, labels, sample_weights = batch
+        targets = tf.boolean_mask(labels["mlm"], sample_weights["mlm"] > 0)
+        return counts + tf.math.bincount(
+            targets, minlength=vocabulary_size, maxlength=vocabulary_size, dtype=tf.float32
+        )
+
+    counts = dataset.take(batches).reduce(tf.zeros([vocabulary_size]), count)
+    counts += PRIOR_SMOOTHING
+    return tf.math.log(counts / tf.reduce_sum(counts)).numpy()
 
 
 def _distributed_dataset(config, objective, phase, files, distribution, **kwargs):
@@ -279,6 +315,10 @@ def build_pretraining(config, distribution=None, corpus_split=None):
     with distribution.scope():
         backbone = build_backbone(config)
         model = objective.build_model(backbone)
+        if config.output_bias_init == "unigram":
+            model.masked_lm_output_bias.assign(
+                unigram_log_prior(config, train_files, backbone.vocabulary_size)
+            )
         # A budgeted run's `BudgetClock` sets the rate at each step from
         # the time spent, into the optimizer's learning-rate variable.
         budgeted = config.train_budget_minutes is not None

@@ -47,6 +47,8 @@ def tiny_overrides(tmp_path, corpus):
         ],
         "train_steps": 9,
         "train_budget_minutes": None,  # Step-based; time budgets: test_time_budget.py.
+        # Counting the prior costs seconds on a tiny corpus: test_output_bias_init.py.
+        "output_bias_init": "zeros",
         "optimizer.warmup_steps": 2,
         "optimizer.learning_rate": 1e-3,
         "checkpoint.every_steps": 3,
