@@ -1,5 +1,5 @@
-"""A number measured on a machine lives in BENCHMARKS.md only (STYLE.md,
-habit 11): code, YAML and requirements state the rule it supports and
+"""A number measured on a machine lives in BENCHMARKS.md only
+(CONTRIBUTING.md, "Numbers"): code, YAML and requirements state the rule it supports and
 point at the section, because copies go stale. This catches the plain
 cases, speed ratios, throughputs and wall times, not every wording."""
 
