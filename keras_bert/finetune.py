@@ -54,7 +54,11 @@ def parse_args(argv):
     )
     parser.add_argument("--model_dir", required=True)
     parser.add_argument("--vocab", help="vocab.txt; default: the checkpoint's own")
-    parser.add_argument("--config", help="YAML config (default: configs/finetune/<task kind>.yaml)")
+    parser.add_argument(
+        "--config",
+        help="a YAML path or a name in configs/finetune/ (glue, squad, ...); "
+        "default: the task's own",
+    )
     parser.add_argument(
         "--set",
         action="append",

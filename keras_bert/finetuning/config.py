@@ -108,18 +108,43 @@ class FinetuneConfig:
 
 
 def load_finetune_config(task, config_file=None, overrides=()):
-    """Defaults ← `configs/finetune/<task kind>.yaml` (or `config_file`)
-    ← `overrides` (`"section.key=value"` strings)."""
+    """Defaults ← `config_file` ← `overrides` (`"section.key=value"`
+    strings). `config_file`: a YAML path, or a name in `configs/finetune/`
+    (`squad`); None: the task's own (`task_registry.TASKS`, e.g.
+    `squad.yaml` for `squad_v1`)."""
+    if config_file is None:
+        # Imported here: the registry imports the task handlers, which
+        # import this module.
+        from keras_bert.finetuning.task_registry import TASKS, default_config_file
+
+        if task not in TASKS:
+            raise FinetuneConfigError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
+        config_file = default_config_file(task)
+    config_file = resolve_config_path(config_file)
     config = FinetuneConfig(task=task)
-    if config_file:
-        tree = _read_tree(config_file)
-        tree.pop("task", None)
-        SCHEMA.merge(config, tree, where=str(config_file))
+    tree = _read_tree(config_file)
+    tree.pop("task", None)
+    SCHEMA.merge(config, tree, where=str(config_file))
     for item in overrides:
         key, value = parse_override(item, FinetuneConfigError)
         SCHEMA.set(config, key, value, where="--set")
     SCHEMA.check(config)
     return config
+
+
+def resolve_config_path(name_or_path):
+    """A YAML path (local or remote), or a name in `configs/finetune/`
+    (`glue`)."""
+    path = os.fspath(name_or_path)
+    if path.endswith((".yaml", ".yml")):
+        return path
+    bundled = CONFIG_DIR / f"{path}.yaml"
+    if not bundled.is_file():
+        shipped = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
+        raise FinetuneConfigError(
+            f"No fine-tuning config {path!r} (a YAML path, or one of: {', '.join(shipped)})"
+        )
+    return str(bundled)
 
 
 def load_saved_config(model_dir):

@@ -30,7 +30,7 @@ from keras_bert.file_io import (
     write_json_atomically,
 )
 from keras_bert.finetuning.config import load_finetune_config
-from keras_bert.finetuning.task_registry import TASKS, default_config_file
+from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.optimization import create_optimizer
 from keras_bert.run_dir import (
     FINETUNE_LOCK_FILE,
@@ -173,7 +173,7 @@ def run_finetune(
         raise FinetuneError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
     if not tf.io.gfile.isdir(data_dir):
         raise FinetuneError(f"--data_dir {data_dir}: no such directory")
-    config = load_finetune_config(task, config_file or default_config_file(task), overrides)
+    config = load_finetune_config(task, config_file, overrides)
     if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
         raise FinetuneError(f"--model_dir {model_dir}: is a file, not a folder")
     refuse_another_run(model_dir, task)

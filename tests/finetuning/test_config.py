@@ -133,3 +133,19 @@ def test_numbers_must_be_finite_and_bounded(override):
     # Issue 49, item 8: refused here, not deep inside the schedule.
     with pytest.raises(FinetuneConfigError, match="must be a finite number of at most"):
         load_finetune_config("sst2", overrides=[override])
+
+
+def test_a_task_loads_its_own_yaml_by_default():
+    # Issue 48: `load_finetune_config("squad_v1")` once returned the dataclass
+    # defaults (128 tokens) where squad.yaml says 384.
+    assert load_finetune_config("squad_v1").data.max_seq_length == 384
+    assert load_finetune_config("squad_v1") == load_finetune_config("squad_v1", "squad")
+
+
+def test_a_bundled_name_or_a_path_picks_the_config(tmp_path):
+    glue = load_finetune_config("swag", "glue")
+    assert glue == load_finetune_config("swag", default_config_file("sst2"))
+    with pytest.raises(FinetuneConfigError, match=r"No fine-tuning config 'gleu'.*glue"):
+        load_finetune_config("sst2", "gleu")
+    with pytest.raises(FinetuneConfigError, match="Unknown task 'sst3'"):
+        load_finetune_config("sst3")

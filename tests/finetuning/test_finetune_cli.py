@@ -167,6 +167,7 @@ def test_tiny_model_learns_sst2_fixture(checkpoint, fixtures, tmp_path):
     "args, message",
     [
         (["--set", "optimizer.lr=1"], "unknown config key 'optimizer.lr'"),
+        (["--config", "gleu"], "No fine-tuning config 'gleu' (a YAML path, or one of: conll2003,"),
         (["--set", "training.epochs=many"], "training.epochs must be float"),
         (["--data_dir", "/nonexistent"], "--data_dir /nonexistent: no such directory"),
         (["--init_checkpoint", "/nonexistent.keras"], "/nonexistent.keras: no such checkpoint"),
