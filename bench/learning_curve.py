@@ -105,18 +105,19 @@ def keras_inputs(arrays):
     return x, y, w
 
 
-def train_ours(config, batches, steps, eval_every):
-    """Curve of keras_bert: [(step, held-out mlm accuracy, mlm loss, s)]."""
-    import keras
-
-    from keras_bert.pretraining import build_pretraining
-
-    keras.utils.set_random_seed(config.data.seed)
-    model = build_pretraining(config).model
+def held_out_curve(model, batches, steps, eval_every, label, targets_as_inputs=False):
+    """Trains a compiled pretrainer on the dumped training batches,
+    `eval_every` updates at a time, scoring the held-out batches after
+    each: [(step, held-out mlm accuracy, mlm loss, s)].
+    `targets_as_inputs`: a sampled-softmax `BertPretrainer`, whose training
+    step reads its targets as inputs (and every label is 0)."""
     train, batch_size = load_batches(batches, "train")
     held_out, _ = load_batches(batches, "eval")
     x, y, w = keras_inputs(train)
     ex, ey, ew = keras_inputs(held_out)
+    if targets_as_inputs:
+        x = dict(x, masked_lm_ids=y["mlm"], masked_lm_weights=w["mlm"])
+        y = dict(y, mlm=np.zeros_like(y["mlm"]))
     curve, start = [], time.perf_counter()
     for first in range(0, steps, eval_every):
         window = slice(first * batch_size, (first + eval_every) * batch_size)
@@ -143,8 +144,19 @@ def train_ours(config, batches, steps, eval_every):
                 time.perf_counter() - start,
             )
         )
-        print("ours", curve[-1], flush=True)
+        print(label, curve[-1], flush=True)
     return curve
+
+
+def train_ours(config, batches, steps, eval_every):
+    """Curve of keras_bert: [(step, held-out mlm accuracy, mlm loss, s)]."""
+    import keras
+
+    from keras_bert.pretraining import build_pretraining
+
+    keras.utils.set_random_seed(config.data.seed)
+    model = build_pretraining(config).model
+    return held_out_curve(model, batches, steps, eval_every, "ours")
 
 
 def train_hugging_face(recipe, batches, steps, eval_every):

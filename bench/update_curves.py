@@ -27,12 +27,11 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import numpy as np
 
 from bench.common import ROOT, markdown_table
-from bench.learning_curve import dump_batches, keras_inputs, load_batches
+from bench.learning_curve import dump_batches, held_out_curve, load_batches
 
 # name -> changes to the dumped recipe. "bias": the masked LM's initial
 # output bias ("zeros" or "unigram"); "candidates": sampled-softmax draws
@@ -107,37 +106,14 @@ def train(recipe, name, out, steps, eval_every):
         jit_compile=True,
         steps_per_execution=50,
     )
-    batches = os.path.join(out, "batches.npz")
-    train_arrays, batch_size = load_batches(batches, "train")
-    x, y, w = keras_inputs(train_arrays)
-    ex, ey, ew = keras_inputs(load_batches(batches, "eval")[0])
-    if candidates:  # The sampled step reads its targets as inputs; label 0.
-        x = dict(x, masked_lm_ids=y["mlm"], masked_lm_weights=w["mlm"])
-        y = dict(y, mlm=np.zeros_like(y["mlm"]))
-    curve, start = [], time.perf_counter()
-    for first in range(0, steps, eval_every):
-        window = slice(first * batch_size, (first + eval_every) * batch_size)
-        model.fit(
-            {k: v[window] for k, v in x.items()},
-            {k: v[window] for k, v in y.items()},
-            sample_weight={k: v[window] for k, v in w.items()},
-            batch_size=batch_size,
-            shuffle=False,
-            verbose=0,
-        )
-        metrics = model.evaluate(
-            ex, ey, sample_weight=ew, batch_size=batch_size, return_dict=True, verbose=0
-        )
-        curve.append(
-            (
-                first + eval_every,
-                metrics["mlm_accuracy"],
-                metrics["mlm_loss"],
-                time.perf_counter() - start,
-            )
-        )
-        print(name, curve[-1], flush=True)
-    return curve
+    return held_out_curve(
+        model,
+        os.path.join(out, "batches.npz"),
+        steps,
+        eval_every,
+        name,
+        targets_as_inputs=candidates is not None,
+    )
 
 
 def run(args):
