@@ -42,7 +42,9 @@ class PhaseConfig:
     `steps` fixes a phase's length, `fraction` takes a share of
     `train_steps` (exactly one of the two). `batch_size` is global: summed
     over replicas and workers, counted per micro-batch when gradients are
-    accumulated.
+    accumulated. `mask_rate`: the share of tokens this phase trains to
+    predict, None for `data.mask_rate` (the held-out batches mask 15%
+    either way).
     """
 
     seq_len: int = 128
@@ -50,6 +52,11 @@ class PhaseConfig:
     batch_size: int = 32
     steps: typing.Optional[int] = None
     fraction: typing.Optional[float] = None
+    mask_rate: typing.Optional[float] = None
+
+    def training_mask_rate(self, data):
+        """The rate this phase's training batches mask with."""
+        return data.mask_rate if self.mask_rate is None else self.mask_rate
 
 
 @dataclasses.dataclass
@@ -285,6 +292,11 @@ class PretrainingConfig:
             check(
                 phase.batch_size >= 1,
                 f"phases.{i}: `batch_size` must be >= 1. Received: batch_size={phase.batch_size}",
+            )
+            check(
+                phase.mask_rate is None or 0 < phase.mask_rate < 1,
+                f"phases.{i}: `mask_rate` must be null (data.mask_rate) or in (0, 1). "
+                f"Received: mask_rate={phase.mask_rate}",
             )
         fractions = [p.fraction for p in self.phases if p.fraction is not None]
         check(

@@ -33,7 +33,7 @@ from keras_bert.runtime.hardware import (
 
 # The held-out evaluation masks as the paper does (15%, then 80/10/10),
 # whatever a recipe trains with, so held-out accuracy compares across
-# recipes (`data.mask_rate` is a training lever).
+# recipes (`data.mask_rate` and a phase's `mask_rate` are training levers).
 EVAL_MASK_RATE = 0.15
 
 
@@ -103,9 +103,9 @@ class Pretraining:
         recipe (its batch even where a time budget trains at a smaller
         one, so every plan is scored on the same sequences), same masks
         every call (fixed seed, no shuffling), masked at the paper's
-        `EVAL_MASK_RATE` whatever `data.mask_rate` trains with."""
+        `EVAL_MASK_RATE` whatever rate the phase trains with."""
         phase = self.config.phases[phase_index]
-        if self.config.data.mask_rate != EVAL_MASK_RATE:
+        if phase.training_mask_rate(self.config.data) != EVAL_MASK_RATE:
             # The slots that 15% fills (a recipe at 15% has them already).
             phase = dataclasses.replace(
                 phase, max_predictions=math.ceil(EVAL_MASK_RATE * phase.seq_len)
@@ -204,7 +204,7 @@ def _pipeline_dataset(
     config, phase, files, batch_size, input_context, shuffle=None, seed=None, mask_rate=None
 ):
     """`pipelines.pretraining_dataset` of a config's data and one phase
-    (`mask_rate`: None for `data.mask_rate`)."""
+    (`mask_rate`: None for the phase's training rate)."""
     import pipelines
 
     data = config.data
@@ -216,7 +216,7 @@ def _pipeline_dataset(
         batch_size=batch_size,
         corpus_format=data.corpus_format,
         lower_case=data.lower_case,
-        mask_rate=data.mask_rate if mask_rate is None else mask_rate,
+        mask_rate=phase.training_mask_rate(data) if mask_rate is None else mask_rate,
         short_seq_prob=data.short_seq_prob,
         whole_word_masking=data.whole_word_masking,
         next_sentence_rate=data.next_sentence_rate,
