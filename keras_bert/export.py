@@ -54,12 +54,36 @@ def main(argv=None):
         "max_sequence_length when shorter).",
     )
     parser.add_argument("--version", type=int, help="default: next free")
-    parser.add_argument("--top_k", type=int, default=5)
-    parser.add_argument("--max_masks", type=int, default=20)
-    parser.add_argument("--max_answer_length", type=int, default=30)
-    parser.add_argument("--max_query_length", type=int, default=64)
-    parser.add_argument("--doc_stride", type=int, default=128)
-    parser.add_argument("--n_best_size", type=int, default=20)
+    parser.add_argument(
+        "--top_k", type=int, default=5, help="fill-mask: tokens returned per [MASK] (default: 5)"
+    )
+    parser.add_argument(
+        "--max_masks", type=int, default=20, help="fill-mask: [MASK]s per request (default: 20)"
+    )
+    parser.add_argument(
+        "--max_answer_length",
+        type=int,
+        default=30,
+        help="SQuAD: longest answer in pieces (default: 30)",
+    )
+    parser.add_argument(
+        "--max_query_length",
+        type=int,
+        default=64,
+        help="SQuAD: question pieces kept (default: 64)",
+    )
+    parser.add_argument(
+        "--doc_stride",
+        type=int,
+        default=128,
+        help="SQuAD: pieces between the starts of a long context's windows (default: 128)",
+    )
+    parser.add_argument(
+        "--n_best_size",
+        type=int,
+        default=20,
+        help="SQuAD: start and end candidates scored per window (default: 20)",
+    )
     add_verbose_argument(parser)
     args = parser.parse_args(argv)
 

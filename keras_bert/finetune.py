@@ -45,14 +45,20 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m keras_bert.finetune", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--task", required=True, choices=TASKS)
-    parser.add_argument("--data_dir", required=True)
+    parser.add_argument(
+        "--task", required=True, choices=TASKS, help="the task (its reader and head)"
+    )
+    parser.add_argument(
+        "--data_dir", required=True, help="the task's files (docs/finetuning.md: what each reads)"
+    )
     parser.add_argument(
         "--init_checkpoint",
         required=True,
         help="a .keras file, a checkpoint keras_bert.convert reads, or random:<model config>",
     )
-    parser.add_argument("--model_dir", required=True)
+    parser.add_argument(
+        "--model_dir", required=True, help="where the run writes its model, results and export"
+    )
     parser.add_argument("--vocab", help="vocab.txt; default: the checkpoint's own")
     parser.add_argument(
         "--config",

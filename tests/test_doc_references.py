@@ -98,9 +98,12 @@ class _Parsed(Exception):
         self.parser = parser
 
 
-def _flags(command, monkeypatch):
-    """The option strings of `python -m keras_bert.<command>`'s parser,
-    caught as the command parses its arguments."""
+COMMANDS = ("pretrain", "finetune", "evaluate", "predict", "data", "vocab", "convert", "export")
+
+
+def _parser(command, monkeypatch):
+    """`python -m keras_bert.<command>`'s parser, caught as the command
+    parses its arguments."""
 
     def catch(parser, *args, **kwargs):
         raise _Parsed(parser)
@@ -112,7 +115,7 @@ def _flags(command, monkeypatch):
     entry = getattr(module, "parse_args", None) or module.main
     with pytest.raises(_Parsed) as parsed:
         entry([])
-    return set(parsed.value.parser._option_string_actions)
+    return parsed.value.parser
 
 
 def test_every_documented_flag_is_in_its_commands_parser(monkeypatch):
@@ -124,6 +127,12 @@ def test_every_documented_flag_is_in_its_commands_parser(monkeypatch):
     assert documented, "no `python -m keras_bert.X` line found"
     problems = []
     for command, flags in sorted(documented.items()):
-        known = _flags(command, monkeypatch)
+        known = set(_parser(command, monkeypatch)._option_string_actions)
         problems += [f"{doc}: {command} {flag}" for flag, doc in flags.items() if flag not in known]
     assert not problems, f"flags no parser knows: {problems}"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_flag_has_help(command, monkeypatch):
+    actions = _parser(command, monkeypatch)._actions
+    assert not [a.option_strings or a.dest for a in actions if not a.help]
