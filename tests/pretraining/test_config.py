@@ -1,4 +1,5 @@
 import glob
+import math
 import os
 
 import pytest
@@ -14,7 +15,10 @@ pytestmark = pytest.mark.backend_independent
 def test_short_sequences_first_recipes(name, steps):
     config = load_pretraining_config(name)
     assert [p.seq_len for p in config.phases] == [32, 128]
-    assert [p.max_predictions for p in config.phases] == [5, 20]
+    # Slots for what each phase's rate masks: 5 and 20 at 15%, 8 at 25%.
+    assert [p.max_predictions for p in config.phases] == [
+        math.ceil(p.training_mask_rate(config.data) * p.seq_len) for p in config.phases
+    ]
     # The same tokens per update in both phases.
     assert [p.batch_size * p.seq_len for p in config.phases] == [4096, 4096]
     assert config.phase_steps() == steps and sum(steps) == config.train_steps
