@@ -1,4 +1,4 @@
-"""Docs that cannot drift (CONTRIBUTING.md, habit 8's "checked like code"):
+"""Docs that cannot drift (CONTRIBUTING.md, "Tests": docs are checked like code):
 every relative link and its anchor, every `keras_bert.*` / `pipelines.*`
 name, every repository path in backticks, and every flag of a `python -m
 keras_bert.X` line in the Markdown files resolve; names and paths in YAML
