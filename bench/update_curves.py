@@ -26,7 +26,6 @@ the test suite.
 import argparse
 import json
 import os
-import sys
 
 import numpy as np
 
@@ -147,7 +146,7 @@ def main():
         prog="python -m bench.update_curves", description=__doc__.split("\n")[0]
     )
     parser.add_argument("command", choices=("dump", "run"))
-    parser.add_argument("--levers", nargs="+", default=[], help=f"run: of {', '.join(LEVERS)}")
+    parser.add_argument("--levers", nargs="+", choices=list(LEVERS), default=[], help="run: which")
     parser.add_argument("--out", default=os.path.join(ROOT, "runs", "update_curves"))
     parser.add_argument("--config", default="default", help="dump: the pre-training config")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
@@ -156,8 +155,6 @@ def main():
     args = parser.parse_args()
     if args.command == "dump":
         dump(args)
-    elif args.levers and not set(args.levers) <= set(LEVERS):
-        sys.exit(f"unknown lever(s); known: {', '.join(LEVERS)}")
     else:
         run(args)
 
