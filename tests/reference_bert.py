@@ -40,7 +40,11 @@ def _get(weights, name):
 
 
 def _dense(weights, scope, x):
-    return x @ _get(weights, f"{scope}/kernel") + _get(weights, f"{scope}/bias")
+    """x @ kernel (+ bias, which a model trained without biases lacks)."""
+    out = x @ _get(weights, f"{scope}/kernel")
+    if f"{scope}/bias" in weights:
+        out = out + _get(weights, f"{scope}/bias")
+    return out
 
 
 def _softmax(x):
@@ -70,6 +74,9 @@ def bert_forward(
         approximate_gelu: use the tanh GELU instead of the erf one.
         normalize_first: pre-LN blocks, each LayerNorm applied to its
             sublayer's input, and `bert/encoder/final_layer_norm` at the end.
+
+    A dense layer whose `.../bias` is absent from `weights` has none; a block
+    with `.../intermediate/gate/kernel` has a GEGLU feed-forward.
     """
     token_ids = np.asarray(token_ids)
     batch, length = token_ids.shape
@@ -112,6 +119,9 @@ def bert_forward(
         x = x + attended if normalize_first else norm(x + attended, attention_ln)
         source = norm(x, output_ln) if normalize_first else x
         inner = gelu(_dense(weights, f"{scope}/intermediate/dense", source), approximate_gelu)
+        if f"{scope}/intermediate/gate/kernel" in weights:
+            # GEGLU (Shazeer 2020): the activated branch times a linear gate.
+            inner = inner * _dense(weights, f"{scope}/intermediate/gate", source)
         out = _dense(weights, f"{scope}/output/dense", inner)  # (B, T, H)
         x = x + out if normalize_first else norm(x + out, output_ln)
         layer += 1

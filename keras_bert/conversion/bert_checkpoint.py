@@ -90,11 +90,21 @@ class BertCheckpoint:
                 f"{source or 'model'}: expected a keras_bert BertBackbone or "
                 f"BertPretrainer. Received: {type(model).__name__}"
             )
-        if backbone.normalize_first:
+        unholdable = [
+            description
+            for description, present in (
+                ("pre-LayerNorm blocks (normalize_first=True)", backbone.normalize_first),
+                ("no linear biases (use_bias=False)", not backbone.use_bias),
+                ("gated feed-forward blocks (gated_feedforward=True)", backbone.gated_feedforward),
+            )
+            if present
+        ]
+        if unholdable:
             raise CheckpointError(
-                f"{source or 'model'}: a pre-LayerNorm BertBackbone (normalize_first=True); "
-                "Google's and Hugging Face's BERT formats hold post-LN blocks only, so it "
-                "cannot be converted (it fine-tunes and exports as it is)."
+                f"{source or 'model'}: a BertBackbone with {' and '.join(unholdable)}; "
+                "Google's and Hugging Face's BERT formats hold BERT's post-LN, biased, "
+                "ungated blocks only, so it cannot be converted (it fine-tunes and "
+                "exports as it is)."
             )
         return cls(
             config={key: getattr(backbone, key) for key in CONFIG_KEYS},

@@ -85,10 +85,10 @@ def _layer_norm(prefix, layer):
 
 
 def _dense(prefix, layer):
-    return [
-        _mapping(f"{prefix}/kernel", layer.kernel),
-        _mapping(f"{prefix}/bias", layer.bias),
-    ]
+    mappings = [_mapping(f"{prefix}/kernel", layer.kernel)]
+    if layer.bias is not None:  # None in a backbone built with use_bias=False.
+        mappings.append(_mapping(f"{prefix}/bias", layer.bias))
+    return mappings
 
 
 def backbone_weight_map(backbone):
@@ -121,6 +121,10 @@ def backbone_weight_map(backbone):
             block.self_attention_layer_norm,
         )
         mappings += _dense(f"{prefix}/intermediate/dense", block.intermediate_dense)
+        if block.gate_dense is not None:
+            # A gated (GEGLU) block's: like the final LayerNorm below, no
+            # Google or Hugging Face BERT has it; named for the numpy reference.
+            mappings += _dense(f"{prefix}/intermediate/gate", block.gate_dense)
         mappings += _dense(f"{prefix}/output/dense", block.output_dense)
         mappings += _layer_norm(f"{prefix}/output/LayerNorm", block.output_layer_norm)
     if backbone.final_layer_norm is not None:

@@ -1,4 +1,5 @@
-"""One Transformer encoder block: post-LayerNorm as in BERT, or pre-LN.
+"""One Transformer encoder block: post-LayerNorm as in BERT, or pre-LN;
+optionally without linear biases and with a gated feed-forward.
 
 Shape legend: B batch, T sequence length, H hidden size, N heads,
 D = H / N head size, F intermediate (feed-forward) size.
@@ -55,6 +56,11 @@ class BertEncoderBlock(keras.layers.Layer):
     `x = x + Dropout(W2 · gelu(W1 · LN(x)))`; the residual stream is never
     normalised, so gradients reach the lower blocks undamped and the
     warmup can be short; `BertBackbone` then ends with a final LayerNorm.
+    With `gated_feedforward`, the feed-forward is GEGLU (Shazeer 2020,
+    https://arxiv.org/abs/2002.05202, as Cramming trains):
+    `W2 · (gelu(W1 · x) ⊙ (Wg · x))`. With `use_bias=False`, no dense
+    layer (attention projections, feed-forward) has a bias (Cramming's
+    "no linear biases"); the LayerNorms keep theirs.
 
     Written instead of keras-hub's `TransformerEncoder` because that layer
     runs the attention softmax in the compute dtype (no float32 softmax under
@@ -80,6 +86,11 @@ class BertEncoderBlock(keras.layers.Layer):
         normalize_first: bool. Pre-LN instead of BERT's post-LN. Defaults
             to False. The same sublayers either way (each LayerNorm belongs
             to the sublayer it precedes or follows).
+        use_bias: bool. Biases in the attention projections and the
+            feed-forward's dense layers. Defaults to True (BERT's).
+        gated_feedforward: bool. GEGLU: a third dense layer, `gate_dense`
+            (H -> F, no activation), multiplies the activated
+            `intermediate_dense` output. Defaults to False (BERT's).
 
     Call arguments:
         x: float tensor (B, T, H).
@@ -102,6 +113,8 @@ class BertEncoderBlock(keras.layers.Layer):
         hidden_activation="gelu",
         layer_norm_epsilon=1e-12,
         normalize_first=False,
+        use_bias=True,
+        gated_feedforward=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -112,6 +125,8 @@ class BertEncoderBlock(keras.layers.Layer):
         self.hidden_activation = hidden_activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.normalize_first = normalize_first
+        self.use_bias = use_bias
+        self.gated_feedforward = gated_feedforward
         self._activation = get_activation(hidden_activation)
 
     def build(self, x_shape, padding_mask_shape=None):
@@ -121,7 +136,11 @@ class BertEncoderBlock(keras.layers.Layer):
                 "The hidden size must be divisible by `num_heads`. "
                 f"Received: hidden_dim={hidden_dim}, num_heads={self.num_heads}"
             )
-        common = dict(kernel_initializer=bert_initializer(), dtype=self.dtype_policy)
+        common = dict(
+            kernel_initializer=bert_initializer(),
+            use_bias=self.use_bias,
+            dtype=self.dtype_policy,
+        )
         self.self_attention = Float32SoftmaxAttention(
             num_heads=self.num_heads,
             key_dim=hidden_dim // self.num_heads,
@@ -146,6 +165,10 @@ class BertEncoderBlock(keras.layers.Layer):
             **common,
         )
         self.intermediate_dense.build(x_shape)
+        self.gate_dense = None
+        if self.gated_feedforward:
+            self.gate_dense = keras.layers.Dense(self.intermediate_dim, name="gate_dense", **common)
+            self.gate_dense.build(x_shape)
         self.output_dense = keras.layers.Dense(hidden_dim, name="output_dense", **common)
         self.output_dense.build(tuple(x_shape[:-1]) + (self.intermediate_dim,))
         self.output_dropout = keras.layers.Dropout(
@@ -177,16 +200,22 @@ class BertEncoderBlock(keras.layers.Layer):
                 query=normed, value=normed, attention_mask=attention_mask, training=training
             )  # (B, T, H)
             x = x + self.self_attention_dropout(attended, training=training)
-            hidden = self.output_dense(self.intermediate_dense(self.output_layer_norm(x)))
+            hidden = self._feedforward(self.output_layer_norm(x))
             return x + self.output_dropout(hidden, training=training)  # (B, T, H)
         attended = self.self_attention(
             query=x, value=x, attention_mask=attention_mask, training=training
         )  # (B, T, H)
         attended = self.self_attention_dropout(attended, training=training)
         x = self.self_attention_layer_norm(x + attended)
-        hidden = self.output_dense(self.intermediate_dense(x))  # (B, T, H)
+        hidden = self._feedforward(x)  # (B, T, H)
         hidden = self.output_dropout(hidden, training=training)
         return self.output_layer_norm(x + hidden)
+
+    def _feedforward(self, x):
+        inner = self.intermediate_dense(x)  # (B, T, F), activated
+        if self.gate_dense is not None:
+            inner = inner * self.gate_dense(x)
+        return self.output_dense(inner)
 
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
         return x_shape
@@ -202,6 +231,8 @@ class BertEncoderBlock(keras.layers.Layer):
                 "hidden_activation": self.hidden_activation,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "normalize_first": self.normalize_first,
+                "use_bias": self.use_bias,
+                "gated_feedforward": self.gated_feedforward,
             }
         )
         return config

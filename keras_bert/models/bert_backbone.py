@@ -44,6 +44,11 @@ class BertBackbone(keras.Model):
             instead of BERT's post-LN (`BertEncoderBlock`). Defaults to
             False. Google's and Hugging Face's BERT formats hold post-LN
             models only, so `convert` refuses a pre-LN one.
+        use_bias: bool. Biases in the blocks' attention projections and
+            feed-forward layers (Cramming trains without). Defaults to True.
+        gated_feedforward: bool. GEGLU feed-forward blocks (a `gate_dense`
+            per block; `BertEncoderBlock`). Defaults to False. `convert`
+            refuses a model without biases or with gates, as a pre-LN one.
         output_encoder_layers: bool. Also return `"encoder_outputs"`, the
             list of L per-block outputs (B, T, H) for feature extraction.
             Defaults to False.
@@ -88,6 +93,8 @@ class BertBackbone(keras.Model):
         hidden_activation="gelu",
         layer_norm_epsilon=1e-12,
         normalize_first=False,
+        use_bias=True,
+        gated_feedforward=False,
         output_encoder_layers=False,
         dtype=None,
         **kwargs,
@@ -124,6 +131,8 @@ class BertBackbone(keras.Model):
                 hidden_activation=hidden_activation,
                 layer_norm_epsilon=layer_norm_epsilon,
                 normalize_first=normalize_first,
+                use_bias=use_bias,
+                gated_feedforward=gated_feedforward,
                 dtype=dtype,
                 name=f"encoder_block_{i}",
             )
@@ -190,6 +199,8 @@ class BertBackbone(keras.Model):
         self.hidden_activation = hidden_activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.normalize_first = normalize_first
+        self.use_bias = use_bias
+        self.gated_feedforward = gated_feedforward
         self.output_encoder_layers = output_encoder_layers
         # WordPiece tokens in id order, carried inside `.keras` archives as
         # the asset `vocab.txt` so a model needs no separate `--vocab`.
@@ -228,6 +239,8 @@ class BertBackbone(keras.Model):
             "hidden_activation": self.hidden_activation,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "normalize_first": self.normalize_first,
+            "use_bias": self.use_bias,
+            "gated_feedforward": self.gated_feedforward,
             "output_encoder_layers": self.output_encoder_layers,
         }
 

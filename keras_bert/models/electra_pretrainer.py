@@ -38,7 +38,8 @@ class ElectraPretrainer(BertTaskModel):
     the paper's "tied embeddings"): a dense layer projects the H-wide
     embeddings to G, and its masked-LM head (`tied_masked_lm_head`)
     maps back to H and decodes with the token-embedding matrix. Its blocks
-    are post-LN whatever the backbone's. `TokenReplacement` samples a token
+    are BERT's (post-LN, biased, ungated) whatever the backbone's: it is
+    discarded after pre-training. `TokenReplacement` samples a token
     per masked position from it; the backbone reads the corrupted sequence,
     and a dense + activation + 1-unit head scores every position "replaced"
     (the discriminator head of the paper's code and Model Garden's). The

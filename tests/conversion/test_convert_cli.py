@@ -410,18 +410,32 @@ def test_destination_is_never_the_source_or_a_runs_model(tmp_path, capsys):
 
 
 @pytest.mark.backend_independent
-def test_a_pre_ln_backbone_is_refused_naming_why(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        ({"normalize_first": True}, "pre-LayerNorm blocks (normalize_first=True)"),
+        ({"use_bias": False}, "no linear biases (use_bias=False)"),
+        (
+            {"gated_feedforward": True, "use_bias": False},
+            "no linear biases (use_bias=False) and gated feed-forward blocks "
+            "(gated_feedforward=True)",
+        ),
+    ],
+)
+def test_a_backbone_the_formats_cannot_hold_is_refused_naming_why(
+    tmp_path, capsys, overrides, named
+):
     from keras_bert import BertBackbone
 
-    source = tmp_path / "pre_ln.keras"
-    BertBackbone(**TINY, normalize_first=True).save(source)
+    source = tmp_path / "unholdable.keras"
+    BertBackbone(**TINY, **overrides).save(source)
     assert main([str(source), str(tmp_path / "hf")]) == 2
     assert capsys.readouterr().err == (
-        f"error: keras_bert archive {source}: a pre-LayerNorm BertBackbone "
-        "(normalize_first=True); Google's and Hugging Face's BERT formats hold post-LN "
-        "blocks only, so it cannot be converted (it fine-tunes and exports as it is).\n"
+        f"error: keras_bert archive {source}: a BertBackbone with {named}; Google's and "
+        "Hugging Face's BERT formats hold BERT's post-LN, biased, ungated blocks only, so "
+        "it cannot be converted (it fine-tunes and exports as it is).\n"
     )
-    assert sorted(os.listdir(tmp_path)) == ["pre_ln.keras"]
+    assert sorted(os.listdir(tmp_path)) == ["unholdable.keras"]
 
 
 @pytest.mark.backend_independent

@@ -119,10 +119,29 @@ def test_attention_dropout_out_of_range_is_named():
         BertBackbone(**TINY, attention_dropout=1.5)
 
 
-def test_pre_ln_model_harness(tmp_path):
-    # Its numbers: tests/models/test_reference_parity.py.
+@pytest.mark.parametrize(
+    "lever",
+    [{"normalize_first": True}, {"use_bias": False}, {"gated_feedforward": True}],
+    ids=["pre_ln", "no_bias", "gated"],
+)
+def test_small_compute_lever_model_harness(tmp_path, lever):
+    # Their numbers: tests/models/test_reference_parity.py.
     run_model_test(
-        lambda dtype: BertBackbone(**TINY, normalize_first=True, dtype=dtype),
+        lambda dtype: BertBackbone(**TINY, **lever, dtype=dtype),
         tiny_inputs(),
         tmp_path,
     )
+
+
+def test_no_bias_and_gated_blocks_have_the_weights_they_say():
+    plain = BertBackbone(**TINY)
+    lean = BertBackbone(**TINY, use_bias=False)
+    gated = BertBackbone(**TINY, gated_feedforward=True)
+    block = TINY["hidden_dim"] * TINY["intermediate_dim"]
+    biases = 4 * TINY["hidden_dim"] + TINY["intermediate_dim"] + TINY["hidden_dim"]
+    layers = TINY["num_layers"]
+    assert plain.count_params() - lean.count_params() == layers * biases
+    assert gated.count_params() - plain.count_params() == layers * (
+        block + TINY["intermediate_dim"]
+    )
+    assert all(block.gate_dense is None for block in plain.encoder_blocks)

@@ -7,6 +7,7 @@ name map, so this also checks that each variable is the one its name says.
 
 import keras
 import numpy as np
+import pytest
 
 from keras_bert import BertBackbone, BertPretrainer
 from keras_bert.conversion.bert_name_map import pretrainer_weight_map
@@ -14,30 +15,35 @@ from tests.models.test_bert_backbone import TINY, tiny_inputs
 from tests.reference_bert import bert_forward, pretraining_heads
 
 
-def randomized_pretrainer(hidden_activation="gelu", normalize_first=False):
-    model = BertPretrainer(
-        BertBackbone(**TINY, hidden_activation=hidden_activation, normalize_first=normalize_first)
-    )
+def randomized_pretrainer(hidden_activation="gelu", **overrides):
+    model = BertPretrainer(BertBackbone(**TINY, hidden_activation=hidden_activation, **overrides))
     rng = np.random.default_rng(7)
     for variable in model.weights:
         variable.assign(rng.normal(scale=0.3, size=variable.shape).astype("float32"))
     return model
 
 
-def test_every_variable_has_exactly_one_original_name():
-    model = randomized_pretrainer()
+@pytest.mark.parametrize("overrides", [{}, {"use_bias": False, "gated_feedforward": True}])
+def test_every_variable_has_exactly_one_original_name(overrides):
+    model = randomized_pretrainer(**overrides)
     mappings = pretrainer_weight_map(model)
     assert len({m.name for m in mappings}) == len(mappings)
     assert sorted(id(m.variable) for m in mappings) == sorted(id(v) for v in model.weights)
 
 
 def test_outputs_match_numpy_reference():
-    for activation, normalize_first in (
-        ("gelu", False),
-        ("gelu_approximate", False),
-        ("gelu", True),
+    for activation, overrides in (
+        ("gelu", {}),
+        ("gelu_approximate", {}),
+        ("gelu", {"normalize_first": True}),
+        ("gelu", {"use_bias": False}),
+        ("gelu", {"gated_feedforward": True}),
+        (
+            "gelu_approximate",
+            {"normalize_first": True, "use_bias": False, "gated_feedforward": True},
+        ),
     ):
-        model = randomized_pretrainer(activation, normalize_first)
+        model = randomized_pretrainer(activation, **overrides)
         weights = {m.name: m.from_keras() for m in pretrainer_weight_map(model)}
         inputs = tiny_inputs()
         ours = model.backbone(inputs)
@@ -50,7 +56,7 @@ def test_outputs_match_numpy_reference():
             inputs["padding_mask"],
             num_heads=TINY["num_heads"],
             approximate_gelu=activation == "gelu_approximate",
-            normalize_first=normalize_first,
+            normalize_first=overrides.get("normalize_first", False),
         )
         mlm, nsp = pretraining_heads(
             weights,

@@ -51,7 +51,7 @@ def reference():
     return ReferenceTokenizer(VOCAB)
 
 
-def _backbone(vocab):
+def _backbone(vocab, **levers):
     keras.utils.set_random_seed(7)
     backbone = BertBackbone(
         vocabulary_size=len(vocab),
@@ -60,6 +60,7 @@ def _backbone(vocab):
         hidden_dim=8,
         intermediate_dim=16,
         max_sequence_length=64,
+        **levers,
     )
     backbone.vocabulary = vocab
     return backbone
@@ -74,8 +75,12 @@ def backbone_export(vocab, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def pretrainer_export(vocab, tmp_path_factory):
-    """Exported through the CLI from a training-style output directory."""
-    pretrainer = BertPretrainer(_backbone(vocab))
+    """Exported through the CLI from a training-style output directory; its
+    backbone has every small-compute lever that `convert` refuses (pre-LN,
+    no linear biases, gated feed-forward), which SavedModel holds as any."""
+    pretrainer = BertPretrainer(
+        _backbone(vocab, normalize_first=True, use_bias=False, gated_feedforward=True)
+    )
     model_dir = tmp_path_factory.mktemp("run")
     pretrainer.save(str(model_dir / "pretrainer.keras"))
     pretrainer.backbone.save(str(model_dir / "backbone.keras"))
