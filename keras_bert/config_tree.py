@@ -20,7 +20,6 @@ import math
 import os
 import typing
 
-import tensorflow as tf
 import yaml
 
 from keras_bert.errors import ConfigError
@@ -31,7 +30,15 @@ def read_yaml(path):
 
     Raises `yaml.YAMLError` or `UnicodeDecodeError` for the recipe to word.
     """
-    with tf.io.gfile.GFile(os.fspath(path)) as f:
+    path = os.fspath(path)
+    if "://" not in path:
+        # A local file needs no TensorFlow: the commands read and check
+        # their config before the backend is chosen and Keras loads.
+        with open(path, encoding="utf-8") as f:
+            return yaml.safe_load(f.read()) or {}
+    import tensorflow as tf  # Its file systems: gs://, s3://, ram://.
+
+    with tf.io.gfile.GFile(path) as f:
         return yaml.safe_load(f.read()) or {}
 
 

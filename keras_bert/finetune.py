@@ -13,32 +13,12 @@ backend`). Input errors print one line and exit with status 2.
 """
 
 import argparse
+import os
 import sys
 
+from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.runtime.command import LOG_FORMAT, print_json, run_command
 from keras_bert.runtime.console import add_verbose_argument
-
-# `keras_bert.finetuning.task_registry.TASKS`, which loads TensorFlow and
-# Keras: `--help` and a bad flag answer before either, and before the
-# backend is chosen (a test keeps the two equal).
-TASKS = (
-    "classification",
-    "cola",
-    "conll2003",
-    "mnli",
-    "mrpc",
-    "pair_classification",
-    "qnli",
-    "qqp",
-    "regression",
-    "rte",
-    "squad_v1",
-    "squad_v2",
-    "sst2",
-    "stsb",
-    "swag",
-    "wnli",
-)
 
 
 def parse_args(argv):
@@ -46,7 +26,7 @@ def parse_args(argv):
         prog="python -m keras_bert.finetune", description=__doc__.split("\n")[0]
     )
     parser.add_argument(
-        "--task", required=True, choices=TASKS, help="the task (its reader and head)"
+        "--task", required=True, choices=sorted(TASKS), help="the task (its reader and head)"
     )
     parser.add_argument(
         "--data_dir", required=True, help="the task's files (docs/finetuning.md: what each reads)"
@@ -79,6 +59,14 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
 
+    def check():
+        # A local --data_dir is checked before the backend measurement
+        # (`run_finetune` checks any path again, for callers from Python).
+        from keras_bert.errors import FinetuneError
+
+        if "://" not in args.data_dir and not os.path.isdir(args.data_dir):
+            raise FinetuneError(f"--data_dir {args.data_dir}: no such directory")
+
     def finetune():
         from keras_bert.finetuning.runner import run_finetune
 
@@ -94,7 +82,13 @@ def main(argv=None):
             )
         )
 
-    return run_command(finetune, output=args.model_dir, choose_backend=True, log_format=LOG_FORMAT)
+    return run_command(
+        finetune,
+        output=args.model_dir,
+        choose_backend=True,
+        log_format=LOG_FORMAT,
+        check=check,
+    )
 
 
 if __name__ == "__main__":

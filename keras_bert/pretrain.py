@@ -16,13 +16,10 @@ import argparse
 import os
 import sys
 
+from keras_bert.pretraining.config import STRATEGIES
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
 
-# `keras_bert.pretraining.config.STRATEGIES`, which loads TensorFlow and
-# Keras: `--help` and a bad flag answer before either (a test keeps the two
-# equal).
-STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
 FULL_DISK_ADVICE = (
     "; no partial checkpoint or export is kept. Free space and run the same "
     "command to resume from the last checkpoint."
@@ -77,11 +74,15 @@ def main(argv=None):
             overrides.append(f"{key}={value}")
     config = None
 
-    def pretrain():
+    def check():
         nonlocal config
-        from keras_bert.pretraining import load_pretraining_config, run_pretraining
+        from keras_bert.pretraining.config import load_pretraining_config
 
         config = load_pretraining_config(args.config, overrides)
+
+    def pretrain():
+        from keras_bert.pretraining.runner import run_pretraining
+
         results = run_pretraining(config, allow_longer_train_steps=args.allow_longer_train_steps)
         if results["preempted"]:
             # The checkpoint is on disk. Leave at once: interpreter shutdown
@@ -98,6 +99,7 @@ def main(argv=None):
         pretrain,
         output=lambda: config.model_dir if config else args.model_dir,
         choose_backend=True,
+        check=check,
         # pipelines report the corpus and the held-out split at INFO.
         log_format="%(message)s",
         full_disk_advice=FULL_DISK_ADVICE,

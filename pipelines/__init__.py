@@ -11,25 +11,29 @@ Public API:
 * `PipelineInputError` (a `ValueError`), `VocabularyError`, `CorpusError`.
 """
 
-from pipelines.bert_tokenizer import BertTokenizer
-from pipelines.corpus import list_files, split_files, strip_gutenberg_boilerplate
-from pipelines.errors import CorpusError, PipelineInputError, VocabularyError
-from pipelines.pretraining import pretraining_dataset
-from pipelines.shards import write_tfrecord_shards
-from pipelines.vocabulary import SPECIAL_TOKENS, load_vocabulary
-from pipelines.vocabulary_learner import learn_vocabulary
+import importlib
 
-__all__ = [
-    "BertTokenizer",
-    "CorpusError",
-    "PipelineInputError",
-    "SPECIAL_TOKENS",
-    "VocabularyError",
-    "learn_vocabulary",
-    "list_files",
-    "load_vocabulary",
-    "pretraining_dataset",
-    "split_files",
-    "strip_gutenberg_boilerplate",
-    "write_tfrecord_shards",
-]
+# Each public name is loaded on first use (as `keras_bert`'s own are), so
+# that `pipelines.errors` and the other light modules import without
+# TensorFlow.
+_PUBLIC = {
+    "BertTokenizer": "pipelines.bert_tokenizer",
+    "CorpusError": "pipelines.errors",
+    "PipelineInputError": "pipelines.errors",
+    "SPECIAL_TOKENS": "pipelines.vocabulary",
+    "VocabularyError": "pipelines.errors",
+    "learn_vocabulary": "pipelines.vocabulary_learner",
+    "list_files": "pipelines.corpus",
+    "load_vocabulary": "pipelines.vocabulary",
+    "pretraining_dataset": "pipelines.pretraining",
+    "split_files": "pipelines.corpus",
+    "strip_gutenberg_boilerplate": "pipelines.corpus",
+    "write_tfrecord_shards": "pipelines.shards",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'pipelines' has no attribute {name!r}")

@@ -32,9 +32,9 @@ import tensorflow as tf
 
 from pipelines import corpus, shards
 from pipelines.bert_tokenizer import BertTokenizer
+from pipelines.limits import MIN_SEQ_LEN
 from pipelines.masking import mask_batch
 from pipelines.next_sentence import create_pairs
-from pipelines.tasks.features import MIN_SEQ_LEN
 
 logger = logging.getLogger(__name__)
 

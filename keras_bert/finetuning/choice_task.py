@@ -10,11 +10,14 @@ import pipelines.tasks as tasks
 from keras_bert.file_io import write_atomically
 from keras_bert.finetuning import metrics as official
 from keras_bert.finetuning.batch_prediction import predict_batches, take_limit
+from keras_bert.finetuning.prediction_formats import JSON_LINES
 from keras_bert.models import BertMultipleChoice
 
 
 class ChoiceTask:
     """Four endings per context; accuracy. Files `train.csv`, `val.csv`."""
+
+    prediction_format = JSON_LINES
 
     def __init__(self, name, config, data_dir, tokenizer):
         """`data_dir=None`: no files read (see `use_eval_file`)."""

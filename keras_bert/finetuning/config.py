@@ -16,12 +16,10 @@ import yaml
 from keras_bert.config_tree import Schema, parse_override, read_yaml
 from keras_bert.errors import FinetuneConfigError
 from keras_bert.file_io import is_file
-from keras_bert.optimization.optimizer_config import OPTIMIZERS, OptimizerConfig
-from keras_bert.optimization.warmup_linear_decay import DECAY_STARTS
-from keras_bert.paths import CONFIGS
-from pipelines.tasks.features import MIN_SEQ_LEN
+from keras_bert.finetuning.task_registry import CONFIG_DIR, TASKS, default_config_file
+from keras_bert.optimization.optimizer_config import DECAY_STARTS, OPTIMIZERS, OptimizerConfig
+from pipelines.limits import MIN_SEQ_LEN
 
-CONFIG_DIR = CONFIGS / "finetune"
 # The optimizer keys fine-tuning takes, in the order config.yaml lists
 # them: the warmup is a share of the run, the rest as in pre-training.
 OPTIMIZER_KEYS = (
@@ -113,10 +111,6 @@ def load_finetune_config(task, config_file=None, overrides=()):
     (`squad`); None: the task's own (`task_registry.TASKS`, e.g.
     `squad.yaml` for `squad_v1`)."""
     if config_file is None:
-        # Imported here: the registry imports the task handlers, which
-        # import this module.
-        from keras_bert.finetuning.task_registry import TASKS, default_config_file
-
         if task not in TASKS:
             raise FinetuneConfigError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
         config_file = default_config_file(task)

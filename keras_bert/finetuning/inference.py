@@ -7,7 +7,6 @@ behind a progress bar, to a temporary name renamed into place at the end.
 """
 
 import hashlib
-import json
 import logging
 import os
 import time
@@ -97,7 +96,7 @@ def check_run_parts(model_dir, task, config, model, tokenizer):
             f"{config_path}: task {task!r} is not a fine-tuning task; "
             f"expected one of {', '.join(sorted(TASKS))}"
         )
-    handler = TASKS[task][0](task, config, None, tokenizer)
+    handler = TASKS[task](task, config, None, tokenizer)
     expected = handler.model_class
     if not isinstance(model, expected):
         raise FinetuneError(
@@ -232,20 +231,15 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False, ov
                 "scores)"
             )
         default = os.path.join(model_dir, "glue_submission", submission_name(task, input_file))
-        write = _write_submission
+        write, companions = _write_submission, lambda path: []
     else:
         stem = os.path.splitext(os.path.basename(input_file))[0]
-        extension, write = {
-            "squad_v1": (".json", _write_squad),
-            "squad_v2": (".json", _write_squad),
-            "conll2003": (".txt", _write_conll),
-        }.get(task, (".jsonl", _write_jsonl))
-        default = os.path.join(model_dir, f"predictions_{stem}{extension}")
+        prediction_format = handler.prediction_format
+        write, companions = prediction_format.write, prediction_format.companions
+        default = os.path.join(model_dir, f"predictions_{stem}{prediction_format.extension}")
     defaulted = output is None
     output = output or default
-    written = [output]
-    if write is _write_squad:
-        written.append(_offsets_path(output))
+    written = [output, *companions(output)]
     for path in written:
         check_output("--output", path, [input_file], overwrite, error=FinetuneError)
     _makedirs(os.path.dirname(output) or os.curdir, "--output")
@@ -261,13 +255,6 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False, ov
     return {"task": task, "input_file": input_file, "examples": len(examples), **files}
 
 
-def _write_jsonl(rows, path):
-    write_atomically(
-        path, lambda f: f.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
-    )
-    return {"output": path}
-
-
 def _write_submission(rows, path):
     def write(f):
         f.write("index\tprediction\n")
@@ -276,29 +263,3 @@ def _write_submission(rows, path):
 
     write_atomically(path, write)
     return {"output": path}
-
-
-def _write_conll(rows, path):
-    def write(f):
-        for row in rows:
-            f.write("".join(f"{w} {t}\n" for w, t in zip(row["words"], row["tags"])))
-            f.write("\n")
-
-    write_atomically(path, write)
-    return {"output": path}
-
-
-def _write_squad(rows, path):
-    offsets = _offsets_path(path)
-    _write_jsonl(rows, offsets)
-    write_atomically(
-        path,
-        lambda f: json.dump(
-            {row["id"]: row["answer"] for row in rows}, f, ensure_ascii=False, indent=1
-        ),
-    )
-    return {"output": path, "offsets": offsets}
-
-
-def _offsets_path(path):
-    return os.path.splitext(path)[0] + ".offsets.jsonl"

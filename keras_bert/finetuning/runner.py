@@ -233,7 +233,7 @@ def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config, previ
     tokenizer = _tokenizer(
         backbone, vocab and previous.path(vocab), model_dir, config.data.lower_case
     )
-    handler_class = TASKS[task][0]
+    handler_class = TASKS[task]
     handler = handler_class(task, config, data_dir, tokenizer)
     if handler.num_train_examples == 0:
         raise FinetuneError(f"--data_dir {data_dir}: the training file holds no examples")

@@ -11,6 +11,7 @@ import pipelines.tasks as tasks
 from keras_bert.file_io import write_atomically
 from keras_bert.finetuning import metrics as official
 from keras_bert.finetuning.batch_prediction import model_label_names, predict_batches, take_limit
+from keras_bert.finetuning.prediction_formats import JSON_LINES
 from keras_bert.models import BertClassifier, BertRegressor
 
 GLUE_METRICS = {
@@ -32,6 +33,8 @@ class SentenceTask:
     classification reports accuracy, Matthews correlation and (for two
     classes) F1 of the second label; regression Pearson and Spearman.
     """
+
+    prediction_format = JSON_LINES
 
     def __init__(self, name, config, data_dir, tokenizer):
         """`data_dir=None`: no files read (see `use_eval_file`)."""

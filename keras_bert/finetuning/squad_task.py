@@ -10,6 +10,7 @@ import pipelines.tasks as tasks
 from keras_bert.file_io import write_atomically
 from keras_bert.finetuning import metrics as official
 from keras_bert.finetuning.batch_prediction import predict_batches, take_limit
+from keras_bert.finetuning.prediction_formats import SQUAD
 from keras_bert.finetuning.squad_postprocess import squad_predictions
 from keras_bert.models import BertSpanLabeler
 
@@ -23,6 +24,8 @@ class SquadTask:
     read: the first f of its paragraphs (in file order, so whole articles
     apart from the one at the cut) train, the rest are evaluated.
     """
+
+    prediction_format = SQUAD
 
     def __init__(self, name, config, data_dir, tokenizer):
         self.name = name

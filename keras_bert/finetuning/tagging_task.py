@@ -10,6 +10,7 @@ import pipelines.tasks as tasks
 from keras_bert.file_io import write_atomically
 from keras_bert.finetuning import metrics as official
 from keras_bert.finetuning.batch_prediction import model_label_names, predict_batches, take_limit
+from keras_bert.finetuning.prediction_formats import CONLL
 from keras_bert.models import BertTokenClassifier
 
 logger = logging.getLogger(__name__)
@@ -28,6 +29,8 @@ class TaggingTask:
     cut, wherever a file is read: not trained on, predicted `O` (and scored
     so against their gold tags), each file's count in a warning.
     """
+
+    prediction_format = CONLL
 
     def __init__(self, name, config, data_dir, tokenizer):
         """`data_dir=None`: no files read (see `use_eval_file`)."""

@@ -3,7 +3,8 @@
 `runner.run_finetune` trains with a handler (`num_train_examples`,
 `train_dataset`, `build_model`, `compile_args`, `evaluate`);
 `inference.run_evaluation` and `run_prediction` reuse it on a saved run
-(`use_model`, `use_eval_file`, `read_unlabelled`, `predict`). A new task is
+(`use_model`, `use_eval_file`, `read_unlabelled`, `predict`,
+`prediction_format`). A new task is
 a class with these members, listed in `task_registry.TASKS`; Model Garden
 writes the same contract down as `official/core/base_task.Task`.
 `tests/finetuning/test_task.py` checks every registered class against it.
@@ -20,9 +21,14 @@ if typing.TYPE_CHECKING:
     import keras
     import tensorflow as tf
 
+    from keras_bert.finetuning.prediction_formats import PredictionFormat
+
 
 class FinetuningTask(typing.Protocol):
     """One downstream task: its files, its head, its loss and its scores."""
+
+    prediction_format: PredictionFormat
+    """How `predict`'s rows are written (`prediction_formats`)."""
 
     def __init__(self, name: str, config, data_dir: str | None, tokenizer):
         """`name`, a key of `TASKS`; `config`, its `FinetuneConfig`;

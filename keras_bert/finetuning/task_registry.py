@@ -5,33 +5,33 @@ the module that implements it, so nothing hides where the code lives. Each
 class provides `task.FinetuningTask` (`tests/finetuning/test_task.py`).
 """
 
-from keras_bert.finetuning.choice_task import ChoiceTask
-from keras_bert.finetuning.config import CONFIG_DIR
-from keras_bert.finetuning.sentence_task import SentenceTask
-from keras_bert.finetuning.squad_task import SquadTask
-from keras_bert.finetuning.tagging_task import TaggingTask
-from keras_bert.finetuning.task import FinetuningTask
+from keras_bert.paths import CONFIGS
+from keras_bert.registry import Registry
 
+CONFIG_DIR = CONFIGS / "finetune"
+_SENTENCE = "keras_bert.finetuning.sentence_task.SentenceTask"
 # name: (handler class, default config in configs/finetune/)
-TASKS: dict[str, tuple[type[FinetuningTask], str]] = {
-    "sst2": (SentenceTask, "glue.yaml"),
-    "cola": (SentenceTask, "glue.yaml"),
-    "mrpc": (SentenceTask, "glue.yaml"),
-    "rte": (SentenceTask, "glue.yaml"),
-    "stsb": (SentenceTask, "glue.yaml"),
-    "qnli": (SentenceTask, "glue.yaml"),
-    "qqp": (SentenceTask, "glue.yaml"),
-    "mnli": (SentenceTask, "glue.yaml"),
-    "wnli": (SentenceTask, "glue.yaml"),
-    "classification": (SentenceTask, "generic.yaml"),
-    "pair_classification": (SentenceTask, "generic.yaml"),
-    "regression": (SentenceTask, "generic.yaml"),
-    "squad_v1": (SquadTask, "squad.yaml"),
-    "squad_v2": (SquadTask, "squad.yaml"),
-    "conll2003": (TaggingTask, "conll2003.yaml"),
-    "swag": (ChoiceTask, "swag.yaml"),
+_TASKS = {
+    "sst2": (_SENTENCE, "glue.yaml"),
+    "cola": (_SENTENCE, "glue.yaml"),
+    "mrpc": (_SENTENCE, "glue.yaml"),
+    "rte": (_SENTENCE, "glue.yaml"),
+    "stsb": (_SENTENCE, "glue.yaml"),
+    "qnli": (_SENTENCE, "glue.yaml"),
+    "qqp": (_SENTENCE, "glue.yaml"),
+    "mnli": (_SENTENCE, "glue.yaml"),
+    "wnli": (_SENTENCE, "glue.yaml"),
+    "classification": (_SENTENCE, "generic.yaml"),
+    "pair_classification": (_SENTENCE, "generic.yaml"),
+    "regression": (_SENTENCE, "generic.yaml"),
+    "squad_v1": ("keras_bert.finetuning.squad_task.SquadTask", "squad.yaml"),
+    "squad_v2": ("keras_bert.finetuning.squad_task.SquadTask", "squad.yaml"),
+    "conll2003": ("keras_bert.finetuning.tagging_task.TaggingTask", "conll2003.yaml"),
+    "swag": ("keras_bert.finetuning.choice_task.ChoiceTask", "swag.yaml"),
 }
+# Task name -> its `task.FinetuningTask` handler class.
+TASKS = Registry({name: handler for name, (handler, _) in _TASKS.items()})
 
 
 def default_config_file(task):
-    return CONFIG_DIR / TASKS[task][1]
+    return CONFIG_DIR / _TASKS[task][1]

@@ -1,15 +1,24 @@
 """The optimizer of pre-training and fine-tuning: Adam with decoupled
-weight decay (not on LayerNorm or biases) and warmup then linear decay."""
+weight decay (not on LayerNorm or biases) and warmup then linear decay.
 
-from keras_bert.optimization.adam_weight_decay import AdamWeightDecay
-from keras_bert.optimization.optimizer_config import OptimizerConfig
-from keras_bert.optimization.optimizers import create_optimizer, create_schedule
-from keras_bert.optimization.warmup_linear_decay import WarmupLinearDecay
+Each public name is loaded on first use, as `keras_bert`'s own are, so that
+`optimizer_config` (read by the configs behind the commands' `--help`)
+imports without Keras.
+"""
 
-__all__ = [
-    "AdamWeightDecay",
-    "OptimizerConfig",
-    "WarmupLinearDecay",
-    "create_optimizer",
-    "create_schedule",
-]
+import importlib
+
+_PUBLIC = {
+    "AdamWeightDecay": "keras_bert.optimization.adam_weight_decay",
+    "OptimizerConfig": "keras_bert.optimization.optimizer_config",
+    "WarmupLinearDecay": "keras_bert.optimization.warmup_linear_decay",
+    "create_optimizer": "keras_bert.optimization.optimizers",
+    "create_schedule": "keras_bert.optimization.optimizers",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'keras_bert.optimization' has no attribute {name!r}")

@@ -4,6 +4,9 @@ import dataclasses
 import typing
 
 OPTIMIZERS = ("adamw", "adam_weight_decay", "lamb")
+# `WarmupLinearDecay`'s choices, here so that the configs read them
+# without Keras.
+DECAY_STARTS = ("warmup_end", "step_0")
 
 
 @dataclasses.dataclass

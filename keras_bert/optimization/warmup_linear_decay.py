@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-DECAY_STARTS = ("warmup_end", "step_0")
+from keras_bert.optimization.optimizer_config import DECAY_STARTS
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -1,66 +1,45 @@
 """Pre-training: configs, objective, distribution, checkpoints, monitoring,
-and the resumable runner (the optimizer is `keras_bert.optimization`)."""
+and the resumable runner (the optimizer is `keras_bert.optimization`).
 
-from keras_bert.errors import ConfigError
-from keras_bert.pretraining.checkpoint_manager import CheckpointManager
-from keras_bert.pretraining.config import (
-    CheckpointConfig,
-    DataConfig,
-    ElectraConfig,
-    OptimizerConfig,
-    PhaseConfig,
-    PretrainingConfig,
-    load_pretraining_config,
-)
-from keras_bert.pretraining.masked_lm_objective import (
-    compile_pretrainer,
-    pretraining_losses,
-    pretraining_metrics,
-    to_keras_batch,
-)
-from keras_bert.pretraining.objective import PretrainingObjective
-from keras_bert.pretraining.objective_registry import OBJECTIVES
-from keras_bert.pretraining.pretraining import (
-    Pretraining,
-    PretrainingPhase,
-    build_backbone,
-    build_pretraining,
-    plan_phases,
-)
-from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
-from keras_bert.pretraining.runner import run_pretraining
-from keras_bert.pretraining.training_distribution import (
-    TrainingDistribution,
-    create_distribution,
-)
-from keras_bert.pretraining.training_monitor import TrainingMonitor
-from keras_bert.pretraining.training_state import TrainingState
+Each public name is loaded on first use, as `keras_bert`'s own are, so
+that importing one module of this package (`config`, for the commands'
+choices) loads no other.
+"""
 
-__all__ = [
-    "CheckpointConfig",
-    "CheckpointManager",
-    "ConfigError",
-    "DataConfig",
-    "ElectraConfig",
-    "OBJECTIVES",
-    "OptimizerConfig",
-    "PhaseConfig",
-    "Pretraining",
-    "PretrainingCheckpoint",
-    "PretrainingConfig",
-    "PretrainingObjective",
-    "PretrainingPhase",
-    "TrainingDistribution",
-    "TrainingMonitor",
-    "TrainingState",
-    "build_backbone",
-    "build_pretraining",
-    "compile_pretrainer",
-    "create_distribution",
-    "load_pretraining_config",
-    "plan_phases",
-    "pretraining_losses",
-    "pretraining_metrics",
-    "run_pretraining",
-    "to_keras_batch",
-]
+import importlib
+
+_PUBLIC = {
+    "CheckpointConfig": "keras_bert.pretraining.config",
+    "CheckpointManager": "keras_bert.pretraining.checkpoint_manager",
+    "ConfigError": "keras_bert.errors",
+    "DataConfig": "keras_bert.pretraining.config",
+    "ElectraConfig": "keras_bert.pretraining.config",
+    "OBJECTIVES": "keras_bert.pretraining.objective_registry",
+    "OptimizerConfig": "keras_bert.optimization.optimizer_config",
+    "PhaseConfig": "keras_bert.pretraining.config",
+    "Pretraining": "keras_bert.pretraining.pretraining",
+    "PretrainingCheckpoint": "keras_bert.pretraining.pretraining_checkpoint",
+    "PretrainingConfig": "keras_bert.pretraining.config",
+    "PretrainingObjective": "keras_bert.pretraining.objective",
+    "PretrainingPhase": "keras_bert.pretraining.pretraining",
+    "TrainingDistribution": "keras_bert.pretraining.training_distribution",
+    "TrainingMonitor": "keras_bert.pretraining.training_monitor",
+    "TrainingState": "keras_bert.pretraining.training_state",
+    "build_backbone": "keras_bert.pretraining.pretraining",
+    "build_pretraining": "keras_bert.pretraining.pretraining",
+    "compile_pretrainer": "keras_bert.pretraining.masked_lm_objective",
+    "create_distribution": "keras_bert.pretraining.training_distribution",
+    "load_pretraining_config": "keras_bert.pretraining.config",
+    "plan_phases": "keras_bert.pretraining.pretraining",
+    "pretraining_losses": "keras_bert.pretraining.masked_lm_objective",
+    "pretraining_metrics": "keras_bert.pretraining.masked_lm_objective",
+    "run_pretraining": "keras_bert.pretraining.runner",
+    "to_keras_batch": "keras_bert.pretraining.masked_lm_objective",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name):
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'keras_bert.pretraining' has no attribute {name!r}")

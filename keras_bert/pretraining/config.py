@@ -15,11 +15,10 @@ import yaml
 
 from keras_bert.config_tree import Schema, diff, parse_override, read_yaml
 from keras_bert.errors import ConfigError
-from keras_bert.file_io import is_file, write_atomically
-from keras_bert.optimization.optimizer_config import OPTIMIZERS, OptimizerConfig
-from keras_bert.optimization.warmup_linear_decay import DECAY_STARTS
+from keras_bert.optimization.optimizer_config import DECAY_STARTS, OPTIMIZERS, OptimizerConfig
 from keras_bert.paths import CONFIGS, DATA, bundled
 from keras_bert.pretraining.objective_registry import OBJECTIVES
+from pipelines.limits import MIN_SEQ_LEN
 
 CONFIG_DIR = CONFIGS / "pretrain"
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
@@ -267,10 +266,6 @@ class PretrainingConfig:
             "needs the next-sentence task off (`data.next_sentence_rate: 0`). "
             f"Received: data.next_sentence_rate={self.data.next_sentence_rate!r}",
         )
-        # Imported here, like every pipeline use in keras_bert.pretraining: the
-        # package must import where tensorflow-text is absent.
-        from pipelines.tasks.features import MIN_SEQ_LEN
-
         check(self.phases, "`phases` must list at least one phase.")
         for i, phase in enumerate(self.phases):
             check(
@@ -391,7 +386,15 @@ def resolve_config_path(name_or_path):
     path = os.fspath(name_or_path)
     if not path.endswith((".yaml", ".yml")):
         path = str(CONFIG_DIR / f"{name_or_path}.yaml")
-    if not is_file(path):
+    if "://" in path:
+        # file_io loads TensorFlow: a local config is read and checked
+        # without it, before the command chooses the backend.
+        from keras_bert.file_io import is_file
+
+        found = is_file(path)
+    else:
+        found = os.path.isfile(path)
+    if not found:
         shipped = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
         raise ConfigError(
             f"No pre-training config {str(name_or_path)!r} (looked for "
@@ -559,6 +562,8 @@ def write_config(config, path, trained_under=None):
     if trained_under is not None:
         tree[TRAINED_UNDER] = dict(trained_under)
     text = yaml.safe_dump(tree, sort_keys=False)
+    from keras_bert.file_io import write_atomically  # TensorFlow: see above.
+
     write_atomically(path, lambda f: f.write(text))
 
 

@@ -2,11 +2,11 @@
 pre-training config). Each provides `objective.PretrainingObjective`
 (`tests/pretraining/test_objective.py`)."""
 
-from keras_bert.pretraining.electra_objective import ElectraObjective
-from keras_bert.pretraining.masked_lm_objective import MaskedLmObjective
-from keras_bert.pretraining.objective import PretrainingObjective
+from keras_bert.registry import Registry
 
-OBJECTIVES: dict[str, type[PretrainingObjective]] = {
-    "masked_lm": MaskedLmObjective,
-    "electra": ElectraObjective,
-}
+OBJECTIVES = Registry(
+    {
+        "masked_lm": "keras_bert.pretraining.masked_lm_objective.MaskedLmObjective",
+        "electra": "keras_bert.pretraining.electra_objective.ElectraObjective",
+    }
+)

@@ -68,8 +68,9 @@ def run_command(
     interrupted="Interrupted.",
     error_prefix="error: ",
     user_errors=(),
+    check=None,
 ):
-    """Starts up, calls `body()` and returns the command's exit status.
+    """Checks, starts up, calls `body()` and returns the command's exit status.
 
     Args:
         body: callable. Imports and calls the library, prints the result;
@@ -85,6 +86,10 @@ def run_command(
         error_prefix: str. Starts every error line.
         user_errors: tuple of exception classes a command's library raises
             for bad input besides `UserError`.
+        check: callable or None. Reads and checks the command's config and
+            inputs before start-up (the backend measurement, Keras), so
+            that a bad key costs no measurement; it must not load Keras.
+            Its `UserError` is one line, as `body`'s.
     """
     # The commands that choose a backend are the ones that train.
     problem = backend_variable_problem(training=choose_backend)
@@ -95,11 +100,17 @@ def run_command(
     # run) is put right; pre-training's checkpointer takes it over while it
     # trains.
     previous_handler = _terminate_as_interrupt()
+    from keras_bert.errors import UserError
+
     try:
+        try:
+            if check is not None:
+                check()
+        except (UserError, *user_errors) as error:
+            return _one_line(f"{error_prefix}{error}", 2)
         start_up(choose_backend)
         if log_format is not None:
             configure_logging(log_format)
-        from keras_bert.errors import UserError
         from keras_bert.file_io import is_disk_full, user_file_error
 
         try:

@@ -178,7 +178,7 @@ def export_for_serving(
             raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
     # Imported here: serving needs no tensorflow-text (CoreOpsBertTokenizer),
     # and `pipelines` imports it.
-    from pipelines.tasks.features import MIN_SEQ_LEN
+    from pipelines.limits import MIN_SEQ_LEN
 
     if seq_len is not None and seq_len < MIN_SEQ_LEN:
         raise ValueError(

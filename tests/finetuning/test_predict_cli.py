@@ -12,6 +12,8 @@ import pytest
 from keras_bert.file_io import write_atomically
 from keras_bert.finetuning import inference
 from keras_bert.finetuning.metrics import squad_v1_scores
+from keras_bert.finetuning.prediction_formats import PredictionFormat
+from keras_bert.finetuning.sentence_task import SentenceTask
 from keras_bert.predict import main as predict
 from tests.finetuning.test_finetune_cli import finetune
 
@@ -230,9 +232,11 @@ def test_failure_midway_leaves_no_output(runs, fixtures, tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(
-        inference,
-        "_write_jsonl",
-        lambda rows, path: write_atomically(path, lambda f: fail(rows, f)),
+        SentenceTask,
+        "prediction_format",
+        PredictionFormat(
+            ".jsonl", lambda rows, path: write_atomically(path, lambda f: fail(rows, f))
+        ),
     )
     with pytest.raises(OSError):
         inference.run_prediction(

@@ -2,14 +2,19 @@
 
 import pytest
 
+from keras_bert.finetuning.config import load_finetune_config
+from keras_bert.finetuning.prediction_formats import PredictionFormat
 from keras_bert.finetuning.sentence_task import SentenceTask
 from keras_bert.finetuning.task import FinetuningTask
 from keras_bert.finetuning.task_registry import TASKS
+from keras_bert.paths import DATA
+from keras_bert.serving.task_adapters import ADAPTERS
 from tests import contracts
 
 pytestmark = pytest.mark.backend_independent
 
-HANDLERS = sorted({handler for handler, _ in TASKS.values()}, key=lambda c: c.__name__)
+VOCAB = str(DATA / "vocab" / "bert_uncased_vocab.txt")
+HANDLERS = sorted(set(TASKS.values()), key=lambda c: c.__name__)
 
 
 def test_the_contract_lists_what_the_callers_use():
@@ -21,6 +26,7 @@ def test_the_contract_lists_what_the_callers_use():
         "model_class",
         "num_train_examples",
         "predict",
+        "prediction_format",
         "read_unlabelled",
         "train_dataset",
         "use_eval_file",
@@ -51,3 +57,22 @@ def test_a_handler_without_a_member_breaks_the_contract():
     assert contracts.contract_breaches(FinetuningTask, NoProperty) == [
         "num_train_examples: not a property"
     ]
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_every_task_reaches_prediction_and_serving_through_its_handler(name, tokenizer):
+    # Issue 48: a task's output writer and serving adapter were side doors
+    # (a table keyed by task name, one keyed by model class) that the
+    # contract did not see.
+    handler = TASKS[name](name, load_finetune_config(name), None, tokenizer)
+    assert isinstance(handler.prediction_format, PredictionFormat)
+    assert handler.prediction_format.extension.startswith(".")
+    served = [c.__name__ for c in handler.model_class.__mro__ if c.__name__ in ADAPTERS]
+    assert served, f"{name}: no serving adapter for {handler.model_class.__name__}"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from pipelines import BertTokenizer
+
+    return BertTokenizer(VOCAB, lower_case=True)

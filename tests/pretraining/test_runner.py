@@ -563,7 +563,7 @@ def test_model_override_typo_is_one_line_exit_2(tmp_path, tiny_corpus, capsys):
     err = cli_error(tiny_cli_args(tmp_path, tiny_corpus, model_overrides=overrides), capsys)
     assert err.startswith(
         "error: model_overrides: unknown key 'hidden_dimm' (known: attention_dropout, dropout, "
-        "hidden_activation, hidden_dim,"
+        "gated_feedforward, hidden_activation, hidden_dim,"
     )
 
 

@@ -174,3 +174,24 @@ def test_the_backend_is_checked_before_anything_loads(monkeypatch, capsys):
     monkeypatch.setattr(command, "start_up", lambda choose_backend: pytest.fail("started"))
     assert command.run_command(lambda: pytest.fail("ran"), "out") == 2
     assert capsys.readouterr().err.startswith("error: KERAS_BACKEND='5' is not a Keras backend")
+
+
+def test_the_check_answers_before_the_backend_measurement(monkeypatch, capsys):
+    # Issue 49 item 11: a bad key once cost the backend probe (~2 minutes on
+    # a slow machine) before its one-line error.
+    monkeypatch.setattr(command, "start_up", lambda choose_backend: pytest.fail("started"))
+    body = fail_with(AssertionError("the body ran"))
+    status = command.run_command(
+        body, "out", choose_backend=True, check=fail_with(ConfigError("bad key x"))
+    )
+    assert status == 2
+    assert capsys.readouterr().err == "error: bad key x\n"
+
+
+def test_a_passing_check_then_starts_up_and_runs_the_body(monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(command, "start_up", lambda choose_backend: calls.append("start_up"))
+    status = command.run_command(
+        lambda: calls.append("body"), "out", check=lambda: calls.append("check")
+    )
+    assert (status, calls) == (0, ["check", "start_up", "body"])

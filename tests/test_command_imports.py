@@ -1,0 +1,104 @@
+"""The import graph the commands rely on (issue 48): a command's argument
+parser, its `--help` and a bad flag answer before TensorFlow, Keras or
+JAX load; and `import keras_bert` registers its classes in every program
+that is not one of those commands."""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.test_doc_references import COMMANDS
+
+pytestmark = pytest.mark.backend_independent
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEAVY = ("tensorflow", "keras", "jax", "torch")
+
+
+def heavy_imports(args, tmp_path):
+    """`python -X importtime ARGS` → the heavy packages it imported."""
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    imported = re.findall(r"^import time:.*\|\s*([\w.]+)$", result.stderr, re.MULTILINE)
+    return result, sorted(set(imported) & set(HEAVY))
+
+
+@pytest.mark.parametrize("flag", ["--help", "--no_such_flag"])
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_command_parses_its_arguments_without_heavy_imports(command, flag, tmp_path):
+    result, heavy = heavy_imports(["-m", f"keras_bert.{command}", flag], tmp_path)
+    assert result.returncode == (0 if flag == "--help" else 2), result.stderr[-2000:]
+    assert f"usage: python -m keras_bert.{command}" in result.stdout + result.stderr
+    assert heavy == [], f"{command} {flag} imported {heavy}"
+
+
+def test_the_import_check_sees_a_heavy_import(tmp_path):
+    _, heavy = heavy_imports(["-c", "import keras_bert"], tmp_path)
+    assert "keras" in heavy
+
+
+def test_a_users_python_dash_m_package_gets_the_classes_registered(tmp_path):
+    # Issue 48: keras_bert once read "python -m" from sys.argv[0], which is
+    # "-m" while *any* -m target's package is imported, so a user's package
+    # importing keras_bert in its __init__ could not load a .keras file.
+    package = tmp_path / "user_package"
+    package.mkdir()
+    (package / "__init__.py").write_text("import keras_bert\n")
+    (package / "main.py").write_text(
+        textwrap.dedent(
+            """
+            import keras
+            print(keras.saving.get_registered_object("keras_bert>BertBackbone").__name__)
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    result = subprocess.run(
+        [sys.executable, "-m", "user_package.main"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "BertBackbone"
+
+
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        (["keras_bert.pretrain", "--set", "foo=1"], "error: Unknown config key 'foo'"),
+        (
+            ["keras_bert.pretrain", "--set", "phases.0.seq_len=3"],
+            "error: phases.0: `seq_len` must be >= 5",
+        ),
+        (
+            ["keras_bert.finetune", "--task", "sst2", "--data_dir", "no/such/dir"]
+            + ["--init_checkpoint", "random:bert_tiny", "--model_dir", "runs/never"],
+            "error: --data_dir no/such/dir: no such directory",
+        ),
+    ],
+)
+def test_a_training_commands_bad_input_answers_before_the_backend_is_measured(
+    args, error, tmp_path
+):
+    # Issue 49 item 11: with KERAS_BACKEND unset and nothing cached, the
+    # error came after the backend probe (~2 minutes on a slow machine).
+    result, heavy = heavy_imports(["-m", *args], tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].startswith(error), result.stderr[-2000:]
+    assert "Measuring which Keras backend" not in result.stderr
+    assert heavy == [] and not (tmp_path / "cache").exists()
