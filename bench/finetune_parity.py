@@ -55,8 +55,8 @@ TASKS table below, `--tasks`, `--seeds`, `--lr`, `--epochs` and
 2,000 of the 5,749 training pairs, 2 epochs (126 updates), lr 5e-5, the
 whole dev set (1,500); max_seq_length 128; 3 seeds. `--tasks stsb
 --train_limit 0 --epochs 3` trains on all 5,749 pairs (540 updates), past the take-off in which the
-short protocol's scores swing with the new head's draw (the parity log,
-sessions 7-8, named in BENCHMARKS.md's History).
+short protocol's scores swing with the new head's draw (the parity log of
+2026-11-23 to 2026-11-24, named in BENCHMARKS.md's History).
 Prints one line per run, then per task ours' and Hugging Face's mean ±
 sample standard deviation, the difference, and whether ours is more than
 one Hugging Face standard deviation below; writes `<out>/parity.json`.

@@ -68,7 +68,7 @@ def main(argv=None):
         )
         print("\n".join(report))
 
-    return run_command(convert_checkpoint, output=args.dst)
+    return run_command(convert_checkpoint, output=args.dst, verbose=args.verbose)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """`python -m keras_bert.data`: tokenize a corpus once into TFRecord shards.
 
-    python -m keras_bert.data --input 'corpus/*.txt' --output_dir shards/ \
+    python -m keras_bert.data --input 'corpus/*.txt' --output shards/ \
         --vocab vocab.txt [--corpus_format sentences|text|lines] [--cased] \
         [--num_shards 16]
 
 Each shard holds one `tf.train.Example` per document (`token_ids`,
 `sentence_lengths`); `metadata.json` records the vocabulary's SHA-256 and
-the shards' names, and is checked for every shard read. `--output_dir` must
+the shards' names, and is checked for every shard read. `--output` must
 be new or empty, so that two runs' shards are never mixed.
 Next-sentence pairs and masks stay dynamic: read the shards with
 `pipelines.pretraining_dataset(..., corpus_format="tfrecord")`.
@@ -28,7 +28,13 @@ def parse_args(argv=None):
     parser.add_argument(
         "--input", required=True, action="append", help="corpus file or glob; repeatable."
     )
-    parser.add_argument("--output_dir", required=True, help="new or empty folder for the shards.")
+    parser.add_argument(
+        "--output",
+        "--output_dir",
+        dest="output",
+        required=True,
+        help="new or empty folder for the shards (--output_dir: the former name).",
+    )
     parser.add_argument("--vocab", required=True, help="vocabulary file.")
     parser.add_argument(
         "--corpus_format",
@@ -69,7 +75,7 @@ def main(argv=None):
         start = time.time()
         info = pipelines.write_tfrecord_shards(
             args.input,
-            args.output_dir,
+            args.output,
             args.vocab,
             corpus_format=args.corpus_format,
             lower_case=not args.cased,
@@ -80,10 +86,12 @@ def main(argv=None):
         print(
             f"Wrote {info['documents']} documents, {info['sentences']} sentences, "
             f"{info['tokens']} tokens to {len(info['shards'])} shards in "
-            f"{args.output_dir} in {time.time() - start:.0f}s."
+            f"{args.output} in {time.time() - start:.0f}s."
         )
 
-    return run_command(write_shards, output=args.output_dir, log_format="%(message)s")
+    return run_command(
+        write_shards, output=args.output, log_format="%(message)s", verbose=args.verbose
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from pipelines.errors import UserError
 __all__ = [
     "CheckpointError",
     "ConfigError",
+    "ExportError",
     "FinetuneConfigError",
     "FinetuneError",
     "UserError",
@@ -45,3 +46,8 @@ class CheckpointError(UserError):
     (missing, unexpected or mis-shaped variables are listed by name), so
     the command line can print it without a traceback.
     """
+
+
+class ExportError(UserError):
+    """A bad `export` argument, or a model file or vocabulary it cannot
+    export (`keras_bert.serving`). A `ValueError`, as Keras' own checks."""

@@ -1,13 +1,13 @@
 """`python -m keras_bert.evaluate`: score a fine-tuned model on a labelled file.
 
     python -m keras_bert.evaluate --model_dir runs/sst2 --input glue/SST-2/dev.tsv \
-        [--output_dir runs/sst2/eval_dev] [--overwrite]
+        [--output runs/sst2/eval_dev] [--overwrite]
 
 No training: the task, its settings, the model and the vocabulary come from
 `--model_dir` (what `keras_bert.finetune` wrote); `--input` is a file in the
 task's format, with labels (a GLUE TSV, CSV/TSV/JSONL with the run's columns,
 SQuAD JSON, CoNLL text, SWAG CSV). Writes `eval_results.json` (the official
-metric) and the predictions file into `--output_dir` (default:
+metric) and the predictions file into `--output` (default:
 `<model_dir>/eval_<file name>_<digest of its path>/`); existing results are
 replaced only with `--overwrite`. Input errors print one line, exit 2.
 """
@@ -25,7 +25,13 @@ def parse_args(argv):
     )
     parser.add_argument("--model_dir", required=True, help="a keras_bert.finetune output folder")
     parser.add_argument("--input", required=True, help="a labelled file in the task's format")
-    parser.add_argument("--output_dir", help="default: <model_dir>/eval_<file name>_<path digest>/")
+    parser.add_argument(
+        "--output",
+        "--output_dir",
+        dest="output",
+        help="the folder for the scores and predictions (default: "
+        "<model_dir>/eval_<file name>_<path digest>/); --output_dir is the former name",
+    )
     parser.add_argument(
         "--overwrite",
         action="store_true",
@@ -42,10 +48,12 @@ def main(argv=None):
         from keras_bert.finetuning.inference import run_evaluation
 
         print_json(
-            run_evaluation(args.model_dir, args.input, args.output_dir, overwrite=args.overwrite)
+            run_evaluation(args.model_dir, args.input, args.output, overwrite=args.overwrite)
         )
 
-    return run_command(evaluate, output=args.output_dir or args.model_dir, log_format=LOG_FORMAT)
+    return run_command(
+        evaluate, output=args.output or args.model_dir, log_format=LOG_FORMAT, verbose=args.verbose
+    )
 
 
 if __name__ == "__main__":

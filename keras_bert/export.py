@@ -109,13 +109,10 @@ def main(argv=None):
         )
         print(f"Exported {model} to {path}")
 
-    # serving_export checks its arguments as Keras does, with ValueErrors;
-    # a child process under another backend reads back the line it prints.
+    # serving_export raises `ExportError` (a `UserError`) for bad input; a
+    # child process under another backend reads back the line it prints.
     return run_command(
-        export,
-        output=args.output,
-        error_prefix=f"{parser.prog}: error: ",
-        user_errors=(ValueError,),
+        export, output=args.output, error_prefix=f"{parser.prog}: error: ", verbose=args.verbose
     )
 
 

@@ -88,6 +88,7 @@ def main(argv=None):
         choose_backend=True,
         log_format=LOG_FORMAT,
         check=check,
+        verbose=args.verbose,
     )
 
 

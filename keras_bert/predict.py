@@ -63,7 +63,9 @@ def main(argv=None):
             )
         )
 
-    return run_command(predict, output=args.output or args.model_dir, log_format=LOG_FORMAT)
+    return run_command(
+        predict, output=args.output or args.model_dir, log_format=LOG_FORMAT, verbose=args.verbose
+    )
 
 
 if __name__ == "__main__":

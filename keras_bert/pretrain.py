@@ -105,6 +105,7 @@ def main(argv=None):
         full_disk_advice=FULL_DISK_ADVICE,
         # The first Ctrl-C saves a checkpoint and exits 0; this is the second.
         interrupted="Interrupted without saving; the last checkpoint is the one to resume from.",
+        verbose=args.verbose,
     )
 
 

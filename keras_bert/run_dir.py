@@ -103,12 +103,21 @@ class RunLock:
         lock_file: str. The lock's name in it.
         activity: str. What holds the lock, for the messages.
         error: the exception class of a refusal.
+        holds: str. What the lock guards, for the refusal.
     """
 
-    def __init__(self, model_dir, lock_file=LOCK_FILE, activity="pre-training", error=ConfigError):
+    def __init__(
+        self,
+        model_dir,
+        lock_file=LOCK_FILE,
+        activity="pre-training",
+        error=ConfigError,
+        holds="this model_dir",
+    ):
         self.path = os.path.join(model_dir, lock_file)
         self.activity = activity
         self.error = error
+        self.holds = holds
 
     def __enter__(self):
         host = socket.gethostname()
@@ -158,7 +167,7 @@ class RunLock:
     def _held(self, pid, holder):
         return self.error(
             f"{self.path} is held by pid {pid} on host {holder}: "
-            f"another {self.activity} is using this model_dir. Wait "
+            f"another {self.activity} is using {self.holds}. Wait "
             "for it to end, or delete the file if it is gone."
         )
 

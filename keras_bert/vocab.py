@@ -108,7 +108,7 @@ def main(argv=None):
             pipelines.load_vocabulary(args.output)
         print(f"Wrote {len(tokens)} tokens to {args.output} in {time.time() - start:.0f}s.")
 
-    return run_command(learn, output=args.output, log_format="%(message)s")
+    return run_command(learn, output=args.output, log_format="%(message)s", verbose=args.verbose)
 
 
 if __name__ == "__main__":

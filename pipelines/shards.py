@@ -220,7 +220,7 @@ def check_tfrecord_vocabulary(files, vocab_file):
             raise CorpusError(
                 f"TFRecord shard {file!r} is not one of the shards its "
                 f"{TFRECORD_METADATA} lists (left by another run?); rewrite "
-                "the shards into an empty `--output_dir`."
+                "the shards into an empty `--output`."
             )
         if meta.get("vocab_sha256") != expected:
             raise CorpusError(

@@ -6,6 +6,7 @@ settings, `model.keras` and `vocab.txt`, no training.
 behind a progress bar, to a temporary name renamed into place at the end.
 """
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -24,7 +25,7 @@ from keras_bert.file_io import (
 from keras_bert.finetuning.config import load_saved_config
 from keras_bert.finetuning.runner import infer_lower_case, load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
-from keras_bert.run_dir import EVAL_FILES, PREVIOUS_RUN, check_output, record_outputs
+from keras_bert.run_dir import EVAL_FILES, PREVIOUS_RUN, RunLock, check_output, record_outputs
 from keras_bert.runtime.progress import StderrProgbar
 
 logger = logging.getLogger(__name__)
@@ -133,6 +134,17 @@ def check_run_parts(model_dir, task, config, model, tokenizer):
     return handler
 
 
+@contextlib.contextmanager
+def _claimed(folder, lock_file, activity, check):
+    """Holds `lock_file` in `folder` while an output is computed and
+    written, and runs `check` (the output guard) again once held: of two
+    commands started onto one new output, the second is refused, whether
+    the first is still running or has finished meanwhile."""
+    with RunLock(folder, lock_file, activity, FinetuneError, holds=f"the output in {folder}"):
+        check()
+        yield
+
+
 def _makedirs(path, flag):
     try:
         makedirs(path)
@@ -154,27 +166,32 @@ def run_evaluation(model_dir, eval_file, output_dir=None, overwrite=False):
     defaulted = output_dir is None
     output_dir = output_dir or default_eval_dir(model_dir, eval_file)
     if is_file(output_dir):
-        raise FinetuneError(f"--output_dir {output_dir}: is a file, not a folder")
-    for name in EVAL_FILES:
-        check_output(
-            "--output_dir",
-            os.path.join(output_dir, name),
-            inputs=[eval_file],
-            overwrite=overwrite,
-            error=FinetuneError,
-        )
+        raise FinetuneError(f"--output {output_dir}: is a file, not a folder")
+
+    def check():
+        for name in EVAL_FILES:
+            check_output(
+                "--output",
+                os.path.join(output_dir, name),
+                inputs=[eval_file],
+                overwrite=overwrite,
+                error=FinetuneError,
+            )
+
+    check()
     handler.use_eval_file(eval_file, model)
-    _makedirs(output_dir, "--output_dir")
-    logger.info("Scoring %s (%s)", eval_file, task)
-    start = time.time()
-    results, predictions_path = handler.evaluate(model, output_dir)
-    results.update(
-        task=task,
-        eval_file=eval_file,
-        eval_seconds=round(time.time() - start, 1),
-        predictions_file=os.path.basename(predictions_path),
-    )
-    write_json_atomically(results, os.path.join(output_dir, "eval_results.json"))
+    _makedirs(output_dir, "--output")
+    with _claimed(output_dir, ".eval.lock", "evaluate", check):
+        logger.info("Scoring %s (%s)", eval_file, task)
+        start = time.time()
+        results, predictions_path = handler.evaluate(model, output_dir)
+        results.update(
+            task=task,
+            eval_file=eval_file,
+            eval_seconds=round(time.time() - start, 1),
+            predictions_file=os.path.basename(predictions_path),
+        )
+        write_json_atomically(results, os.path.join(output_dir, "eval_results.json"))
     if defaulted:  # A rerun sets it aside with the model it scored.
         record_outputs(model_dir, [os.path.basename(output_dir)])
     return results
@@ -240,16 +257,22 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False, ov
     defaulted = output is None
     output = output or default
     written = [output, *companions(output)]
-    for path in written:
-        check_output("--output", path, [input_file], overwrite, error=FinetuneError)
-    _makedirs(os.path.dirname(output) or os.curdir, "--output")
-    progress = StderrProgbar(len(examples), unit_name="example")
-    rows = []
-    for start in range(0, len(examples), CHUNK):
-        chunk = examples[start : start + CHUNK]
-        rows += handler.predict(model, chunk, progress=False)
-        progress.add(len(chunk))
-    files = write(rows, output)
+
+    def check():
+        for path in written:
+            check_output("--output", path, [input_file], overwrite, error=FinetuneError)
+
+    check()
+    folder = os.path.dirname(output) or os.curdir
+    _makedirs(folder, "--output")
+    with _claimed(folder, f".{os.path.basename(output)}.lock", "predict", check):
+        progress = StderrProgbar(len(examples), unit_name="example")
+        rows = []
+        for start in range(0, len(examples), CHUNK):
+            chunk = examples[start : start + CHUNK]
+            rows += handler.predict(model, chunk, progress=False)
+            progress.add(len(chunk))
+        files = write(rows, output)
     if defaulted:  # A rerun sets it aside with the model that predicted it.
         record_outputs(model_dir, [os.path.relpath(p, model_dir).split(os.sep)[0] for p in written])
     return {"task": task, "input_file": input_file, "examples": len(examples), **files}

@@ -177,10 +177,23 @@ def run_finetune(
     if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
         raise FinetuneError(f"--model_dir {model_dir}: is a file, not a folder")
     refuse_another_run(model_dir, task)
+    created = not tf.io.gfile.exists(model_dir)
     try:
         makedirs(model_dir)
     except FILE_ERRORS as error:
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
+    try:
+        return _run_in(task, data_dir, init_checkpoint, model_dir, vocab, config)
+    except BaseException:
+        # A first run that failed before writing anything leaves no folder.
+        if created and tf.io.gfile.isdir(model_dir) and not tf.io.gfile.listdir(model_dir):
+            tf.io.gfile.rmtree(model_dir)
+        raise
+
+
+def _run_in(task, data_dir, init_checkpoint, model_dir, vocab, config):
+    """Holds the run lock of `model_dir`, sets a previous run aside, trains;
+    puts the previous run back if this one fails."""
     with RunLock(model_dir, FINETUNE_LOCK_FILE, "fine-tuning", error=FinetuneError):
         previous = PreviousRun(model_dir)
         if previous.set_aside():

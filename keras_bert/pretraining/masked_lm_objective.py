@@ -88,7 +88,7 @@ def compile_pretrainer(
     and drive the pooler's tanh into saturation: a fine-tuned classifier,
     which reads the pooled `[CLS]` vector, then starts from a pooler that
     passes no gradient and scores below a random init
-    (BENCHMARKS.md#history, session 5's transfer runs). The pooler stays as
+    (the transfer runs on a GPU, `git show 915d7bc:BENCHMARKS.md`). The pooler stays as
     initialised (up to weight decay).
 
     Under a `mixed_float16` policy Keras wraps `optimizer` in a

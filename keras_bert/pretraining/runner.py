@@ -18,11 +18,6 @@ from keras_bert.file_io import (
     save_keras_atomically,
 )
 from keras_bert.pretraining.checkpoint_manager import CheckpointManager
-from keras_bert.pretraining.config import (
-    check_rerun_config,
-    check_trained_under,
-    write_config,
-)
 from keras_bert.pretraining.fill_mask import fill_mask
 from keras_bert.pretraining.pretraining import (
     build_backbone,
@@ -30,6 +25,11 @@ from keras_bert.pretraining.pretraining import (
     load_initial_weights,
 )
 from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
+from keras_bert.pretraining.run_record import (
+    check_rerun_config,
+    check_trained_under,
+    write_config,
+)
 from keras_bert.pretraining.time_budget import BudgetClock, describe_end, describe_plan
 from keras_bert.pretraining.training_monitor import TrainingMonitor
 from keras_bert.pretraining.training_state import TrainingState

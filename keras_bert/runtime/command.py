@@ -69,6 +69,7 @@ def run_command(
     error_prefix="error: ",
     user_errors=(),
     check=None,
+    verbose=False,
 ):
     """Checks, starts up, calls `body()` and returns the command's exit status.
 
@@ -90,7 +91,12 @@ def run_command(
             inputs before start-up (the backend measurement, Keras), so
             that a bad key costs no measurement; it must not load Keras.
             Its `UserError` is one line, as `body`'s.
+        verbose: bool. The command's `--verbose`: keep the libraries'
+            start-up notices and INFO lines (`console.verbose_requested`),
+            here and in the processes the command starts.
     """
+    if verbose:
+        os.environ["KERAS_BERT_VERBOSE"] = "1"
     # The commands that choose a backend are the ones that train.
     problem = backend_variable_problem(training=choose_backend)
     if problem is not None:

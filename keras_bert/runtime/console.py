@@ -17,8 +17,8 @@ the quiet import spends that once.
 
 Nothing is hidden when a GPU or TPU is expected (a `/dev/nvidia*` or
 `/dev/accel*` device, `CUDA_VISIBLE_DEVICES` or `TPU_NAME` set:
-`hardware.accelerator_expected`), with
-`--verbose` on the command line, or with `KERAS_BERT_VERBOSE=1`.
+`hardware.accelerator_expected`), with a command's `--verbose` or with
+`KERAS_BERT_VERBOSE=1`.
 """
 
 import logging
@@ -40,9 +40,10 @@ STARTUP_NOTICES = re.compile(
 )
 
 
-def verbose_requested(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    return "--verbose" in argv or os.environ.get("KERAS_BERT_VERBOSE") == "1"
+def verbose_requested():
+    """`KERAS_BERT_VERBOSE=1`, which a command's `--verbose` sets through
+    `run_command(verbose=True)` (its child processes inherit it)."""
+    return os.environ.get("KERAS_BERT_VERBOSE") == "1"
 
 
 def import_tensorflow_quietly():
@@ -70,8 +71,7 @@ def import_tensorflow_quietly():
 
 
 def add_verbose_argument(parser):
-    """`--verbose`, read by `verbose_requested` when the command starts up
-    (`runtime.command`)."""
+    """`--verbose`, which the command hands to `run_command(verbose=...)`."""
     parser.add_argument(
         "--verbose",
         action="store_true",

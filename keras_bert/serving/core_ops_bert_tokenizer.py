@@ -19,6 +19,7 @@ the cleaning step then deletes, exactly as `bytes.decode("utf-8",
 
 import tensorflow as tf
 
+from keras_bert.errors import ExportError
 from keras_bert.serving import unicode_tables as ut
 
 MAX_CHARS_PER_WORD = 200
@@ -84,7 +85,7 @@ class CoreOpsBertTokenizer(tf.Module):
         # load_vocab() strips each line; a later duplicate overwrites.
         index = {token.strip(): i for i, token in enumerate(vocabulary)}
         if unk_token not in index:
-            raise ValueError(
+            raise ExportError(
                 f"`vocabulary` must contain `unk_token`. Received: "
                 f"unk_token={unk_token!r}, vocabulary of {len(vocabulary)} "
                 f"tokens starting {vocabulary[:5]}"

@@ -28,6 +28,7 @@ import time
 
 import tensorflow as tf
 
+from keras_bert.errors import ExportError
 from keras_bert.file_io import archive_problem, atomic_directory, listdir, makedirs, remove
 
 logger = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ def load_model(path):
     except Exception as error:  # Keras raises many types for bad archives.
         first = (str(error).strip() or type(error).__name__).splitlines()[0]
         problem = archive_problem(path) or f"cannot load: {first}"
-        raise ValueError(f"{path}: {problem}") from None
+        raise ExportError(f"{path}: {problem}") from None
 
 
 def _backbone_of(model):
@@ -175,13 +176,13 @@ def export_for_serving(
         if name == "seq_len" and value is None:  # The model's, once loaded.
             continue
         if not isinstance(value, int) or value < 1:
-            raise ValueError(f"`{name}` must be a positive int. Received: {name}={value!r}")
+            raise ExportError(f"`{name}` must be a positive int. Received: {name}={value!r}")
     # Imported here: serving needs no tensorflow-text (CoreOpsBertTokenizer),
     # and `pipelines` imports it.
     from pipelines.limits import MIN_SEQ_LEN
 
     if seq_len is not None and seq_len < MIN_SEQ_LEN:
-        raise ValueError(
+        raise ExportError(
             f"`seq_len` must be at least {MIN_SEQ_LEN} ([CLS] A [SEP] B "
             f"[SEP]). Received: seq_len={seq_len}"
         )
@@ -189,12 +190,12 @@ def export_for_serving(
     if version is not None and (
         isinstance(version, bool) or not isinstance(version, int) or version < 0
     ):
-        raise ValueError(f"`version` must be a non-negative int. Received: version={version!r}")
+        raise ExportError(f"`version` must be a non-negative int. Received: version={version!r}")
     model_path = os.fspath(model) if isinstance(model, (str, os.PathLike)) else None
     # Checked here too, before a JAX/PyTorch process hands it to a child.
     problem = model_path and archive_problem(model_path)
     if problem:
-        raise ValueError(f"{model_path}: {problem}")
+        raise ExportError(f"{model_path}: {problem}")
     created = not tf.io.gfile.isdir(output_dir)
     makedirs(output_dir)
     # Tracing the serving graph takes a while and prints nothing.
@@ -238,7 +239,7 @@ def _export_version(model, model_path, output_dir, version, vocabulary, lower_ca
 
     vocabulary = vocabulary or _backbone_of(model).vocabulary
     if not vocabulary:
-        raise ValueError(
+        raise ExportError(
             "`vocabulary` must be given when the model carries none. "
             f"Received: vocabulary=None and {type(model).__name__} whose "
             "backbone.vocabulary is None"
@@ -251,25 +252,25 @@ def _export_version(model, model_path, output_dir, version, vocabulary, lower_ca
     _check_span_options(model, options)
     backbone = _backbone_of(model)
     if seq_len > backbone.max_sequence_length:
-        raise ValueError(
+        raise ExportError(
             "`seq_len` must be at most the backbone's max_sequence_length "
             f"({backbone.max_sequence_length}). Received: seq_len={seq_len}"
         )
     vocab_size = getattr(backbone, "vocabulary_size", len(vocabulary))
     if len(vocabulary) != vocab_size:
-        raise ValueError(
+        raise ExportError(
             "`vocabulary` must have one token per embedding row. Received: "
             f"{len(vocabulary)} tokens for vocabulary_size={vocab_size}"
         )
     is_pretrainer = any(c.__name__ == "BertPretrainer" for c in type(model).__mro__)
     if is_pretrainer and options["top_k"] > vocab_size:
-        raise ValueError(
+        raise ExportError(
             f"`top_k` must be at most the vocabulary size ({vocab_size}). "
             f"Received: top_k={options['top_k']}"
         )
     missing = [t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]") if t not in vocabulary]
     if missing:
-        raise ValueError(
+        raise ExportError(
             f"`vocabulary` must contain {missing}. Received: "
             f"{len(vocabulary)} tokens starting {vocabulary[:5]}"
         )
@@ -298,7 +299,7 @@ def _check_span_options(model, options):
         return
     seq_len, max_query_length = options["seq_len"], options["max_query_length"]
     if max_query_length > seq_len - 4:
-        raise ValueError(
+        raise ExportError(
             "`max_query_length` must leave room for a context piece in "
             "`[CLS] question [SEP] context [SEP]` (at most seq_len - 4). "
             f"Received: max_query_length={max_query_length}, seq_len={seq_len}"
@@ -365,7 +366,7 @@ def _export_in_subprocess(model, output_dir, version, vocabulary, lower_case, op
         line[len(prefix) :] for line in result.stderr.splitlines() if line.startswith(prefix)
     ]
     if result.returncode == 2 and user_errors:  # Bad arguments: the child's line.
-        raise ValueError(user_errors[-1])
+        raise ExportError(user_errors[-1])
     if result.returncode == 1 and "no space left on device" in result.stderr.lower():
         # The child's full disk, raised here as one so the caller's harness
         # reports it as such.

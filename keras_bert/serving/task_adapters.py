@@ -31,6 +31,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from keras_bert.errors import ExportError
 from keras_bert.serving import squad_windows
 
 
@@ -293,7 +294,7 @@ def adapter_for(model):
             if cls.__name__ == "BertMultipleChoice":
                 adapter = dataclasses.replace(adapter, ids_shape=(None, model.num_choices, None))
             return adapter
-    raise ValueError(
+    raise ExportError(
         "`model` must be one of " + ", ".join(sorted(ADAPTERS)) + " (or a "
         f"subclass). Received: model of class {type(model).__name__}"
     )

@@ -6,6 +6,7 @@ import csv
 import json
 import logging
 import os
+import socket
 
 import pytest
 
@@ -310,3 +311,36 @@ def test_an_unreachable_bucket_is_one_line_naming_it(runs, capsys):
         ["--model_dir", str(run), "--input", "gs://keras-bert-no-such-bucket/dev.csv"], capsys
     )
     assert err.startswith("error: gs://keras-bert-no-such-bucket/dev.csv: ")
+
+
+def test_two_predictions_onto_one_new_output_cannot_both_write(runs, fixtures, tmp_path, capsys):
+    # Issue 49 item 6: both passed the existence check, and the second's
+    # file replaced the first's without --overwrite.
+    run = runs("stsb", "glue")
+    output = tmp_path / "out.jsonl"
+    args = ["--model_dir", str(run), "--input", str(fixtures / "glue" / "STS-B" / "dev.tsv")]
+    args += ["--output", str(output)]
+    # The first is still writing: its claim (this process, running) is held.
+    (tmp_path / ".out.jsonl.lock").write_text(f"{os.getpid()} {socket.gethostname()}\n")
+    capsys.readouterr()
+    assert predict(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is held by pid" in err, err
+    assert sorted(os.listdir(tmp_path)) == [".out.jsonl.lock"]
+    # The first has finished: the second is refused once it holds the claim.
+    (tmp_path / ".out.jsonl.lock").unlink()
+    checks = []
+    original = inference.check_output
+
+    def first_writer_finishes_meanwhile(*check_args, **kwargs):
+        checks.append(check_args[1])
+        if len(checks) == 2:  # The second check, made holding the claim.
+            output.write_text("the first prediction's file\n")
+        return original(*check_args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(inference, "check_output", first_writer_finishes_meanwhile)
+        assert predict(args) == 2
+    assert "already exists; pass --overwrite" in capsys.readouterr().err
+    assert output.read_text() == "the first prediction's file\n"
+    assert sorted(os.listdir(tmp_path)) == ["out.jsonl"]

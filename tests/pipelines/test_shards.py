@@ -55,7 +55,7 @@ def _data_argv(output_dir, *extra):
     return [
         "--input",
         SMALL[0],
-        "--output_dir",
+        "--output",
         str(output_dir),
         "--vocab",
         VOCAB,

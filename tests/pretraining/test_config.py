@@ -200,7 +200,7 @@ def test_bundled_data_is_found_from_another_directory(monkeypatch, tmp_path):
 
 def test_rerun_from_another_directory_is_the_same_config(monkeypatch, tmp_path):
     from keras_bert.paths import ROOT
-    from keras_bert.pretraining.config import check_rerun_config, write_config
+    from keras_bert.pretraining.run_record import check_rerun_config, write_config
 
     monkeypatch.chdir(ROOT)
     write_config(load_pretraining_config("default"), str(tmp_path / "config.yaml"))

@@ -13,7 +13,8 @@ import yaml
 
 from keras_bert.optimization.warmup_linear_decay import WarmupLinearDecay
 from keras_bert.pretraining import CheckpointManager, ConfigError, run_pretraining
-from keras_bert.pretraining.config import check_rerun_config, load_pretraining_config, write_config
+from keras_bert.pretraining.config import load_pretraining_config
+from keras_bert.pretraining.run_record import check_rerun_config, write_config
 from keras_bert.pretraining.time_budget import (
     BudgetClock,
     describe_end,

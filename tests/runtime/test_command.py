@@ -195,3 +195,24 @@ def test_a_passing_check_then_starts_up_and_runs_the_body(monkeypatch, capsys):
         lambda: calls.append("body"), "out", check=lambda: calls.append("check")
     )
     assert (status, calls) == (0, ["check", "start_up", "body"])
+
+
+@pytest.mark.parametrize("module", ["keras_bert.evaluate", "keras_bert.convert"])
+def test_a_commands_verbose_flag_reaches_the_harness(module, monkeypatch, tmp_path):
+    # Issue 48: --verbose was parsed by argparse but read from sys.argv.
+    import importlib
+
+    monkeypatch.setenv("KERAS_BERT_VERBOSE", "0")  # Restored (unset) after the test.
+    seen = []
+    monkeypatch.setattr(
+        command,
+        "start_up",
+        lambda choose_backend: seen.append(os.environ.get("KERAS_BERT_VERBOSE")),
+    )
+    args = {
+        "keras_bert.evaluate": ["--model_dir", str(tmp_path), "--input", str(tmp_path / "x")],
+        "keras_bert.convert": [str(tmp_path / "src"), str(tmp_path / "dst")],
+    }[module]
+    monkeypatch.setattr(sys, "argv", ["prog"])  # Not on sys.argv: handed over.
+    importlib.import_module(module).main([*args, "--verbose"])
+    assert seen == ["1"]

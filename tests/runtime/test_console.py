@@ -78,12 +78,10 @@ def test_notices_dropped_and_other_lines_kept(tmp_path):
     assert result.stderr == "E0000 real.cc:1] a real problem\n"
 
 
-@pytest.mark.parametrize("how", ["--verbose", "KERAS_BERT_VERBOSE", "CUDA_VISIBLE_DEVICES"])
+@pytest.mark.parametrize("how", ["KERAS_BERT_VERBOSE", "CUDA_VISIBLE_DEVICES"])
 def test_verbose_or_an_expected_gpu_keeps_every_line(tmp_path, how):
-    if how == "--verbose":
-        result = run_with_fake_tensorflow(tmp_path, "--verbose")
-    else:
-        result = run_with_fake_tensorflow(tmp_path, **{how: "1"})
+    # A command's --verbose sets KERAS_BERT_VERBOSE (tests/runtime/test_command.py).
+    result = run_with_fake_tensorflow(tmp_path, **{how: "1"})
     assert result.stdout == "False\n"
     assert result.stderr == NOTICES + "E0000 real.cc:1] a real problem\n"
 
@@ -125,20 +123,20 @@ def test_masked_lm_gather_prints_no_onednn_notice_after_the_import():
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BERT_VERBOSE"}
     env["KERAS_BACKEND"] = "tensorflow"
     runs = {
-        flag: subprocess.run(
-            [sys.executable, "-c", code, *flag],
+        verbose: subprocess.run(
+            [sys.executable, "-c", code],
             capture_output=True,
             text=True,
             check=True,
             cwd=REPO,
-            env=env,
+            env={**env, "KERAS_BERT_VERBOSE": "1"} if verbose else env,
         )
-        for flag in ((), ("--verbose",))
+        for verbose in (False, True)
     }
-    if "oneDNN supports" not in runs[("--verbose",)].stderr:
+    if "oneDNN supports" not in runs[True].stderr:
         pytest.skip("this TensorFlow prints no oneDNN data-type notice")
-    assert runs[()].stdout.endswith("ran\n")
-    assert "oneDNN supports" not in runs[()].stderr, runs[()].stderr
+    assert runs[False].stdout.endswith("ran\n")
+    assert "oneDNN supports" not in runs[False].stderr, runs[False].stderr
 
 
 @pytest.mark.parametrize(
@@ -169,8 +167,10 @@ def test_other_libraries_info_lines_only_when_verbose(verbose):
         "logging.getLogger('pipelines.corpus').warning('corpus')"
     )
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BERT_VERBOSE"}
+    if verbose:
+        env["KERAS_BERT_VERBOSE"] = "1"
     result = subprocess.run(
-        [sys.executable, "-c", code] + (["--verbose"] if verbose else []),
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         check=True,
