@@ -65,6 +65,22 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+def interrupted_line(model_dir):
+    """What Ctrl-C says was kept: the newest checkpoint to resume from, or
+    none (stopped before the first, during the backend measurement say)."""
+    folder = os.path.join(model_dir or "", "checkpoints")
+    if model_dir and "://" in model_dir:  # Not listed from here.
+        return f"Interrupted without saving; the newest checkpoint in {folder}, if any, is kept."
+    names = os.listdir(folder) if model_dir and os.path.isdir(folder) else []
+    saved = sorted(n for n in names if n.startswith("ckpt-") and n[len("ckpt-") :].isdigit())
+    if saved:
+        return (
+            f"Interrupted without saving; the newest checkpoint, {folder}/{saved[-1]}, "
+            "is the one the same command resumes from."
+        )
+    return "Interrupted before the first checkpoint; nothing to resume from."
+
+
 def main(argv=None):
     args = parse_args(argv)
     overrides = list(args.set)
@@ -103,8 +119,9 @@ def main(argv=None):
         # pipelines report the corpus and the held-out split at INFO.
         log_format="%(message)s",
         full_disk_advice=FULL_DISK_ADVICE,
-        # The first Ctrl-C saves a checkpoint and exits 0; this is the second.
-        interrupted="Interrupted without saving; the last checkpoint is the one to resume from.",
+        # The first Ctrl-C while training saves a checkpoint and exits 0;
+        # this is the second, or one before training (the backend probe).
+        interrupted=lambda: interrupted_line(config.model_dir if config else args.model_dir),
         verbose=args.verbose,
     )
 

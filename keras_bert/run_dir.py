@@ -2,6 +2,7 @@
 (`refuse_another_run`), and its own files written by that run only
 (`check_output`, which every command that writes calls first)."""
 
+import contextlib
 import json
 import os
 import posixpath
@@ -255,6 +256,28 @@ def check_output(flag, path, inputs=(), overwrite=False, error=UserError):
         raise error(f"{where}: is a folder, not a file")
     if tf.io.gfile.exists(path) and not overwrite:
         raise error(f"{where}: already exists; pass --overwrite to replace it")
+
+
+@contextlib.contextmanager
+def claimed_output(path, check, activity, error=UserError):
+    """Holds `.<name>.lock` beside the output file `path` while a command
+    computes and writes it, and runs `check` (the command's output guard,
+    `check_output`) again once held: of two commands started onto one new
+    output, the second is refused, whether the first is still running or
+    has finished meanwhile. A device or a pipe (`--output /dev/null`) is
+    written through by any number of writers: no claim, no lock beside it.
+    """
+    if special_file(path) is not None:
+        check()
+        yield
+        return
+    folder, name = os.path.split(os.fspath(path))
+    lock = RunLock(
+        folder or os.curdir, f".{name}.lock", activity, error, holds=f"the output {path}"
+    )
+    with lock:
+        check()
+        yield
 
 
 def check_export_folder(flag, path, error=UserError):

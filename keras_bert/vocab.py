@@ -86,24 +86,29 @@ def main(argv=None):
         import pipelines
         from keras_bert.errors import UserError
         from keras_bert.file_io import FILE_ERRORS, error_reason, special_file, write_atomically
+        from keras_bert.run_dir import claimed_output
         from keras_bert.runtime.progress import progress_callback
 
-        error = output_error(args.output, args.input, args.overwrite)
-        if error:
-            raise UserError(error)
-        start = time.time()
-        tokens = pipelines.learn_vocabulary(
-            args.input,
-            args.vocab_size,
-            lower_case=not args.cased,
-            max_word_chars=args.max_word_chars,
-            min_count=args.min_count,
-            progress=progress_callback("MB", unit=1e6),
-        )
-        try:
-            write_atomically(args.output, lambda f: f.write("".join(t + "\n" for t in tokens)))
-        except FILE_ERRORS as error:  # A full disk: nothing half-written is left.
-            raise UserError(f"Cannot write {args.output}: {error_reason(error)}") from None
+        def check():
+            error = output_error(args.output, args.input, args.overwrite)
+            if error:
+                raise UserError(error)
+
+        check()
+        with claimed_output(args.output, check, "vocab"):
+            start = time.time()
+            tokens = pipelines.learn_vocabulary(
+                args.input,
+                args.vocab_size,
+                lower_case=not args.cased,
+                max_word_chars=args.max_word_chars,
+                min_count=args.min_count,
+                progress=progress_callback("MB", unit=1e6),
+            )
+            try:
+                write_atomically(args.output, lambda f: f.write("".join(t + "\n" for t in tokens)))
+            except FILE_ERRORS as error:  # A full disk: nothing half-written is left.
+                raise UserError(f"Cannot write {args.output}: {error_reason(error)}") from None
         if special_file(args.output) is None:  # Read back what a file holds.
             pipelines.load_vocabulary(args.output)
         print(f"Wrote {len(tokens)} tokens to {args.output} in {time.time() - start:.0f}s.")

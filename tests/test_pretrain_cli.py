@@ -213,3 +213,17 @@ def test_kill_9_during_export_then_rerun_finishes(tmp_path):
     assert not list(model_dir.glob(".*")) + list(model_dir.glob("saved_model/.*"))
     assert not list(model_dir.glob("**/variables_temp"))
     assert (model_dir / "saved_model" / "pretrainer" / "saved_model.pb").exists()
+
+
+def test_ctrl_c_says_which_checkpoint_is_kept(tmp_path):
+    # Issue 49, item 11: Ctrl-C during the backend measurement said "the
+    # last checkpoint is the one to resume from" when there was none.
+    assert pretrain.interrupted_line(str(tmp_path)) == (
+        "Interrupted before the first checkpoint; nothing to resume from."
+    )
+    for step in ("ckpt-00000500", "ckpt-00001000", "ckpt-00001000.tmp-1"):
+        (tmp_path / "checkpoints" / step).mkdir(parents=True)
+    assert pretrain.interrupted_line(str(tmp_path)) == (
+        f"Interrupted without saving; the newest checkpoint, {tmp_path}/checkpoints/"
+        "ckpt-00001000, is the one the same command resumes from."
+    )

@@ -155,3 +155,37 @@ def test_only_a_keras_bert_run_folder_guards_its_files(tmp_path):
     (project / "config.yaml").write_text("task: sst2\n")
     with pytest.raises(UserError, match="is vocab.txt of the run in"):
         check_output("--output", str(project / "vocab.txt"))
+
+
+def test_a_claimed_output_refuses_a_second_writer_and_leaves_no_lock(tmp_path):
+    # Issue 49, item 6: two commands onto one new output both passed the check.
+    from keras_bert.errors import UserError
+    from keras_bert.run_dir import check_output, claimed_output
+
+    output = str(tmp_path / "out.jsonl")
+    checks = []
+
+    def check():
+        checks.append(output)
+        check_output("--output", output)
+
+    with claimed_output(output, check, "predict"):
+        assert sorted(os.listdir(tmp_path)) == [".out.jsonl.lock"]
+        with pytest.raises(UserError, match="is held by pid .*the output .*out.jsonl"):
+            with claimed_output(output, check, "predict"):
+                pass
+        open(output, "w").write("the first writer's\n")
+    assert os.listdir(tmp_path) == ["out.jsonl"] and len(checks) == 1
+    # The first has finished: the second's check, made holding the claim, refuses.
+    with pytest.raises(UserError, match="already exists; pass --overwrite"):
+        with claimed_output(output, check, "predict"):
+            pass
+    assert os.listdir(tmp_path) == ["out.jsonl"]
+
+
+def test_a_device_output_is_written_through_without_a_lock_beside_it():
+    from keras_bert.run_dir import claimed_output
+
+    before = set(os.listdir("/dev"))
+    with claimed_output("/dev/null", lambda: None, "predict"):
+        assert set(os.listdir("/dev")) == before

@@ -6,7 +6,6 @@ settings, `model.keras` and `vocab.txt`, no training.
 behind a progress bar, to a temporary name renamed into place at the end.
 """
 
-import contextlib
 import hashlib
 import logging
 import os
@@ -25,7 +24,13 @@ from keras_bert.file_io import (
 from keras_bert.finetuning.config import load_saved_config
 from keras_bert.finetuning.runner import infer_lower_case, load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
-from keras_bert.run_dir import EVAL_FILES, PREVIOUS_RUN, RunLock, check_output, record_outputs
+from keras_bert.run_dir import (
+    EVAL_FILES,
+    PREVIOUS_RUN,
+    check_output,
+    claimed_output,
+    record_outputs,
+)
 from keras_bert.runtime.progress import StderrProgbar
 
 logger = logging.getLogger(__name__)
@@ -134,17 +139,6 @@ def check_run_parts(model_dir, task, config, model, tokenizer):
     return handler
 
 
-@contextlib.contextmanager
-def _claimed(folder, lock_file, activity, check):
-    """Holds `lock_file` in `folder` while an output is computed and
-    written, and runs `check` (the output guard) again once held: of two
-    commands started onto one new output, the second is refused, whether
-    the first is still running or has finished meanwhile."""
-    with RunLock(folder, lock_file, activity, FinetuneError, holds=f"the output in {folder}"):
-        check()
-        yield
-
-
 def _makedirs(path, flag):
     try:
         makedirs(path)
@@ -181,7 +175,8 @@ def run_evaluation(model_dir, eval_file, output_dir=None, overwrite=False):
     check()
     handler.use_eval_file(eval_file, model)
     _makedirs(output_dir, "--output")
-    with _claimed(output_dir, ".eval.lock", "evaluate", check):
+    results_file = os.path.join(output_dir, "eval_results.json")
+    with claimed_output(results_file, check, "evaluate", FinetuneError):
         logger.info("Scoring %s (%s)", eval_file, task)
         start = time.time()
         results, predictions_path = handler.evaluate(model, output_dir)
@@ -191,7 +186,7 @@ def run_evaluation(model_dir, eval_file, output_dir=None, overwrite=False):
             eval_seconds=round(time.time() - start, 1),
             predictions_file=os.path.basename(predictions_path),
         )
-        write_json_atomically(results, os.path.join(output_dir, "eval_results.json"))
+        write_json_atomically(results, results_file)
     if defaulted:  # A rerun sets it aside with the model it scored.
         record_outputs(model_dir, [os.path.basename(output_dir)])
     return results
@@ -265,7 +260,7 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False, ov
     check()
     folder = os.path.dirname(output) or os.curdir
     _makedirs(folder, "--output")
-    with _claimed(folder, f".{os.path.basename(output)}.lock", "predict", check):
+    with claimed_output(output, check, "predict", FinetuneError):
         progress = StderrProgbar(len(examples), unit_name="example")
         rows = []
         for start in range(0, len(examples), CHUNK):

@@ -26,12 +26,14 @@ TensorFlow's on every CPU measured (BENCHMARKS.md#training-step-speed), and
 its GPU step is not compiled either.
 """
 
+import ctypes
 import hashlib
 import importlib.metadata
 import importlib.util
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -155,6 +157,7 @@ def measure_rounds(backends=CANDIDATES, rounds=ROUNDS, timeout=600):
                 stdout=subprocess.PIPE,
                 stderr=errors,
                 bufsize=0,
+                preexec_fn=end_with_parent if sys.platform.startswith("linux") else None,
             )
             probes[backend] = (process, errors)
             results[backend] = []
@@ -179,6 +182,16 @@ def measure_rounds(backends=CANDIDATES, rounds=ROUNDS, timeout=600):
             _stop(process)
             errors.close()
     return results
+
+
+def end_with_parent():
+    """Runs in a probe's process before it starts (Linux): the kernel sends
+    it SIGKILL when the command that started it dies, `kill -9` included,
+    so a killed command leaves no probe compiling on for a minute. The
+    probe starts before TensorFlow or Keras, while this process has no
+    other threads for `preexec_fn` to trouble."""
+    PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _read_answer(process, timeout):

@@ -83,7 +83,7 @@ def run_command(
         log_format: str or None. `logging` format for keras_bert's and
             pipelines' INFO lines; None leaves logging alone.
         full_disk_advice: str. Follows "no space left on device in <output>".
-        interrupted: str. The line for Ctrl-C.
+        interrupted: str, or a callable returning it. The line for Ctrl-C.
         error_prefix: str. Starts every error line.
         user_errors: tuple of exception classes a command's library raises
             for bad input besides `UserError`.
@@ -133,7 +133,7 @@ def run_command(
                 raise
             return _one_line(f"{error_prefix}{line}", 2)
     except KeyboardInterrupt:
-        return _one_line(interrupted, 130)
+        return _one_line(interrupted() if callable(interrupted) else interrupted, 130)
     finally:
         if previous_handler is not None:
             signal.signal(signal.SIGTERM, previous_handler)

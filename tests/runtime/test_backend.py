@@ -4,11 +4,16 @@ overridden by KERAS_BACKEND. Speed itself is for bench/, not for tests."""
 import ast
 import importlib
 import json
+import os
+import subprocess
 import sys
+import time
 
 import pytest
 
 from keras_bert.runtime import backend as fastest_backend
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytestmark = pytest.mark.backend_independent
 
@@ -307,3 +312,35 @@ def test_a_probe_that_does_not_answer_in_time_is_none(monkeypatch, tmp_path, cap
     seconds = fastest_backend.measure_rounds(("hangs", "jax"), rounds=2, timeout=2)
     assert seconds == {"hangs": None, "jax": [0.5, 0.5]}
     assert "hangs: no result within 2 s" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_probe_ends_with_the_command_that_started_it(tmp_path):
+    # Issue 49, item 11: a command killed during the backend measurement
+    # left its probes compiling on for over a minute.
+    starter = (
+        "import subprocess, sys\n"
+        "from keras_bert.runtime.backend import end_with_parent\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],"
+        " preexec_fn=end_with_parent)\n"
+        "print(child.pid, flush=True)\n"
+        "child.wait()\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", starter], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    child = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 20
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(child)
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"  # A zombie has ended.
+    except FileNotFoundError:
+        return False
