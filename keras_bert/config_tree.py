@@ -42,6 +42,18 @@ def read_yaml(path):
         return yaml.safe_load(f.read()) or {}
 
 
+def config_file_exists(path):
+    """Whether the YAML file `path` exists; a local one is checked without
+    TensorFlow (as `read_yaml` reads it), a remote one through its file
+    system."""
+    path = os.fspath(path)
+    if "://" not in path:
+        return os.path.isfile(path)
+    from keras_bert.file_io import is_file  # TensorFlow's file systems.
+
+    return is_file(path)
+
+
 def parse_override(text, error=ConfigError):
     """`"a.b=value"` -> `("a.b", value)`, the value read as YAML (an empty
     value is None; YAML 1.1 leaves `1e-4` a string, coerced later)."""

@@ -60,12 +60,14 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
 
     def check():
-        # A local --data_dir is checked before the backend measurement
-        # (`run_finetune` checks any path again, for callers from Python).
+        # The config, its overrides and a local --data_dir, before the backend
+        # measurement (`run_finetune` checks them again, for callers from Python).
         from keras_bert.errors import FinetuneError
+        from keras_bert.finetuning.config import load_finetune_config
 
         if "://" not in args.data_dir and not os.path.isdir(args.data_dir):
             raise FinetuneError(f"--data_dir {args.data_dir}: no such directory")
+        load_finetune_config(args.task, args.config, args.set)
 
     def finetune():
         from keras_bert.finetuning.runner import run_finetune

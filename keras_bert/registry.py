@@ -25,6 +25,9 @@ class Registry(collections.abc.Mapping):
         module, _, attribute = self._paths[name].rpartition(".")
         return getattr(importlib.import_module(module), attribute)
 
+    def __contains__(self, name):  # Mapping's default would import the class.
+        return name in self._paths
+
     def __iter__(self):
         return iter(self._paths)
 

@@ -90,6 +90,18 @@ def test_a_users_python_dash_m_package_gets_the_classes_registered(tmp_path):
             + ["--init_checkpoint", "random:bert_tiny", "--model_dir", "runs/never"],
             "error: --data_dir no/such/dir: no such directory",
         ),
+        (
+            ["keras_bert.finetune", "--task", "sst2", "--data_dir", "."]
+            + ["--init_checkpoint", "random:bert_tiny", "--model_dir", "runs/never"]
+            + ["--set", "training.epochs=0"],
+            "error: ",
+        ),
+        (
+            ["keras_bert.finetune", "--task", "sst2", "--data_dir", "."]
+            + ["--init_checkpoint", "random:bert_tiny", "--model_dir", "runs/never"]
+            + ["--set", "trainign.epochs=1"],
+            "error: ",
+        ),
     ],
 )
 def test_a_training_commands_bad_input_answers_before_the_backend_is_measured(

@@ -13,9 +13,8 @@ import typing
 
 import yaml
 
-from keras_bert.config_tree import Schema, parse_override, read_yaml
+from keras_bert.config_tree import Schema, config_file_exists, parse_override, read_yaml
 from keras_bert.errors import FinetuneConfigError
-from keras_bert.file_io import is_file
 from keras_bert.finetuning.task_registry import CONFIG_DIR, TASKS, default_config_file
 from keras_bert.optimization.optimizer_config import DECAY_STARTS, OPTIMIZERS, OptimizerConfig
 from pipelines.limits import MIN_SEQ_LEN
@@ -167,7 +166,7 @@ def load_saved_config(model_dir):
 
 def _read_tree(path):
     path = os.fspath(path)
-    if not is_file(path):
+    if not config_file_exists(path):
         raise FinetuneConfigError(f"{path}: no such config file")
     try:
         tree = read_yaml(path)

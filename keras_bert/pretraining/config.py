@@ -13,7 +13,7 @@ import typing
 
 import yaml
 
-from keras_bert.config_tree import Schema, parse_override, read_yaml
+from keras_bert.config_tree import Schema, config_file_exists, parse_override, read_yaml
 from keras_bert.errors import ConfigError
 from keras_bert.optimization.optimizer_config import DECAY_STARTS, OPTIMIZERS, OptimizerConfig
 from keras_bert.paths import CONFIGS, bundled
@@ -386,15 +386,7 @@ def resolve_config_path(name_or_path):
     path = os.fspath(name_or_path)
     if not path.endswith((".yaml", ".yml")):
         path = str(CONFIG_DIR / f"{name_or_path}.yaml")
-    if "://" in path:
-        # file_io loads TensorFlow: a local config is read and checked
-        # without it, before the command chooses the backend.
-        from keras_bert.file_io import is_file
-
-        found = is_file(path)
-    else:
-        found = os.path.isfile(path)
-    if not found:
+    if not config_file_exists(path):
         shipped = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
         raise ConfigError(
             f"No pre-training config {str(name_or_path)!r} (looked for "
