@@ -71,9 +71,13 @@ def refuse_another_run(model_dir, task=None):
 
 
 def _previous_config(model_dir):
-    """`<model_dir>/config.yaml` as YAML read it (None when unreadable), or
-    `_ABSENT`."""
+    """The run's config.yaml as YAML read it (None when unreadable), or
+    `_ABSENT`: `<model_dir>/config.yaml`, or the set-aside run's while a
+    rerun has not finished (`PreviousRun.pending`)."""
     path = os.path.join(model_dir, "config.yaml")
+    set_aside = os.path.join(model_dir, PREVIOUS_RUN, "config.yaml")
+    if PreviousRun(model_dir).pending() and is_file(set_aside):
+        path = set_aside
     if not is_file(path):
         return _ABSENT
     try:
@@ -333,8 +337,10 @@ def _run_part(path):
     return None, None
 
 
-# Where a fine-tuning rerun keeps the previous run until its new model is saved.
+# Where a fine-tuning rerun keeps the previous run until it has finished, and
+# its journal (`PreviousRun`).
 PREVIOUS_RUN = ".previous-run"
+PREVIOUS_RUN_JOURNAL = ".previous-run.json"
 
 
 # A fine-tuning run folder's record of what `predict` and `evaluate` wrote
@@ -364,15 +370,18 @@ def _recorded_outputs(model_dir):
     return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
 
-def _previous_outputs(model_dir):
+def _previous_outputs(model_dir, guess_unrecorded=True):
     """The names in `model_dir` a fine-tuning run wrote (the model, its
     config, vocabulary, scores and predictions, the record) and those
     `predict` and `evaluate` wrote there by default, as its
-    `OUTPUTS_RECORD` lists them. A folder from before the record: by name,
-    `predictions_*`, `glue_submission/`, `eval_*`. Not `export/`, whose
-    numbered versions TF Serving keeps side by side."""
+    `OUTPUTS_RECORD` lists them. A folder without the record (from before
+    it) by name when `guess_unrecorded`: `predictions_*`,
+    `glue_submission/`, `eval_*`. Not `export/`, whose numbered versions
+    TF Serving keeps side by side."""
     names = listdir(model_dir) if tf.io.gfile.isdir(model_dir) else []
     recorded = _recorded_outputs(model_dir)
+    if recorded is None and not guess_unrecorded:
+        recorded = []
     if recorded is None:
         recorded = [
             n for n in names if n.startswith(("predictions_", "eval_")) or n == "glue_submission"
@@ -390,32 +399,56 @@ class PreviousRun:
     A rerun must leave no output of the old model beside the new one, and
     no new config or vocabulary beside the old model (`evaluate` would
     score the old model with them). `set_aside` moves the previous run's
-    files (`_previous_outputs`) into `<model_dir>/.previous-run/` before the
-    rerun writes anything; `discard` deletes them once the new model is
-    saved, and `restore` puts them back if the rerun fails. A process
-    killed in between leaves the folder without `model.keras` (nothing to
-    score) and the previous run in `.previous-run/`, which the next rerun
-    takes as its predecessor.
+    files (`_previous_outputs`) into `<model_dir>/.previous-run/`; `discard`
+    deletes them once the new run has finished (model, scores, predictions,
+    export), and `restore` puts them back if it fails or is stopped.
+
+    A journal, `<model_dir>/.previous-run.json`, makes every state between
+    two file operations one the next command recognises: it is written
+    before the first move and names the files set aside, is marked
+    finished before the discard begins, and is removed last. `recover`
+    reads it: a rerun that did not finish (killed while setting aside,
+    training, scoring or restoring) is undone, the previous run put back
+    whole; a finished one's discard is completed. Restoring is idempotent:
+    a name that is in the folder comes back over the rerun's file of that
+    name; a journal name no longer in the folder is the previous run's
+    file, not yet moved or already back.
     """
 
     def __init__(self, model_dir):
         self.model_dir = model_dir
         self.folder = os.path.join(model_dir, PREVIOUS_RUN)
+        self.journal = os.path.join(model_dir, PREVIOUS_RUN_JOURNAL)
         self.names = []
 
+    def pending(self):
+        """The journal's dict when a rerun set the previous run aside and did
+        not finish (it runs, or was killed), else None."""
+        journal = self._read_journal()
+        return journal if journal and not journal["finished"] else None
+
+    def recover(self):
+        """Puts right what a killed rerun left behind (see the class);
+        returns a line saying what it did, or None when there was nothing."""
+        journal = self._read_journal()
+        if journal is None:
+            return None
+        if journal["finished"]:
+            self._finish_discard()
+            return f"A finished rerun's set-aside run in {self.folder} removed"
+        self._put_back(journal["names"])
+        return (
+            f"A rerun of {self.model_dir} that did not finish was undone: the previous "
+            f"run's {', '.join(journal['names'])} put back"
+        )
+
     def set_aside(self):
-        """Moves the previous run's files away; returns their names."""
+        """Moves the previous run's files away (after `recover`); returns
+        their names."""
         current = _previous_outputs(self.model_dir)
-        if tf.io.gfile.isdir(self.folder):
-            if "model.keras" in current:  # The set-aside run is older: drop it.
-                remove(self.folder)
-            else:  # A killed rerun's partial files: the set-aside run stays.
-                for name in current:
-                    remove(os.path.join(self.model_dir, name))
-                self.names = listdir(self.folder)
-                return self.names
         if not current:
             return []
+        self._write_journal(current, finished=False)
         makedirs(self.folder)
         for name in current:
             _move(os.path.join(self.model_dir, name), os.path.join(self.folder, name))
@@ -440,14 +473,72 @@ class PreviousRun:
                 for name in ("config.yaml", "vocab.txt", OUTPUTS_RECORD):
                     remove(os.path.join(self.model_dir, name))
             return
-        for name in _previous_outputs(self.model_dir):
-            remove(os.path.join(self.model_dir, name))
-        for name in self.names:
-            _move(os.path.join(self.folder, name), os.path.join(self.model_dir, name))
-        remove(self.folder)
+        self._put_back(self.names)
 
     def discard(self):
+        """Removes the set-aside run once the rerun has finished."""
+        if self.names:
+            self._write_journal(self.names, finished=True)
+            self._finish_discard()
+
+    def _put_back(self, names):
+        moved = set(listdir(self.folder)) if tf.io.gfile.isdir(self.folder) else set()
+        rerun_files = [
+            name
+            for name in _previous_outputs(self.model_dir, guess_unrecorded=False)
+            if name in moved or name not in names
+        ]
+        # The record last: until then it names the rerun's predictions.
+        for name in sorted(rerun_files, key=lambda name: name == OUTPUTS_RECORD):
+            remove(os.path.join(self.model_dir, name))
+        for name in sorted(moved):
+            _move(os.path.join(self.folder, name), os.path.join(self.model_dir, name))
         remove(self.folder)
+        remove(self.journal)
+
+    def _finish_discard(self):
+        remove(self.folder)
+        remove(self.journal)
+
+    def _write_journal(self, names, finished):
+        write_json_atomically({"names": sorted(names), "finished": finished}, self.journal)
+
+    def _read_journal(self):
+        """`{"names", "finished"}`, or None when there is no journal. A
+        `.previous-run/` without one (left by a version before the journal)
+        reads as an unfinished rerun of the names it holds; a journal that
+        cannot be parsed is an error naming it."""
+        if not is_file(self.journal):
+            if tf.io.gfile.isdir(self.folder):
+                return {"names": listdir(self.folder), "finished": False}
+            return None
+        try:
+            with tf.io.gfile.GFile(self.journal) as f:
+                journal = json.load(f)
+            names, finished = journal["names"], journal["finished"]
+            if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+                raise ValueError("names")
+        except (ValueError, KeyError, TypeError):
+            raise FinetuneError(
+                f"{self.journal}: not a rerun journal keras_bert wrote; the previous run "
+                f"is in {self.folder}: move its files back into {self.model_dir} "
+                "and delete the journal"
+            ) from None
+        return {"names": names, "finished": bool(finished)}
+
+
+def refuse_unfinished_rerun(model_dir, error=FinetuneError):
+    """Raises `error` when a fine-tuning rerun of `model_dir` has not
+    finished (`PreviousRun.pending`): the folder then holds no one run to
+    score, predict with or export."""
+    previous = PreviousRun(model_dir)
+    if previous.pending():
+        raise error(
+            f"{model_dir}: a finetune rerun has not finished there (it is running, or was "
+            f"stopped), and the previous run is set aside in {previous.folder}: the next "
+            "finetune command on this folder puts it back first; run the same one again to "
+            "finish the rerun"
+        )
 
 
 def _move(source, target):

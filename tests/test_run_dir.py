@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from keras_bert.errors import ConfigError, FinetuneError
+from keras_bert.errors import ConfigError, ExportError, FinetuneError
 from keras_bert.run_dir import refuse_another_run
 
 pytestmark = pytest.mark.backend_independent
@@ -189,3 +189,142 @@ def test_a_device_output_is_written_through_without_a_lock_beside_it():
     before = set(os.listdir("/dev"))
     with claimed_output("/dev/null", lambda: None, "predict"):
         assert set(os.listdir("/dev")) == before
+
+
+# --- A rerun's journal: any kill leaves a state the next command puts right
+# (issue 49, item 3) ---
+
+
+class Killed(BaseException):
+    """`kill -9` at a file operation: no handler runs."""
+
+
+def old_run(model_dir):
+    """A fine-tuning run and the user's files beside it."""
+    for name, text in {
+        "config.yaml": "task: sst2\n# old\n",
+        "model.keras": "old model",
+        "vocab.txt": "old vocab",
+        "eval_results.json": "{}",
+        "predictions_dev.jsonl": "old predictions",
+        "outputs.json": '["predictions_dev.jsonl"]',
+        "notes.txt": "the user's",
+        "eval_plan.md": "the user's too",
+    }.items():
+        (model_dir / name).write_text(text)
+
+
+def contents(model_dir):
+    return {
+        str(p.relative_to(model_dir)): p.read_text()
+        for p in sorted(model_dir.rglob("*"))
+        if p.is_file()
+    }
+
+
+def rerun(model_dir, fail=False):
+    """What `finetuning.runner` does to the folder: recover, set aside, write
+    the new run, then discard the previous run (or restore it on failure)."""
+    from keras_bert.run_dir import PreviousRun, write_json_atomically
+
+    previous = PreviousRun(str(model_dir))
+    previous.recover()
+    previous.set_aside()
+    for name in ("config.yaml", "vocab.txt", "model.keras", "eval_results.json"):
+        write_json_atomically(f"new {name}", str(model_dir / name))
+    if fail:
+        previous.restore()
+    else:
+        previous.discard()
+
+
+def operations(monkeypatch, kill_at=None):
+    """Counts the file operations of `run_dir` (moves, removals, JSON
+    writes), raising `Killed` before operation `kill_at`; returns the
+    count so far as a one-item list."""
+    from keras_bert import run_dir
+
+    count = [0]
+
+    def counted(function):
+        def operation(*args, **kwargs):
+            if count[0] == kill_at:
+                raise Killed
+            count[0] += 1
+            return function(*args, **kwargs)
+
+        return operation
+
+    for name in ("_move", "remove", "write_json_atomically"):
+        monkeypatch.setattr(run_dir, name, counted(getattr(run_dir, name)))
+    return count
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["finishing", "restoring"])
+def test_a_rerun_killed_at_any_file_operation_is_put_right(tmp_path, monkeypatch, fail):
+    from keras_bert.run_dir import PreviousRun
+
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    old_run(reference)
+    before = contents(reference)
+    with monkeypatch.context() as patch:
+        total = operations(patch)
+        rerun(reference, fail)
+    after = contents(reference)
+    assert (after == before) == fail
+    for kill_at in range(total[0]):
+        model_dir = tmp_path / f"killed_at_{kill_at}"
+        model_dir.mkdir()
+        old_run(model_dir)
+        with monkeypatch.context() as patch:
+            operations(patch, kill_at)
+            with pytest.raises(Killed):
+                rerun(model_dir, fail)
+        PreviousRun(str(model_dir)).recover()  # What the next finetune does first.
+        # An unfinished rerun is undone, the previous run whole again; once
+        # the journal says finished (the last three operations: that write,
+        # the removal of the set-aside folder, of the journal), the discard
+        # is completed. The user's files stay either way.
+        finished = not fail and kill_at >= total[0] - 2
+        assert contents(model_dir) == (after if finished else before), kill_at
+        assert not (model_dir / ".previous-run").exists()
+
+
+def test_an_unfinished_rerun_keeps_its_task_and_refuses_readers(tmp_path):
+    # Issue 49, item 3 (c): killed before its config.yaml was written, a
+    # rerun's folder took any task; predict scored whatever was there.
+    from keras_bert.run_dir import PreviousRun, refuse_unfinished_rerun
+    from keras_bert.serving.serving_export import find_model_file
+
+    old_run(tmp_path)
+    PreviousRun(str(tmp_path)).set_aside()
+    with pytest.raises(FinetuneError, match="holds a fine-tuning run of task 'sst2'"):
+        refuse_another_run(str(tmp_path), "cola")
+    with pytest.raises(FinetuneError) as error:
+        refuse_unfinished_rerun(str(tmp_path))
+    assert f"set aside in {tmp_path / '.previous-run'}" in str(error.value)
+    (tmp_path / "model.keras").write_text("the killed rerun's")
+    with pytest.raises(ExportError, match="a finetune rerun has not finished there"):
+        find_model_file(str(tmp_path))
+
+
+def test_a_set_aside_folder_from_before_the_journal_is_put_back(tmp_path):
+    from keras_bert.run_dir import PreviousRun
+
+    old_run(tmp_path)
+    before = contents(tmp_path)
+    PreviousRun(str(tmp_path)).set_aside()
+    (tmp_path / ".previous-run.json").unlink()
+    (tmp_path / "model.keras").write_text("the killed rerun's")
+    PreviousRun(str(tmp_path)).recover()
+    assert contents(tmp_path) == before
+
+
+def test_a_journal_keras_bert_did_not_write_is_one_line(tmp_path):
+    from keras_bert.run_dir import PreviousRun
+
+    old_run(tmp_path)
+    (tmp_path / ".previous-run.json").write_text('{"names": 3}')
+    with pytest.raises(FinetuneError, match="not a rerun journal keras_bert wrote"):
+        PreviousRun(str(tmp_path)).recover()

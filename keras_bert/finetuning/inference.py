@@ -11,8 +11,6 @@ import logging
 import os
 import time
 
-import tensorflow as tf
-
 from keras_bert.errors import FinetuneError
 from keras_bert.file_io import (
     FILE_ERRORS,
@@ -26,10 +24,10 @@ from keras_bert.finetuning.runner import infer_lower_case, load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.run_dir import (
     EVAL_FILES,
-    PREVIOUS_RUN,
     check_output,
     claimed_output,
     record_outputs,
+    refuse_unfinished_rerun,
 )
 from keras_bert.runtime.progress import StderrProgbar
 
@@ -58,17 +56,11 @@ def load_run(model_dir, input_file):
     together."""
     import pipelines
 
+    refuse_unfinished_rerun(model_dir)
     task, config = load_saved_config(model_dir)
     if not is_file(input_file):
         raise FinetuneError(f"{input_file}: no such file")
     model_path = os.path.join(model_dir, "model.keras")
-    set_aside = os.path.join(model_dir, PREVIOUS_RUN)
-    if not is_file(model_path) and tf.io.gfile.isdir(set_aside):
-        raise FinetuneError(
-            f"{model_path}: no such file; a rerun of finetune stopped before saving its model, "
-            f"and the previous run is set aside in {set_aside}: run the same finetune command "
-            "again to finish (it takes that run up), or move its files back to use it"
-        )
     model = load_keras_model(model_path)
     vocab_path = os.path.join(model_dir, "vocab.txt")
     vocabulary = pipelines.load_vocabulary(vocab_path)

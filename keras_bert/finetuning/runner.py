@@ -196,6 +196,9 @@ def _run_in(task, data_dir, init_checkpoint, model_dir, vocab, config):
     puts the previous run back if this one fails."""
     with RunLock(model_dir, FINETUNE_LOCK_FILE, "fine-tuning", error=FinetuneError):
         previous = PreviousRun(model_dir)
+        recovered = previous.recover()
+        if recovered:
+            logger.warning(recovered)
         if previous.set_aside():
             logger.info(
                 "A rerun: the previous run's %s set aside in %s until the new model is saved",
@@ -210,7 +213,7 @@ def _run_in(task, data_dir, init_checkpoint, model_dir, vocab, config):
             previous.restore()
             raise
         if previous.names:
-            previous.discard()
+            previous.discard()  # Only now: the rerun has finished.
             logger.info("Removed the previous run's %s", ", ".join(previous.names))
         return results
 

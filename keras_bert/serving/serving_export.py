@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from keras_bert.errors import ExportError
 from keras_bert.file_io import archive_problem, atomic_directory, listdir, makedirs, remove
+from keras_bert.run_dir import refuse_unfinished_rerun
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +42,10 @@ def find_model_file(model_dir):
     """The model to export in a training output dir.
 
     `model.keras` (a fine-tuned task model) first, then `pretrainer.keras`,
-    then `backbone.keras`.
+    then `backbone.keras`. A folder whose fine-tuning rerun has not
+    finished holds no one run: refused.
     """
+    refuse_unfinished_rerun(model_dir, error=ExportError)
     for name in MODEL_FILES:
         path = os.path.join(model_dir, name)
         if tf.io.gfile.exists(path):

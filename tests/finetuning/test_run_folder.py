@@ -338,13 +338,64 @@ def test_killed_rerun_leaves_no_model_to_score_and_is_taken_up(
         ["--model_dir", str(run_copy), "--input", str(fixtures / "glue" / "SST-2" / "dev.tsv")],
         capsys,
     )
-    assert "model.keras: no such file" in err
     # Issue 49: it says where the previous run is and what to do.
-    assert f"set aside in {run_copy / '.previous-run'}" in err and "again to finish" in err
+    assert "a finetune rerun has not finished there" in err
+    assert f"set aside in {run_copy / '.previous-run'}" in err and "run the same one again" in err
     # The next rerun fails too: the set-aside run comes back whole.
     one_line_error(
         finetune_main,
         finetune_args(fixtures, checkpoint, run_copy, "data.max_seq_length=512"),
         capsys,
     )
+    assert files(run_copy) == before
+
+
+class Killed(BaseException):
+    """`kill -9`: no handler runs."""
+
+
+def test_rerun_killed_after_saving_its_model_is_undone(
+    run_copy, fixtures, checkpoint, capsys, monkeypatch
+):
+    # Issue 49, item 3 (a): killed between saving its model and the end of
+    # dev scoring, a rerun's unfinished run was kept and the set-aside
+    # complete one deleted by the next rerun.
+    from keras_bert.finetuning.task_registry import TASKS
+    from keras_bert.run_dir import PreviousRun
+
+    before = files(run_copy)
+
+    def killed(*args, **kwargs):
+        assert "model.keras" in os.listdir(run_copy)  # The new one.
+        raise Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr(TASKS["sst2"], "evaluate", killed)
+        patch.setattr(PreviousRun, "restore", lambda self: None)
+        with pytest.raises(Killed):
+            finetune_main(finetune_args(fixtures, checkpoint, run_copy, "training.seed=1"))
+    dev = str(fixtures / "glue" / "SST-2" / "dev.tsv")
+    err = one_line_error(predict, ["--model_dir", str(run_copy), "--input", dev], capsys)
+    assert "a finetune rerun has not finished there" in err
+    # A rerun that fails on its data: the complete previous run is back.
+    one_line_error(
+        finetune_main,
+        finetune_args(fixtures, checkpoint, run_copy, "data.max_seq_length=512"),
+        capsys,
+    )
+    assert files(run_copy) == before
+
+
+def test_unfinished_rerun_of_one_task_refuses_another(run_copy, fixtures, checkpoint, capsys):
+    # Issue 49, item 3 (c): killed before its config.yaml was written, the
+    # folder took a run of another task, which then deleted the set-aside run.
+    from keras_bert.run_dir import PreviousRun
+
+    before = files(run_copy)
+    PreviousRun(str(run_copy)).set_aside()
+    args = finetune_args(fixtures, checkpoint, run_copy)
+    args[1] = "cola"
+    err = one_line_error(finetune_main, args, capsys)
+    assert "holds a fine-tuning run of task 'sst2'" in err
+    PreviousRun(str(run_copy)).recover()  # What the next sst2 rerun does first.
     assert files(run_copy) == before
