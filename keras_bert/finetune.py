@@ -60,13 +60,26 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
 
     def check():
-        # The config, its overrides and a local --data_dir, before the backend
+        # The config, its overrides and the local paths, before the backend
         # measurement (`run_finetune` checks them again, for callers from Python).
         from keras_bert.errors import FinetuneError
         from keras_bert.finetuning.config import load_finetune_config
+        from keras_bert.model_configs import model_config_path
 
         if "://" not in args.data_dir and not os.path.isdir(args.data_dir):
             raise FinetuneError(f"--data_dir {args.data_dir}: no such directory")
+        checkpoint = args.init_checkpoint
+        if checkpoint.startswith("random:"):
+            try:
+                model_config_path(checkpoint[len("random:") :])
+            except ValueError as error:
+                raise FinetuneError(f"--init_checkpoint {checkpoint}: {error}") from None
+        elif "://" not in checkpoint and not any(
+            os.path.exists(path) for path in (checkpoint, checkpoint + ".index")
+        ):
+            raise FinetuneError(f"{checkpoint}: no such checkpoint file or folder")
+        if args.vocab and "://" not in args.vocab and not os.path.isfile(args.vocab):
+            raise FinetuneError(f"--vocab {args.vocab}: no such file")
         load_finetune_config(args.task, args.config, args.set)
 
     def finetune():

@@ -9,10 +9,7 @@ those, with the grid name accepted as an alias.
 import inspect
 import os
 
-import tensorflow as tf
-import yaml
-
-from keras_bert.file_io import is_file
+from keras_bert.config_tree import config_file_exists, read_yaml
 from keras_bert.paths import CONFIGS
 
 CONFIG_DIR = CONFIGS / "model"
@@ -31,6 +28,21 @@ def available_model_configs():
     return sorted(names | set(ALIASES))
 
 
+def model_config_path(name_or_path):
+    """The YAML file of a config name or path (checked without TensorFlow
+    or Keras when local); a `ValueError` naming the shipped configs when
+    there is none."""
+    path = os.fspath(name_or_path)
+    if not path.endswith((".yaml", ".yml")):
+        path = str(CONFIG_DIR / f"{ALIASES.get(path, path)}.yaml")
+    if not config_file_exists(path):
+        raise ValueError(
+            f"Unknown model config {os.fspath(name_or_path)!r}: no file {path}. "
+            f"Shipped configs: {', '.join(available_model_configs())}"
+        )
+    return path
+
+
 def load_model_config(name_or_path):
     """Backbone constructor arguments from a config name or a YAML path
     (local or remote).
@@ -39,16 +51,8 @@ def load_model_config(name_or_path):
     """
     from keras_bert.models import BertBackbone
 
-    path = os.fspath(name_or_path)
-    if not path.endswith((".yaml", ".yml")):
-        path = str(CONFIG_DIR / f"{ALIASES.get(path, path)}.yaml")
-    if not is_file(path):
-        raise ValueError(
-            f"Unknown model config {os.fspath(name_or_path)!r}: no file {path}. "
-            f"Shipped configs: {', '.join(available_model_configs())}"
-        )
-    with tf.io.gfile.GFile(path) as f:
-        config = yaml.safe_load(f.read()) or {}
+    path = model_config_path(name_or_path)
+    config = read_yaml(path)
     known = set(inspect.signature(BertBackbone.__init__).parameters) - {
         "self",
         "kwargs",

@@ -102,6 +102,22 @@ def test_a_users_python_dash_m_package_gets_the_classes_registered(tmp_path):
             + ["--set", "trainign.epochs=1"],
             "error: ",
         ),
+        (
+            ["keras_bert.finetune", "--task", "sst2", "--data_dir", "."]
+            + ["--init_checkpoint", "no/such.keras", "--model_dir", "runs/never"],
+            "error: no/such.keras: no such checkpoint file or folder",
+        ),
+        (
+            ["keras_bert.finetune", "--task", "sst2", "--data_dir", "."]
+            + ["--init_checkpoint", "random:bert_huge", "--model_dir", "runs/never"],
+            "error: --init_checkpoint random:bert_huge: Unknown model config 'bert_huge'",
+        ),
+        (
+            ["keras_bert.finetune", "--task", "sst2", "--data_dir", "."]
+            + ["--init_checkpoint", "random:bert_tiny", "--model_dir", "runs/never"]
+            + ["--vocab", "no/vocab.txt"],
+            "error: --vocab no/vocab.txt: no such file",
+        ),
     ],
 )
 def test_a_training_commands_bad_input_answers_before_the_backend_is_measured(
