@@ -28,6 +28,8 @@ is left of the budget.
 
 import keras
 
+from keras_bert.errors import ConfigError
+
 # The learning rate is set again once it has moved this share of the peak
 # (under JAX a change costs a sync of the training state, see below): ~200 changes in
 # a run, each far below the step-to-step noise of Adam.
@@ -120,11 +122,27 @@ class BudgetClock(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         self.batches += 1
+        if self.batches == self.accumulation and self.start_progress == 0:
+            self._refuse_a_budget_spent_by_start_up()
         progress = self.progress()
         self.state.budget_progress = progress
         self.state.budget_seconds_spent = self.spent_before + self.clock() - self.started
         if progress * self.train_steps >= self.phase_ends[self.state.phase]:
             self.model.stop_training = True
+
+    def _refuse_a_budget_spent_by_start_up(self):
+        """A new run whose first update ends past the deadline would train
+        nothing and export it: refused, with what start-up cost."""
+        if self.clock() < self.deadline:
+            return
+        budget = self.deadline - self.started
+        raise ConfigError(
+            f"train_budget_minutes={budget / 60:g} is spent before training begins: "
+            "building the model, starting the input pipeline and the first update "
+            f"(tracing it) took {clock_time(self.clock() - self.started)} on this machine, "
+            "and no checkpoint was saved. Give a budget well above that, or null for a "
+            "step-based run."
+        )
 
     @property
     def learning_rate(self):

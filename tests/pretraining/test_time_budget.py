@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
+from keras_bert.errors import ConfigError
 from keras_bert.optimization.warmup_linear_decay import WarmupLinearDecay
 from keras_bert.pretraining import CheckpointManager, ConfigError, run_pretraining
 from keras_bert.pretraining.config import load_pretraining_config
@@ -117,6 +118,34 @@ def test_a_resumed_clock_spreads_the_rest_of_the_schedule_over_the_rest_of_the_b
     assert budget.seconds_left() == pytest.approx(15.0)
 
 
+@pytest.mark.backend_independent
+def test_a_budget_spent_by_start_up_is_refused_at_the_first_update():
+    # Issue 49, item 11: a budget too short to train was refused only after
+    # a whole measurement (before #46), then trained one update at rate 0
+    # and exported it.
+    clock, state = ManualClock(), TrainingState()
+    budget = budget_clock(state, clock, budget_seconds=1.2)
+    clock.now = 14.6  # Tracing the first update.
+    budget.on_train_batch_begin(0)
+    clock.now = 15.0
+    with pytest.raises(ConfigError) as error:
+        budget.on_train_batch_end(0)
+    assert str(error.value).startswith(
+        "train_budget_minutes=0.02 is spent before training begins: building the model, "
+        "starting the input pipeline and the first update (tracing it) took 15 s"
+    )
+    # Inside the budget, or a resumed run (whose start-up is not a new run's): trains on.
+    for state, deadline_passed in (
+        (TrainingState(), False),
+        (TrainingState(budget_progress=0.5), True),
+    ):
+        clock = ManualClock()
+        budget = budget_clock(state, clock, budget_seconds=20.0)
+        clock.now = 25.0 if deadline_passed else 15.0
+        budget.on_train_batch_begin(0)
+        budget.on_train_batch_end(0)
+
+
 class Tick(keras.callbacks.Callback):
     """Moves a `ManualClock` one second per batch; sends `signum` at
     batch `stop_at` of the run."""
@@ -215,10 +244,25 @@ def test_a_budget_spent_before_the_last_phase_skips_it(tmp_path, tiny_corpus):
 
     class Slow(Tick):
         def on_train_batch_begin(self, batch, logs=None):
-            self.clock.now += 20.0  # one update spends the whole budget
+            # The second update spends the whole budget.
+            self.clock.now += 20.0 if self.batches else 1.0
 
     result = run_pretraining(config, verbose=0, callbacks=[Slow(clock)], clock=clock)
-    assert result["state"].finished and result["state"].step == 1
+    assert result["state"].finished and result["state"].step == 2
+
+
+def test_a_budget_spent_by_the_first_update_trains_and_saves_nothing(tmp_path, tiny_corpus):
+    config = budgeted_tiny(tmp_path, tiny_corpus)
+    clock = ManualClock()
+
+    class Slow(Tick):
+        def on_train_batch_begin(self, batch, logs=None):
+            self.clock.now += 20.0
+
+    with pytest.raises(ConfigError, match="train_budget_minutes=0.1 is spent before training"):
+        run_pretraining(config, verbose=0, callbacks=[Slow(clock)], clock=clock)
+    assert CheckpointManager(os.path.join(config.model_dir, "checkpoints")).checkpoints() == []
+    assert not os.path.exists(os.path.join(config.model_dir, "backbone.keras"))
 
 
 def test_plan_line_and_end_line():
