@@ -34,7 +34,7 @@ from keras_bert.file_io import (
     save_keras_atomically,
 )
 from keras_bert.layers.bert_encoder_block import ACTIVATIONS
-from keras_bert.run_dir import check_output
+from keras_bert.run_dir import check_output, claimed_output
 
 _ACTIVATION_FORMS = {
     "gelu": "exact GELU, x * Phi(x) with erf",
@@ -204,24 +204,33 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
         )
     if os.path.islink(dst):  # Replace what it points to; the link stays.
         dst = os.path.realpath(dst)
-    if os.path.exists(dst):
-        if not overwrite:
-            raise CheckpointError(f"{dst}: already exists; pass --overwrite to replace it")
-        _check_replaceable(dst)
-    # Never the source, nor a run folder's own files (`run_dir.check_output`).
-    inputs = [src, *([vocab] if vocab else [])]
-    inputs += [os.path.join(src, name) for name in HUGGING_FACE_FILES]
-    targets = (
-        [dst] if dst.endswith(".keras") else [os.path.join(dst, n) for n in HUGGING_FACE_FILES]
-    )
-    for target in targets:
-        check_output("", target, inputs, overwrite=True, error=CheckpointError)
     parent = os.path.dirname(os.path.abspath(dst))
     if not os.path.isdir(parent):
         raise CheckpointError(f"{dst}: parent folder does not exist.")
     # Checked before the (slow) read; the write itself needs the parent.
     if not os.access(parent, os.W_OK):
         raise CheckpointError(f"{dst}: parent folder {parent} is not writable.")
+
+    def check_destination():
+        if os.path.exists(dst):
+            if not overwrite:
+                raise CheckpointError(f"{dst}: already exists; pass --overwrite to replace it")
+            _check_replaceable(dst)
+        # Never the source, nor a run folder's own files (`run_dir.check_output`).
+        inputs = [src, *([vocab] if vocab else [])]
+        inputs += [os.path.join(src, name) for name in HUGGING_FACE_FILES]
+        targets = (
+            [dst] if dst.endswith(".keras") else [os.path.join(dst, n) for n in HUGGING_FACE_FILES]
+        )
+        for target in targets:
+            check_output("", target, inputs, overwrite=True, error=CheckpointError)
+
+    # Of two conversions onto one new destination, the second is refused.
+    with claimed_output(dst, check_destination, "conversion", error=CheckpointError):
+        return _convert_and_write(src, dst, heads, vocab, hidden_activation)
+
+
+def _convert_and_write(src, dst, heads, vocab, hidden_activation):
     checkpoint = read_checkpoint(src)
     if vocab is not None:
         tokens, note = read_vocabulary(vocab)

@@ -146,6 +146,26 @@ def test_existing_destination_needs_overwrite(tmp_path, capsys):
 
 
 @pytest.mark.backend_independent
+def test_two_conversions_onto_one_new_destination_cannot_both_write(tmp_path, capsys):
+    # Issue 49, item 6: both passed the existence check; the second replaced
+    # the first's output without --overwrite.
+    import socket
+
+    write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
+    args = [str(tmp_path / "google"), str(tmp_path / "m.keras")]
+    # The first is still converting: its claim (this process, running) is held.
+    (tmp_path / ".m.keras.lock").write_text(f"{os.getpid()} {socket.gethostname()}\n")
+    assert main(args) == 2
+    assert "is held by pid" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == [".m.keras.lock", "google"]
+    (tmp_path / ".m.keras.lock").unlink()
+    # The first has finished: the second's check is made holding the claim.
+    assert main(args) == 0 and main(args) == 2
+    assert "already exists; pass --overwrite" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["google", "m.keras"]
+
+
+@pytest.mark.backend_independent
 def test_overwrite_replaces_a_previous_output(tmp_path, capsys):
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
     google, hf = str(tmp_path / "google"), str(tmp_path / "hf")
