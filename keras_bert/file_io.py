@@ -311,7 +311,11 @@ def archive_problem(path):
     if not is_file(path):
         return "no such file"
     with tf.io.gfile.GFile(path, "rb") as f:
-        if not zipfile.is_zipfile(f):
+        try:
+            is_zip = zipfile.is_zipfile(f)
+        except tf.errors.InvalidArgumentError:  # GFile's seek before byte 0: a tiny file.
+            is_zip = False
+        if not is_zip:
             return "not a .keras archive (truncated or corrupt zip file)"
         try:
             with zipfile.ZipFile(f) as archive:
