@@ -24,19 +24,28 @@ from keras_bert.runtime.hardware import resolve_jit_compile
 def probe_seconds_per_step(warmup_steps, timed_steps, **model):
     """Seconds per pre-training step (forward, backward, AdamW) of an
     objective's model on random ids, compiled as `keras_bert.pretraining` does,
-    over `timed_steps` after `warmup_steps`. `model`: `warmed_up_steps`'s."""
+    at each of `model["shapes"]`, over `timed_steps` after `warmup_steps`.
+    `model`: `warmed_up_steps`'s."""
     return warmed_up_steps(warmup_steps, **model)(timed_steps)
 
 
-def serve_rounds(warmup_steps, timed_steps, **model):
+def serve_rounds(warmup_steps, timed_steps, phases, **model):
     """The probe's subprocess side: warms up, prints `probe ready`, then for
-    each line read on stdin times `timed_steps` steps and prints `probe
-    <seconds per step>`, until stdin closes. Other output the libraries
-    may print on stdout does not start with `probe `."""
-    time_steps = warmed_up_steps(warmup_steps, **model)
+    each line read on stdin times `timed_steps` steps at each of `phases`'
+    shapes and prints `probe <seconds per recipe step>`: the phases' seconds
+    per step weighted by their recipe steps, until stdin closes. Other
+    output the libraries may print on stdout does not start with `probe `.
+
+    Args:
+        phases: `(seq_len, batch_size, predictions, recipe_steps)` per phase.
+    """
+    time_steps = warmed_up_steps(warmup_steps, shapes=[p[:3] for p in phases], **model)
+    weights = [p[3] for p in phases]
     print("probe ready", flush=True)
     for _ in sys.stdin:
-        print(f"probe {time_steps(timed_steps)!r}", flush=True)
+        seconds = time_steps(timed_steps)
+        weighted = sum(w * s for w, s in zip(weights, seconds)) / sum(weights)
+        print(f"probe {weighted!r}", flush=True)
 
 
 def warmed_up_steps(
@@ -44,26 +53,34 @@ def warmed_up_steps(
     num_layers,
     hidden_dim,
     num_heads,
-    seq_len,
-    batch_size,
+    shapes,
+    dropout=0.1,
     precision="float32",
     jit_compile="auto",
     sampled_softmax_candidates=None,
     objective="masked_lm",
+    next_sentence_rate=0.0,
 ):
-    """A function `steps -> seconds per step` that trains the compiled
-    model of `objective` (with the next-sentence task, for the masked LM)
-    on random ids, after `warmup_steps` (compilation)."""
+    """A function `steps -> [seconds per step at each shape]` that trains
+    the compiled model of `objective` on random ids, `steps` updates at
+    each `(seq_len, batch_size, predictions)` of `shapes` in turn, after
+    `warmup_steps` at each (compilation). `next_sentence_rate` > 0 adds the
+    masked LM's next-sentence task."""
     vocabulary_size = 30522
-    predictions = max(1, round(0.15 * seq_len))
     config = PretrainingConfig(
         objective=objective,
         sampled_softmax_candidates=sampled_softmax_candidates,
-        data=DataConfig(next_sentence_rate=0.5 if objective == "masked_lm" else 0.0),
+        data=DataConfig(next_sentence_rate=next_sentence_rate),
     )
     objective = OBJECTIVES[objective](config)
     backbone = BertBackbone(
-        vocabulary_size, num_layers, num_heads, hidden_dim, 4 * hidden_dim, dtype=precision
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        4 * hidden_dim,
+        dropout=dropout,
+        dtype=precision,
     )
     model = objective.build_model(backbone)
     model.compile(
@@ -72,6 +89,26 @@ def warmed_up_steps(
         jit_compile=resolve_jit_compile(jit_compile),
     )
     rng = np.random.default_rng(0)
+    datasets = [
+        _random_batches(rng, objective, vocabulary_size, *shape).repeat() for shape in shapes
+    ]
+    for dataset in datasets:
+        model.fit(dataset, steps_per_epoch=warmup_steps, epochs=1, verbose=0)
+
+    def time_steps(steps):
+        seconds = []
+        for dataset in datasets:
+            start = time.perf_counter()
+            model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
+            seconds.append((time.perf_counter() - start) / steps)
+        return seconds
+
+    return time_steps
+
+
+def _random_batches(rng, objective, vocabulary_size, seq_len, batch_size, predictions):
+    """One batch of random ids, `predictions` masked positions a sequence,
+    as the objective's model takes it."""
     features = {
         "token_ids": rng.integers(1000, vocabulary_size, (batch_size, seq_len)),
         "segment_ids": np.zeros((batch_size, seq_len)),
@@ -90,15 +127,4 @@ def warmed_up_steps(
         "mlm": np.ones((batch_size, predictions), "float32"),
         "nsp": np.ones((batch_size,), "float32"),
     }
-    dataset = tf.data.Dataset.from_tensors((features, labels, weights)).map(
-        objective.to_keras_batch
-    )
-    dataset = dataset.repeat()
-    model.fit(dataset, steps_per_epoch=warmup_steps, epochs=1, verbose=0)
-
-    def time_steps(steps):
-        start = time.perf_counter()
-        model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
-        return (time.perf_counter() - start) / steps
-
-    return time_steps
+    return tf.data.Dataset.from_tensors((features, labels, weights)).map(objective.to_keras_batch)

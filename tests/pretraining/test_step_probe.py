@@ -15,17 +15,21 @@ def test_probe_times_a_real_training_step(sampled_softmax_candidates):
         num_layers=1,
         hidden_dim=16,
         num_heads=2,
-        seq_len=16,
-        batch_size=2,
+        shapes=[(8, 4, 2), (16, 2, 3)],
         warmup_steps=1,
         timed_steps=2,
         sampled_softmax_candidates=sampled_softmax_candidates,
     )
-    assert 0 < seconds < 60
+    assert len(seconds) == 2 and all(0 < s < 60 for s in seconds)
 
 
-def test_the_probe_measures_the_default_runs_step():
+def test_the_probe_measures_the_default_runs_steps():
     default = load_pretraining_config("default")
-    last = default.phases[-1]
-    assert (PROBE["seq_len"], PROBE["batch_size"]) == (last.seq_len, last.batch_size)
+    phases = [
+        (phase.seq_len, phase.batch_size, phase.max_predictions, steps)
+        for phase, steps in zip(default.phases, default.phase_steps())
+    ]
+    assert list(PROBE["phases"]) == phases
+    assert PROBE["dropout"] == default.model_overrides["dropout"]
+    assert default.data.next_sentence_rate == 0  # The probe's step has none.
     assert PROBE["sampled_softmax_candidates"] == default.sampled_softmax_candidates
