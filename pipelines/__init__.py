@@ -23,10 +23,10 @@ _PUBLIC = {
     "SPECIAL_TOKENS": "pipelines.vocabulary",
     "VocabularyError": "pipelines.errors",
     "learn_vocabulary": "pipelines.vocabulary_learner",
-    "list_files": "pipelines.corpus",
+    "list_files": "pipelines.corpus_files",
     "load_vocabulary": "pipelines.vocabulary",
     "pretraining_dataset": "pipelines.pretraining",
-    "split_files": "pipelines.corpus",
+    "split_files": "pipelines.corpus_files",
     "strip_gutenberg_boilerplate": "pipelines.corpus",
     "write_tfrecord_shards": "pipelines.shards",
 }

@@ -30,7 +30,7 @@ import logging
 
 import tensorflow as tf
 
-from pipelines import corpus, shards
+from pipelines import corpus, corpus_files, shards
 from pipelines.bert_tokenizer import BertTokenizer
 from pipelines.limits import MIN_SEQ_LEN
 from pipelines.masking import mask_batch
@@ -306,7 +306,7 @@ def pretraining_dataset(
         f"next_sentence_rate={next_sentence_rate!r}",
     )
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
-    files = corpus.list_files(file_pattern, corpus_format)
+    files = corpus_files.list_files(file_pattern, corpus_format)
     if corpus_format == "tfrecord":
         shards.check_tfrecord_vocabulary(files, tokenizer.vocab_file)
     # DEBUG: one line per dataset (each phase's training and held-out data).

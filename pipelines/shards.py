@@ -15,7 +15,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from pipelines import corpus
+from pipelines import corpus, corpus_files
 from pipelines.bert_tokenizer import BertTokenizer
 from pipelines.errors import CorpusError
 
@@ -91,13 +91,13 @@ def write_tfrecord_shards(
             the corpus or a failed write; an interrupted or failed run
             leaves no shard behind.
     """
-    if corpus_format == "tfrecord" or corpus_format not in corpus.CORPUS_FORMATS:
+    if corpus_format == "tfrecord" or corpus_format not in corpus_files.CORPUS_FORMATS:
         raise CorpusError(
             "`corpus_format` for writing shards must be 'sentences', 'text' "
             f"or 'lines'. Received: corpus_format={corpus_format!r}"
         )
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
-    files = corpus.list_files(file_pattern, corpus_format)
+    files = corpus_files.list_files(file_pattern, corpus_format)
     _check_output_dir(output_dir, num_shards)
     # Files tokenized in parallel and written in order, each as a whole.
     file_documents = tf.data.Dataset.from_tensor_slices(files).map(

@@ -10,7 +10,7 @@ import logging
 
 import tensorflow as tf
 
-from pipelines import corpus
+from pipelines import corpus, corpus_files
 from pipelines.bert_tokenizer import basic_split
 from pipelines.errors import VocabularyError
 from pipelines.vocabulary import (
@@ -82,7 +82,7 @@ def learn_vocabulary(
         )
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-    files = corpus.list_files(file_pattern, corpus_format=corpus_format)
+    files = corpus_files.list_files(file_pattern, corpus_format=corpus_format)
     no_autograph = tf.autograph.experimental.do_not_convert
     lines = (
         tf.data.Dataset.from_tensor_slices(files)

@@ -110,16 +110,68 @@ def run_pretraining(
 
 
 def _resume_and_train(pretraining, verbose, callbacks, started, clock):
-    """`run_pretraining` once `model_dir` is ours."""
+    """`run_pretraining` once `model_dir` is ours: restore, train each
+    remaining phase, evaluate after each, then export and report."""
     config = pretraining.config
-    distribution = pretraining.distribution
-    chief = distribution.is_chief
-    model_dir = config.model_dir
-    model = pretraining.model
+    chief = pretraining.distribution.is_chief
     manager = CheckpointManager(
-        os.path.join(model_dir, "checkpoints"), keep=config.checkpoint.keep, is_chief=chief
+        os.path.join(config.model_dir, "checkpoints"),
+        keep=config.checkpoint.keep,
+        is_chief=chief,
     )
-    latest, state = restore_newest_readable(manager, model, distribution)
+    latest, state = _restore_or_start(pretraining, manager)
+    results = {"state": state, "eval": {}, "preempted": False, "pretraining": pretraining}
+    if state.finished:
+        print(
+            f"Already finished at step {state.step}; outputs are in {config.model_dir}.",
+            flush=True,
+        )
+        return results
+    accumulation = config.optimizer.gradient_accumulation_steps
+    checkpointer = PretrainingCheckpoint(
+        manager, state, config.checkpoint.every_steps, accumulation
+    )
+    # A run killed after its last phase resumes straight into evaluation
+    # and export, with no `fit` to hand the callback its model.
+    checkpointer.set_model(pretraining.model)
+    budget = _budget_clock(pretraining, state, latest, started, clock)
+    monitor = _training_monitor(pretraining, state, budget, verbose, started, clock)
+    previous_handlers = checkpointer.install_signal_handlers()
+    try:
+        for phase in pretraining.phases[state.phase :]:
+            _train_phase(pretraining, phase, state, budget, checkpointer, monitor, callbacks)
+            if checkpointer.preempted:
+                print(
+                    f"Stopped at step {state.step}; checkpoint saved. "
+                    "Run the same command to resume.",
+                    flush=True,
+                )
+                results["preempted"] = True
+                return results
+            if budget and phase is pretraining.phases[-1]:
+                print(describe_end(config, state.step, state.budget_seconds_spent), flush=True)
+            results["eval"][phase.index] = evaluate(pretraining, phase.index, monitor, state.step)
+            state.phase += 1
+            state.phase_micro_step = 0
+        state.finished = True
+        if chief:
+            export_models(pretraining, config.model_dir)
+        checkpointer.save()
+        if chief and config.fill_mask_probes:
+            results["fill_mask"] = fill_mask_report(pretraining)
+    finally:
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
+    return results
+
+
+def _restore_or_start(pretraining, manager):
+    """`(latest checkpoint or None, TrainingState)`: the newest readable
+    checkpoint restored, else the initial weights of `init_checkpoint`
+    loaded; a finished step-based run whose `train_steps` was extended
+    reopened in its last phase."""
+    config = pretraining.config
+    latest, state = restore_newest_readable(manager, pretraining.model, pretraining.distribution)
     if latest:
         print(
             f"Resuming from {latest}: step {state.step}, phase "
@@ -129,8 +181,6 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock):
     elif config.init_checkpoint:
         load_initial_weights(pretraining, config.init_checkpoint)
         print(f"Initial weights from {config.init_checkpoint}.", flush=True)
-    results = {"state": state, "eval": {}, "preempted": False, "pretraining": pretraining}
-    accumulation = config.optimizer.gradient_accumulation_steps
     last = pretraining.phases[-1]
     budgeted = config.train_budget_minutes is not None
     if state.finished and not budgeted and state.step < last.first_step + last.steps:
@@ -138,121 +188,105 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock):
         # last phase, whose first step did not move.
         state.finished = False
         state.phase = last.index
+        accumulation = config.optimizer.gradient_accumulation_steps
         state.phase_micro_step = state.micro_step - last.first_step * accumulation
-    if state.finished:
-        print(f"Already finished at step {state.step}; outputs are in {model_dir}.", flush=True)
-        return results
+    return latest, state
 
-    schedule = pretraining.schedule
-    checkpointer = PretrainingCheckpoint(
-        manager, state, config.checkpoint.every_steps, accumulation
+
+def _budget_clock(pretraining, state, latest, started, clock):
+    """The `BudgetClock` of a budgeted run (its plan printed), else None."""
+    config = pretraining.config
+    if config.train_budget_minutes is None:
+        return None
+    print(describe_plan(config, resumed_state=state if latest else None), flush=True)
+    return BudgetClock(
+        pretraining.schedule,
+        config.train_steps,
+        [p.first_step + p.steps for p in pretraining.phases],
+        state,
+        config.train_budget_minutes * 60,
+        started,
+        clock,
+        config.optimizer.gradient_accumulation_steps,
     )
-    # A run killed after its last phase resumes straight into evaluation
-    # and export, with no `fit` to hand the callback its model.
-    checkpointer.set_model(model)
-    budget = None
-    if budgeted:
-        print(describe_plan(config, resumed_state=state if latest else None), flush=True)
-        budget = BudgetClock(
-            schedule,
-            config.train_steps,
-            [p.first_step + p.steps for p in pretraining.phases],
-            state,
-            config.train_budget_minutes * 60,
-            started,
-            clock,
-            accumulation,
-        )
+
+
+def _training_monitor(pretraining, state, budget, verbose, started, clock):
+    """The console, TensorBoard and profiler callback; its learning rate
+    and time left come from the budget's clock when there is one."""
+    config = pretraining.config
+    accumulation = config.optimizer.gradient_accumulation_steps
     profile = None
     if config.profile_steps:
         profile = tuple(int(s) for s in config.profile_steps.split(","))
-    monitor = TrainingMonitor(
-        os.path.join(model_dir, "logs"),
+    return TrainingMonitor(
+        os.path.join(config.model_dir, "logs"),
         state,
         logged=pretraining.objective.logged,
         learning_rate_fn=(
             (lambda step: budget.learning_rate)
             if budget
-            else lambda step: float(keras.ops.convert_to_numpy(schedule(step * accumulation)))
+            else lambda step: float(
+                keras.ops.convert_to_numpy(pretraining.schedule(step * accumulation))
+            )
         ),
         total_steps=None if budget else config.train_steps,
         seconds_left_fn=budget.seconds_left if budget else None,
         profile_steps=profile,
-        enabled=chief,
+        enabled=pretraining.distribution.is_chief,
         verbose=bool(verbose),
         clock=clock,
         started=started,
     )
+
+
+def _train_phase(pretraining, phase, state, budget, checkpointer, monitor, callbacks):
+    """Trains what is left of `phase` (`fit`, one Keras epoch per
+    `steps_per_loop` updates; a budgeted phase until its clock stops it),
+    then saves a checkpoint at its last step. Returns early, the
+    checkpoint saved, when SIGTERM or Ctrl-C stopped it
+    (`checkpointer.preempted`)."""
+    config = pretraining.config
+    seq = phase.config
+    end = phase.first_step + phase.steps
+    print(
+        f"Phase {phase.index}: seq_len={seq.seq_len}, "
+        f"max_predictions={seq.max_predictions}, global batch "
+        f"{seq.batch_size}, "
+        + (
+            f"recipe steps {phase.first_step:,}..{end:,} of {config.train_steps:,} on the clock"
+            if budget
+            else f"steps {phase.first_step}..{end}"
+        ),
+        flush=True,
+    )
+    phase_done = (
+        budget.phase_over(phase.index) if budget else state.phase_micro_step >= phase.micro_steps
+    )
+    if phase_done:
+        return
+    done = state.phase_micro_step
+    loop = config.steps_per_loop * config.optimizer.gradient_accumulation_steps
+    fit_kwargs = phase.fit_kwargs(loop, done)
+    if budget:
+        # The clock ends a budgeted phase, after more or fewer updates
+        # than the recipe's (`BudgetClock`).
+        fit_kwargs["epochs"] = UNBOUNDED_EPOCHS
+    checkpointer.start_phase(None if budget else phase.micro_steps)
+    monitor.start_phase(phase.index, seq.batch_size, seq.seq_len)
     # The clock first: the checkpoint saved at a step carries its progress.
     clocks = [budget] if budget else []
-    previous_handlers = checkpointer.install_signal_handlers()
-    try:
-        for phase in pretraining.phases[state.phase :]:
-            seq = phase.config
-            end = phase.first_step + phase.steps
-            print(
-                f"Phase {phase.index}: seq_len={seq.seq_len}, "
-                f"max_predictions={seq.max_predictions}, global batch "
-                f"{seq.batch_size}, "
-                + (
-                    f"recipe steps {phase.first_step:,}..{end:,} of {config.train_steps:,} on "
-                    "the clock"
-                    if budget
-                    else f"steps {phase.first_step}..{end}"
-                ),
-                flush=True,
-            )
-            phase_done = (
-                budget.phase_over(phase.index)
-                if budget
-                else state.phase_micro_step >= phase.micro_steps
-            )
-            if not phase_done:
-                done = state.phase_micro_step
-                loop = config.steps_per_loop * accumulation
-                fit_kwargs = phase.fit_kwargs(loop, done)
-                if budget:
-                    # The clock ends a budgeted phase, after more or fewer
-                    # updates than the recipe's (`BudgetClock`).
-                    fit_kwargs["epochs"] = UNBOUNDED_EPOCHS
-                checkpointer.start_phase(None if budget else phase.micro_steps)
-                monitor.start_phase(phase.index, seq.batch_size, seq.seq_len)
-                with _no_document_is_a_corpus_error(config):
-                    model.fit(
-                        phase.dataset(skip_batches=done),
-                        **fit_kwargs,
-                        **({} if budget else held_out_kwargs(pretraining, phase, state.step)),
-                        callbacks=[*clocks, checkpointer, monitor, *callbacks],
-                        verbose=0,  # TrainingMonitor prints a line a window.
-                        shuffle=False,  # The pipeline shuffles, seeded.
-                    )
-                if checkpointer.preempted:
-                    if checkpointer.last_saved_step != state.step:
-                        checkpointer.save()
-                    print(
-                        f"Stopped at step {state.step}; checkpoint saved. "
-                        "Run the same command to resume.",
-                        flush=True,
-                    )
-                    results["preempted"] = True
-                    return results
-                if checkpointer.last_saved_step != state.step:
-                    checkpointer.save()
-            if budget and phase is pretraining.phases[-1]:
-                print(describe_end(config, state.step, state.budget_seconds_spent), flush=True)
-            results["eval"][phase.index] = evaluate(pretraining, phase.index, monitor, state.step)
-            state.phase += 1
-            state.phase_micro_step = 0
-        state.finished = True
-        if chief:
-            export_models(pretraining, model_dir)
+    with _no_document_is_a_corpus_error(config):
+        pretraining.model.fit(
+            phase.dataset(skip_batches=done),
+            **fit_kwargs,
+            **({} if budget else held_out_kwargs(pretraining, phase, state.step)),
+            callbacks=[*clocks, checkpointer, monitor, *callbacks],
+            verbose=0,  # TrainingMonitor prints a line a window.
+            shuffle=False,  # The pipeline shuffles, seeded.
+        )
+    if checkpointer.last_saved_step != state.step:
         checkpointer.save()
-        if chief and config.fill_mask_probes:
-            results["fill_mask"] = fill_mask_report(pretraining)
-    finally:
-        for signum, handler in previous_handlers.items():
-            signal.signal(signum, handler)
-    return results
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import pipelines
-from pipelines import corpus
+from pipelines import corpus, corpus_files
 from pipelines.pretraining import PACK_PIECE_TOKENS, _packed_sequences
 from tests.pipelines.common import CORPUS, VOCAB
 
@@ -139,7 +139,7 @@ def test_next_sentence_rate_on_bundled_corpus():
 
 def test_finite_without_repeat_and_sharding(sentence_corpus, tokenizer):
     pattern, documents = sentence_corpus
-    files = corpus.list_files(pattern)
+    files = corpus_files.list_files(pattern)
     seen = []
     for pipeline_id in range(2):
         context = tf.distribute.InputContext(2, pipeline_id, 1)
@@ -155,7 +155,7 @@ def test_repeat_crosses_epochs_but_ends_on_a_corpus_without_documents(
     sentence_corpus, tokenizer, tmp_path
 ):
     pattern, documents = sentence_corpus
-    docs = corpus.documents_dataset(corpus.list_files(pattern), tokenizer, repeat=True)
+    docs = corpus.documents_dataset(corpus_files.list_files(pattern), tokenizer, repeat=True)
     assert len(list(docs.take(3 * len(documents)))) == 3 * len(documents)
     blank = tmp_path / "blank.txt"  # Over the size that list_files reads.
     blank.write_text(("\u200b" * 100 + "\n") * 4000)
@@ -187,9 +187,9 @@ def test_tfrecord_shards_round_trip(sentence_corpus, tokenizer, tmp_path):
     pattern, documents = sentence_corpus
     info = pipelines.write_tfrecord_shards(pattern, str(tmp_path), VOCAB, num_shards=3)
     assert info["documents"] == len(documents)
-    from_text = corpus.documents_dataset(corpus.list_files(pattern), tokenizer, shuffle=False)
+    from_text = corpus.documents_dataset(corpus_files.list_files(pattern), tokenizer, shuffle=False)
     from_shards = corpus.documents_dataset(
-        corpus.list_files(str(tmp_path / "*.tfrecord"), "tfrecord"),
+        corpus_files.list_files(str(tmp_path / "*.tfrecord"), "tfrecord"),
         tokenizer,
         corpus_format="tfrecord",
         shuffle=False,
@@ -212,7 +212,7 @@ def test_split_files():
     pattern = os.path.join(CORPUS, "*", "*.txt")
     train, heldout = pipelines.split_files(pattern, 0.1, seed=0)
     assert set(train).isdisjoint(heldout)
-    assert sorted(train + heldout) == corpus.list_files(pattern)
+    assert sorted(train + heldout) == corpus_files.list_files(pattern)
     size = {f: os.path.getsize(f) for f in train + heldout}
     held, total = sum(size[f] for f in heldout), sum(size.values())
     # By size: within half a file of 10% of the bytes.
@@ -233,7 +233,7 @@ def test_split_holds_out_the_small_file_never_the_majority(seed, tmp_path, caplo
 
 def _documents(files, tokenizer, corpus_format):
     docs = corpus.documents_dataset(
-        corpus.list_files(files, corpus_format),
+        corpus_files.list_files(files, corpus_format),
         tokenizer,
         corpus_format=corpus_format,
         shuffle=False,
@@ -264,7 +264,7 @@ def test_split_of_two_equal_tfrecord_shards_holds_out_records(sentence_corpus, t
     pipelines.write_tfrecord_shards(sentence_corpus[0], str(tmp_path), VOCAB, num_shards=2)
     pattern = str(tmp_path / "*.tfrecord")
     train, heldout = pipelines.split_files(pattern, 0.2, corpus_format="tfrecord")
-    assert all(isinstance(f, corpus.FileRange) for f in train + heldout)
+    assert all(isinstance(f, corpus_files.FileRange) for f in train + heldout)
     everything = _documents(pattern, tokenizer, "tfrecord")
     train_docs = _documents(train, tokenizer, "tfrecord")
     heldout_docs = _documents(heldout, tokenizer, "tfrecord")
@@ -358,7 +358,7 @@ def test_binary_corpus_file_is_named_in_a_warning(tmp_path, caplog, corpus_forma
     (tmp_path / "model.bin").write_bytes(bytes(range(256)) * 8)
     (tmp_path / "notes.txt").write_text("Plain text.\n")
     with caplog.at_level(logging.WARNING):
-        files = corpus.list_files(str(tmp_path / "*"), corpus_format)
+        files = corpus_files.list_files(str(tmp_path / "*"), corpus_format)
     assert files == [str(tmp_path / "model.bin"), str(tmp_path / "notes.txt")]
     assert f"Corpus file {tmp_path / 'model.bin'} looks binary" in caplog.text
     assert "notes.txt" not in caplog.text

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 import pipelines
 from keras_bert import data as data_cli
-from pipelines import corpus, shards
+from pipelines import corpus_files, shards
 from tests.pipelines.common import CORPUS, VOCAB
 
 pytestmark = pytest.mark.backend_independent
@@ -135,7 +135,7 @@ def test_text_that_tokenizes_to_nothing_is_refused(tmp_path, capsys, monkeypatch
     assert capsys.readouterr().err.startswith("error: Every corpus file matching")
     # Past the size up to which files are checked for blankness, the
     # tokenizer finds no document: refused too, and no shard is left.
-    monkeypatch.setattr(corpus, "_BLANK_CHECK_BYTES", 0)
+    monkeypatch.setattr(corpus_files, "_BLANK_CHECK_BYTES", 0)
     assert data_cli.main(argv) == 2
     # After the progress bar (both files were read): the error's own line.
     last = capsys.readouterr().err.splitlines()[-1]

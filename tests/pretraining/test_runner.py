@@ -591,9 +591,9 @@ def test_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(tmp_path, capsys):
 def test_large_corpus_that_tokenizes_to_nothing_is_one_line_exit_2(tmp_path, capsys, monkeypatch):
     # Too large for the start-up check: it used to cycle through the files
     # forever, deaf to SIGTERM.
-    from pipelines import corpus as corpus_module
+    from pipelines import corpus_files
 
-    monkeypatch.setattr(corpus_module, "_BLANK_CHECK_BYTES", 16)
+    monkeypatch.setattr(corpus_files, "_BLANK_CHECK_BYTES", 16)
     for i in range(3):
         (tmp_path / f"d{i}.txt").write_text(("\u200b" * 40 + "\n") * 10)
     corpus = str(tmp_path / "*.txt")
