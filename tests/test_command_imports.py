@@ -77,6 +77,16 @@ def test_a_users_python_dash_m_package_gets_the_classes_registered(tmp_path):
     assert result.stdout.strip().splitlines()[-1] == "BertBackbone"
 
 
+def finetune_args(*extra, data_dir=".", checkpoint="random:bert_tiny"):
+    return ["keras_bert.finetune", "--task", "sst2", "--data_dir", data_dir] + [
+        "--init_checkpoint",
+        checkpoint,
+        "--model_dir",
+        "runs/never",
+        *extra,
+    ]
+
+
 @pytest.mark.parametrize(
     "args, error",
     [
@@ -86,36 +96,21 @@ def test_a_users_python_dash_m_package_gets_the_classes_registered(tmp_path):
             "error: phases.0: `seq_len` must be >= 5",
         ),
         (
-            ["keras_bert.finetune", "--task", "sst2", "--data_dir", "no/such/dir"]
-            + ["--init_checkpoint", "random:bert_tiny", "--model_dir", "runs/never"],
+            finetune_args(data_dir="no/such/dir"),
             "error: --data_dir no/such/dir: no such directory",
         ),
+        (finetune_args("--set", "training.epochs=0"), "error: "),
+        (finetune_args("--set", "trainign.epochs=1"), "error: "),
         (
-            ["keras_bert.finetune", "--task", "sst2", "--data_dir", "."]
-            + ["--init_checkpoint", "random:bert_tiny", "--model_dir", "runs/never"]
-            + ["--set", "training.epochs=0"],
-            "error: ",
-        ),
-        (
-            ["keras_bert.finetune", "--task", "sst2", "--data_dir", "."]
-            + ["--init_checkpoint", "random:bert_tiny", "--model_dir", "runs/never"]
-            + ["--set", "trainign.epochs=1"],
-            "error: ",
-        ),
-        (
-            ["keras_bert.finetune", "--task", "sst2", "--data_dir", "."]
-            + ["--init_checkpoint", "no/such.keras", "--model_dir", "runs/never"],
+            finetune_args(checkpoint="no/such.keras"),
             "error: no/such.keras: no such checkpoint file or folder",
         ),
         (
-            ["keras_bert.finetune", "--task", "sst2", "--data_dir", "."]
-            + ["--init_checkpoint", "random:bert_huge", "--model_dir", "runs/never"],
+            finetune_args(checkpoint="random:bert_huge"),
             "error: --init_checkpoint random:bert_huge: Unknown model config 'bert_huge'",
         ),
         (
-            ["keras_bert.finetune", "--task", "sst2", "--data_dir", "."]
-            + ["--init_checkpoint", "random:bert_tiny", "--model_dir", "runs/never"]
-            + ["--vocab", "no/vocab.txt"],
+            finetune_args("--vocab", "no/vocab.txt"),
             "error: --vocab no/vocab.txt: no such file",
         ),
     ],
