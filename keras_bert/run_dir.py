@@ -422,10 +422,10 @@ class PreviousRun:
         self.names = []
 
     def pending(self):
-        """The journal's dict when a rerun set the previous run aside and did
-        not finish (it runs, or was killed), else None."""
+        """Whether a rerun set the previous run aside and has not finished
+        (it runs, or was killed)."""
         journal = self._read_journal()
-        return journal if journal and not journal["finished"] else None
+        return journal is not None and not journal["finished"]
 
     def recover(self):
         """Puts right what a killed rerun left behind (see the class);
@@ -434,7 +434,7 @@ class PreviousRun:
         if journal is None:
             return None
         if journal["finished"]:
-            self._finish_discard()
+            self._clear()
             return f"A finished rerun's set-aside run in {self.folder} removed"
         self._put_back(journal["names"])
         return (
@@ -479,7 +479,7 @@ class PreviousRun:
         """Removes the set-aside run once the rerun has finished."""
         if self.names:
             self._write_journal(self.names, finished=True)
-            self._finish_discard()
+            self._clear()
 
     def _put_back(self, names):
         moved = set(listdir(self.folder)) if tf.io.gfile.isdir(self.folder) else set()
@@ -493,10 +493,10 @@ class PreviousRun:
             remove(os.path.join(self.model_dir, name))
         for name in sorted(moved):
             _move(os.path.join(self.folder, name), os.path.join(self.model_dir, name))
-        remove(self.folder)
-        remove(self.journal)
+        self._clear()
 
-    def _finish_discard(self):
+    def _clear(self):
+        """Removes the set-aside folder, then the journal (last)."""
         remove(self.folder)
         remove(self.journal)
 
