@@ -29,6 +29,9 @@ class TokenReplacement(keras.layers.Layer):
     Args:
         seed: int or None. Seeds the training draws and fixes the
             inference ones (None: 0 at inference).
+        temperature: float > 0. Draws from softmax(logits / temperature):
+            above 1 a flatter distribution than the generator's (rarer,
+            less plausible replacements), 1 the paper's. Defaults to 1.0.
 
     Call arguments:
         token_ids: int (B, T), the masked-LM input (80/10/10 applied).
@@ -44,12 +47,15 @@ class TokenReplacement(keras.layers.Layer):
         the token differs from the original.
     """
 
-    def __init__(self, seed=None, **kwargs):
+    def __init__(self, seed=None, temperature=1.0, **kwargs):
+        if not temperature > 0:
+            raise ValueError(f"`temperature` must be > 0. Received: temperature={temperature}")
         super().__init__(**kwargs)
         # Saved with a checkpoint's seed states: a resumed run draws what the
         # uninterrupted one would.
         self.seed_generator = keras.random.SeedGenerator(seed)
         self.seed = seed
+        self.temperature = temperature
 
     def call(
         self,
@@ -79,7 +85,8 @@ class TokenReplacement(keras.layers.Layer):
         return corrupted, replaced
 
     def _sample(self, logits, training):
-        """One token per slot from softmax(`logits`) (B, P, V), by inverse
+        """One token per slot from softmax(`logits` / `temperature`)
+        (B, P, V), by inverse
         transform in two levels: a block of `_BLOCK` tokens by the blocks'
         cumulative probability, then a token inside it.
 
@@ -92,7 +99,9 @@ class TokenReplacement(keras.layers.Layer):
         shape = ops.shape(logits)
         vocabulary = shape[-1]
         blocks = -(-vocabulary // _BLOCK)
-        logits = ops.reshape(ops.cast(logits, "float32"), (-1, vocabulary))  # (N, V)
+        logits = ops.reshape(
+            ops.cast(logits, "float32") / self.temperature, (-1, vocabulary)
+        )  # (N, V)
         # Unnormalised weights (the draw is scaled by their total below);
         # the padding's weight is 0.
         logits = ops.pad(
@@ -129,4 +138,4 @@ class TokenReplacement(keras.layers.Layer):
         )
 
     def get_config(self):
-        return {**super().get_config(), "seed": self.seed}
+        return {**super().get_config(), "seed": self.seed, "temperature": self.temperature}

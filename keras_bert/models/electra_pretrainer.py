@@ -50,6 +50,9 @@ class ElectraPretrainer(BertTaskModel):
         generator_size: float in (0, 1]. The generator's width as a share of
             the backbone's (hidden size, heads, feed-forward size).
             Defaults to 0.25.
+        sampling_temperature: float > 0. The generator's samples are drawn
+            from its softmax at this temperature (`TokenReplacement`); the
+            masked-LM loss keeps temperature 1. Defaults to 1.0 (the paper).
         dtype: dtype or `keras.DTypePolicy`. Defaults to the backbone's.
 
     Inputs (dict):
@@ -81,7 +84,9 @@ class ElectraPretrainer(BertTaskModel):
     ((1, 2, 100), (1, 6, 2))
     """
 
-    def __init__(self, backbone, generator_size=0.25, dtype=None, **kwargs):
+    def __init__(
+        self, backbone, generator_size=0.25, sampling_temperature=1.0, dtype=None, **kwargs
+    ):
         if not 0 < generator_size <= 1:
             raise ValueError(
                 f"`generator_size` must be in (0, 1]. Received: generator_size={generator_size}"
@@ -111,7 +116,9 @@ class ElectraPretrainer(BertTaskModel):
         ]
         generator_head = tied_masked_lm_head(backbone, dtype, "generator_head")
         # float32: the sampling reads the logits, the scatter exact ids.
-        token_replacement = TokenReplacement(dtype="float32", name="token_replacement")
+        token_replacement = TokenReplacement(
+            temperature=sampling_temperature, dtype="float32", name="token_replacement"
+        )
         discriminator_dense = keras.layers.Dense(
             backbone.hidden_dim,
             activation=get_activation(backbone.hidden_activation),
@@ -175,6 +182,7 @@ class ElectraPretrainer(BertTaskModel):
 
         # === Config ===
         self.generator_size = generator_size
+        self.sampling_temperature = sampling_temperature
 
     @property
     def masked_lm_output_bias(self):
@@ -182,4 +190,7 @@ class ElectraPretrainer(BertTaskModel):
         return self.generator_head._bias
 
     def task_config(self):
-        return {"generator_size": self.generator_size}
+        return {
+            "generator_size": self.generator_size,
+            "sampling_temperature": self.sampling_temperature,
+        }

@@ -108,10 +108,14 @@ class ElectraConfig:
             the backbone's; the paper's best is 1/4 to 1/3.
         discriminator_weight: float. The discriminator loss's weight against
             the generator's masked-LM loss (50 in the paper).
+        sampling_temperature: float > 0. The generator's samples are drawn
+            from its softmax at this temperature: above 1, rarer
+            replacements than its own guesses; 1 in the paper.
     """
 
     generator_size: float = 0.25
     discriminator_weight: float = 50.0
+    sampling_temperature: float = 1.0
 
 
 @dataclasses.dataclass
@@ -376,6 +380,7 @@ SCHEMA = Schema(
         "train_budget_minutes": (lambda v: v > 0, "> 0 (null: step-based)"),
         "electra.generator_size": (lambda v: 0 < v <= 1, "in (0, 1]"),
         "electra.discriminator_weight": (lambda v: v > 0, "> 0"),
+        "electra.sampling_temperature": (lambda v: v > 0, "> 0"),
     },
 )
 

@@ -81,10 +81,14 @@ class ElectraObjective:
     def __init__(self, config):
         self.generator_size = config.electra.generator_size
         self.discriminator_weight = config.electra.discriminator_weight
+        self.sampling_temperature = config.electra.sampling_temperature
 
     def build_model(self, backbone):
         return ElectraPretrainer(
-            backbone, generator_size=self.generator_size, name="electra_pretrainer"
+            backbone,
+            generator_size=self.generator_size,
+            sampling_temperature=self.sampling_temperature,
+            name="electra_pretrainer",
         )
 
     def compile_args(self):

@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 
 from keras_bert.layers import TokenReplacement
 
@@ -58,6 +59,25 @@ def test_samples_follow_the_generator_distribution():
     assert set(np.unique(corrupted)) <= {2, 4}
     assert abs((corrupted == 2).mean() - 0.75) < 0.04
     np.testing.assert_array_equal(replaced, corrupted == 2)
+
+
+def test_temperature_flattens_the_draw():
+    # At temperature 2 the 3:1 odds above become sqrt(3):1 (softmax of
+    # logits / 2), so token 2 takes sqrt(3) / (1 + sqrt(3)) = 0.634.
+    logits = np.full((1, 4000, 6), -50.0, "float32")
+    logits[..., 2], logits[..., 4] = np.log(3.0), 0.0
+    layer = TokenReplacement(seed=1, temperature=2.0)
+    corrupted, _ = replace(
+        logits, [[0] * 4000], [list(range(4000))], [[4] * 4000], [[1.0] * 4000], layer=layer
+    )
+    assert set(np.unique(corrupted)) <= {2, 4}
+    assert abs((corrupted == 2).mean() - np.sqrt(3) / (1 + np.sqrt(3))) < 0.03
+    assert TokenReplacement.from_config(layer.get_config()).temperature == 2.0
+
+
+def test_temperature_must_be_positive():
+    with pytest.raises(ValueError, match=r"temperature.*Received: temperature=0"):
+        TokenReplacement(temperature=0)
 
 
 def test_training_draws_anew_inference_draws_the_same():

@@ -78,6 +78,13 @@ def test_generator_scales_width_heads_and_feed_forward(size, expected):
     assert generator_shape(base, size) == expected
 
 
+def test_sampling_temperature_reaches_the_draw_and_the_config():
+    model = ElectraPretrainer(BertBackbone(**TINY), generator_size=0.5, sampling_temperature=1.5)
+    assert model.token_replacement.temperature == 1.5
+    restored = ElectraPretrainer.from_config(model.get_config())
+    assert restored.token_replacement.temperature == 1.5
+
+
 def test_generator_size_out_of_range_names_it():
     with pytest.raises(ValueError, match=r"generator_size.*Received: generator_size=0"):
         ElectraPretrainer(BertBackbone(**TINY), generator_size=0)

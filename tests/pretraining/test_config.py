@@ -89,6 +89,7 @@ def test_overrides_nested_and_list():
         ),
         ("electra.generator_size=1.5", "electra.generator_size.*in \\(0, 1\\]"),
         ("electra.discriminator_weight=0", "electra.discriminator_weight.*> 0"),
+        ("electra.sampling_temperature=-1", "electra.sampling_temperature.*> 0"),
     ],
 )
 def test_bad_overrides_name_the_key(override, message):
@@ -167,7 +168,12 @@ def test_packing_documents_needs_the_next_sentence_task_off():
 
 def test_electra_has_no_next_sentence_task():
     config = load_pretraining_config("default", ["objective=electra"])
-    assert (config.electra.generator_size, config.electra.discriminator_weight) == (0.25, 50.0)
+    electra = config.electra
+    assert (electra.generator_size, electra.discriminator_weight, electra.sampling_temperature) == (
+        0.25,
+        50.0,
+        1.0,
+    )
     with pytest.raises(ConfigError, match=r"objective=electra .*next_sentence_rate=0\.5"):
         load_pretraining_config("default", ["objective=electra", "data.next_sentence_rate=0.5"])
 
