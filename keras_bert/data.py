@@ -2,12 +2,14 @@
 
     python -m keras_bert.data --input 'corpus/*.txt' --output shards/ \
         --vocab vocab.txt [--corpus_format sentences|text|lines] [--cased] \
-        [--num_shards 16]
+        [--num_shards 16] [--overwrite]
 
 Each shard holds one `tf.train.Example` per document (`token_ids`,
 `sentence_lengths`); `metadata.json` records the vocabulary's SHA-256 and
 the shards' names, and is checked for every shard read. `--output` must
-be new or empty, so that two runs' shards are never mixed.
+be new or empty, so that two runs' shards are never mixed; `--overwrite`
+replaces an earlier run's shards there once the new ones are complete (a
+folder holding anything else is refused).
 Next-sentence pairs and masks stay dynamic: read the shards with
 `pipelines.pretraining_dataset(..., corpus_format="tfrecord")`.
 """
@@ -34,6 +36,11 @@ def parse_args(argv=None):
         dest="output",
         required=True,
         help="new or empty folder for the shards (--output_dir: the former name).",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the shards an earlier run wrote in --output, once the new ones are complete.",
     )
     parser.add_argument("--vocab", required=True, help="vocabulary file.")
     parser.add_argument(
@@ -82,6 +89,7 @@ def main(argv=None):
             num_shards=args.num_shards,
             text_document=args.text_document,
             progress=progress_callback("file"),
+            overwrite=args.overwrite,
         )
         print(
             f"Wrote {info['documents']} documents, {info['sentences']} sentences, "

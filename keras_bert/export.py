@@ -2,7 +2,8 @@
 
     python -m keras_bert.export --model_dir runs/sst2 --output /models/sst2
 
-writes `/models/sst2/<next version>/`, a SavedModel whose `serving_default`
+writes `/models/sst2/<next version>/` (or `--version N`, which must be new
+unless `--overwrite`), a SavedModel whose `serving_default`
 signature takes raw text and runs on stock TensorFlow (no tensorflow-text).
 `--model_dir` holds `model.keras` (fine-tuned), `pretrainer.keras` or
 `backbone.keras`, tried in that order; `--model FILE` picks one. The
@@ -55,6 +56,11 @@ def main(argv=None):
     )
     parser.add_argument("--version", type=int, help="default: next free")
     parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace --version if it exists (written beside it, then renamed into its place).",
+    )
+    parser.add_argument(
         "--top_k", type=int, default=5, help="fill-mask: tokens returned per [MASK] (default: 5)"
     )
     parser.add_argument(
@@ -100,6 +106,7 @@ def main(argv=None):
             lower_case=args.lower_case,
             seq_len=args.seq_len,
             version=args.version,
+            overwrite=args.overwrite,
             top_k=args.top_k,
             max_masks=args.max_masks,
             max_answer_length=args.max_answer_length,

@@ -20,6 +20,10 @@ from pipelines.bert_tokenizer import BertTokenizer
 from pipelines.errors import CorpusError
 
 TFRECORD_METADATA = "metadata.json"
+# The hidden folder inside `output_dir` that new shards are written to and
+# moved out of once complete, so that a failed run leaves the folder as it
+# was (an earlier run's shards included, under --overwrite).
+STAGING = ".partial"
 
 
 def _vocab_sha256(vocab_file):
@@ -27,36 +31,48 @@ def _vocab_sha256(vocab_file):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def _check_output_dir(output_dir, num_shards):
-    """Refuses what would mix runs or fail only after tokenizing."""
+def _is_own_file(name):
+    """A name `write_tfrecord_shards` writes (or stages) in its folder."""
+    return name in (TFRECORD_METADATA, STAGING) or (
+        name.startswith("part-") and name.endswith(".tfrecord")
+    )
+
+
+def _check_output_dir(output_dir, num_shards, overwrite):
+    """Refuses what would mix runs, delete what this command did not write,
+    or fail only after tokenizing."""
     if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards < 1:
         raise CorpusError(
             f"`num_shards` must be a positive integer. Received: num_shards={num_shards!r}"
         )
-    if tf.io.gfile.exists(output_dir):
-        if not tf.io.gfile.isdir(output_dir):
-            raise CorpusError(
-                f"`output_dir` is a file, not a folder. Received: output_dir={output_dir!r}"
-            )
-        # Shards of another run (maybe another vocabulary) would be read
-        # together with these ones.
-        held = tf.io.gfile.listdir(output_dir)
-        if (
-            held
-            and TFRECORD_METADATA not in held
-            and any(name.endswith(".tfrecord") for name in held)
-        ):
-            raise CorpusError(
-                f"`output_dir` holds shards but no {TFRECORD_METADATA} (left "
-                "by a run that was stopped?); delete them or pick another "
-                f"folder. Received: output_dir={output_dir!r}"
-            )
-        if held:
-            raise CorpusError(
-                f"`output_dir` must be new or empty; it holds "
-                f"{', '.join(sorted(tf.io.gfile.listdir(output_dir))[:5])}. "
-                f"Received: output_dir={output_dir!r}"
-            )
+    if not tf.io.gfile.exists(output_dir):
+        return
+    if not tf.io.gfile.isdir(output_dir):
+        raise CorpusError(
+            f"`output_dir` is a file, not a folder. Received: output_dir={output_dir!r}"
+        )
+    held = sorted(tf.io.gfile.listdir(output_dir))
+    others = [name for name in held if not _is_own_file(name.rstrip("/"))]
+    if overwrite and others:
+        raise CorpusError(
+            f"`output_dir` holds {', '.join(others[:5])}, which are not shards "
+            "this command wrote: not replaced, even with --overwrite; pick another "
+            f"folder. Received: output_dir={output_dir!r}"
+        )
+    if overwrite or not held:
+        return
+    # Shards of another run (maybe another vocabulary) would be read
+    # together with these ones.
+    if TFRECORD_METADATA not in held and any(name.endswith(".tfrecord") for name in held):
+        raise CorpusError(
+            f"`output_dir` holds shards but no {TFRECORD_METADATA} (left "
+            "by a run that was stopped?); pass --overwrite to replace them or "
+            f"pick another folder. Received: output_dir={output_dir!r}"
+        )
+    raise CorpusError(
+        f"`output_dir` must be new or empty (--overwrite replaces the shards of an "
+        f"earlier run); it holds {', '.join(held[:5])}. Received: output_dir={output_dir!r}"
+    )
 
 
 def write_tfrecord_shards(
@@ -69,13 +85,16 @@ def write_tfrecord_shards(
     num_shards=16,
     text_document="file",
     progress=None,
+    overwrite=False,
 ):
     """Tokenizes a corpus once into TFRecord shards of documents.
 
     Masking and pair construction stay dynamic: read the shards back with
     `pretraining_dataset(..., corpus_format="tfrecord")`. Documents are dealt
     round-robin over `num_shards` files `part-XXXXX-of-YYYYY.tfrecord` in a
-    new or empty `output_dir`, and `metadata.json` records the vocabulary's
+    new or empty `output_dir` (with `overwrite`, one holding only an earlier
+    run's shards, which the new ones replace once complete), and
+    `metadata.json` records the vocabulary's
     SHA-256 and the shards' names, so that every shard is checked against
     the vocabulary it is read with.
 
@@ -89,7 +108,7 @@ def write_tfrecord_shards(
     Raises:
         CorpusError: bad arguments, an `output_dir` in use, no document in
             the corpus or a failed write; an interrupted or failed run
-            leaves no shard behind.
+            leaves the folder as it was.
     """
     if corpus_format == "tfrecord" or corpus_format not in corpus_files.CORPUS_FORMATS:
         raise CorpusError(
@@ -98,7 +117,7 @@ def write_tfrecord_shards(
         )
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
     files = corpus_files.list_files(file_pattern, corpus_format)
-    _check_output_dir(output_dir, num_shards)
+    _check_output_dir(output_dir, num_shards, overwrite)
     # Files tokenized in parallel and written in order, each as a whole.
     file_documents = tf.data.Dataset.from_tensor_slices(files).map(
         tf.autograph.experimental.do_not_convert(
@@ -107,19 +126,19 @@ def write_tfrecord_shards(
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
     )
-    paths = [
-        os.path.join(output_dir, f"part-{i:05d}-of-{num_shards:05d}.tfrecord")
-        for i in range(num_shards)
-    ]
+    names = [f"part-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
+    staging = os.path.join(output_dir, STAGING)
     try:  # Before the tokenizing pass, which the writers' loop drives.
-        tf.io.gfile.makedirs(output_dir)
-        writers = [tf.io.TFRecordWriter(p) for p in paths]
+        if tf.io.gfile.exists(staging):  # Left by a killed run.
+            tf.io.gfile.rmtree(staging)
+        tf.io.gfile.makedirs(staging)
+        writers = [tf.io.TFRecordWriter(os.path.join(staging, name)) for name in names]
     except (tf.errors.OpError, OSError) as error:
+        _remove_staging(staging)
         raise CorpusError(
             f"`output_dir` cannot be written: {error}. Received: output_dir={output_dir!r}"
         ) from None
     counts = {"documents": 0, "sentences": 0, "tokens": 0}
-    metadata_path = os.path.join(output_dir, TFRECORD_METADATA)
     try:
         _write_documents(file_documents, writers, counts, progress)
         if not counts["documents"]:
@@ -138,27 +157,45 @@ def write_tfrecord_shards(
             "lower_case": tokenizer.lower_case,
             "corpus_format": corpus_format,
             "input_files": len(files),
-            "shards": [os.path.basename(p) for p in paths],
+            "shards": names,
             **counts,
         }
-        # Written last and renamed into place: its presence marks the
-        # shards as complete.
-        with tf.io.gfile.GFile(metadata_path + ".partial", "w") as f:
+        with tf.io.gfile.GFile(os.path.join(staging, TFRECORD_METADATA), "w") as f:
             json.dump(metadata, f, indent=2)
-        tf.io.gfile.rename(metadata_path + ".partial", metadata_path)
+        _move_into_place(staging, output_dir, names)
     except BaseException as error:
-        # Interrupted, full disk or no documents: nothing is left behind
-        # that looks like shards.
-        for path in paths + [metadata_path + ".partial"]:
-            if tf.io.gfile.exists(path):
-                tf.io.gfile.remove(path)
+        # Interrupted, full disk or no documents: the folder is left as it
+        # was, with no new shard in it.
+        _remove_staging(staging)
         if isinstance(error, (OSError, tf.errors.OpError)):
             raise CorpusError(
                 f"Writing shards in {output_dir!r} failed, none kept: "
                 f"{getattr(error, 'strerror', None) or error}"
             ) from None
         raise
-    return {"shards": paths, **counts}
+    return {"shards": [os.path.join(output_dir, name) for name in names], **counts}
+
+
+def _move_into_place(staging, output_dir, names):
+    """Replaces an earlier run's shards (under --overwrite) with the
+    complete ones in `staging`. `metadata.json` goes first and comes back
+    last: in between the folder reads as unfinished, which readers refuse,
+    never as a mix of two runs."""
+    metadata = os.path.join(output_dir, TFRECORD_METADATA)
+    if tf.io.gfile.exists(metadata):
+        tf.io.gfile.remove(metadata)
+    for name in tf.io.gfile.listdir(output_dir):
+        if name.endswith(".tfrecord") and _is_own_file(name):
+            tf.io.gfile.remove(os.path.join(output_dir, name))
+    for name in names:
+        tf.io.gfile.rename(os.path.join(staging, name), os.path.join(output_dir, name))
+    tf.io.gfile.rename(os.path.join(staging, TFRECORD_METADATA), metadata)
+    _remove_staging(staging)
+
+
+def _remove_staging(staging):
+    if tf.io.gfile.exists(staging):
+        tf.io.gfile.rmtree(staging)
 
 
 def _write_documents(file_documents, writers, counts, progress):

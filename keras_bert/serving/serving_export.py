@@ -116,6 +116,7 @@ def export_for_serving(
     lower_case=None,
     seq_len=None,
     version=None,
+    overwrite=False,
     top_k=5,
     max_masks=20,
     max_answer_length=30,
@@ -145,6 +146,9 @@ def export_for_serving(
             is shorter.
         version: int >= 0 or None. Defaults to 1 + the highest existing
             version.
+        overwrite: bool. Replace `version` if it exists (else an error):
+            the new one is written and checked beside it and takes its
+            place in one rename, so a failed export leaves it as it was.
         top_k: int. Fill-mask candidates per `[MASK]` (pretrainers).
         max_masks: int. `[MASK]` tokens answered per request (pretrainers).
         max_answer_length, max_query_length, doc_stride, n_best_size: ints.
@@ -206,7 +210,7 @@ def export_for_serving(
     start = time.time()
     try:
         path = _export_version(
-            model, model_path, output_dir, version, vocabulary, lower_case, options
+            model, model_path, output_dir, version, overwrite, vocabulary, lower_case, options
         )
         logger.info("Exported %s in %.0fs.", path, time.time() - start)
         return path
@@ -217,16 +221,19 @@ def export_for_serving(
         raise
 
 
-def _export_version(model, model_path, output_dir, version, vocabulary, lower_case, options):
+def _export_version(
+    model, model_path, output_dir, version, overwrite, vocabulary, lower_case, options
+):
     """`export_for_serving` once the arguments are checked and
     `output_dir` exists."""
     import keras
 
     version = next_version(output_dir) if version is None else version
     final_dir = os.path.join(output_dir, str(version))
-    if tf.io.gfile.exists(final_dir):
+    if tf.io.gfile.exists(final_dir) and not overwrite:
         raise FileExistsError(
-            f"`version` must be new; {final_dir!r} already exists. Received: version={version}"
+            f"`version` must be new (--overwrite replaces it); {final_dir!r} already exists. "
+            f"Received: version={version}"
         )
     if isinstance(vocabulary, (str, os.PathLike)):
         vocabulary = _read_vocabulary(vocabulary)
@@ -235,7 +242,7 @@ def _export_version(model, model_path, output_dir, version, vocabulary, lower_ca
         if model_path is None:  # Else the child checks it, after loading.
             _check_span_options(model, _with_seq_len(model, options))
         return _export_in_subprocess(
-            model_path or model, output_dir, version, vocabulary, lower_case, options
+            model_path or model, output_dir, version, overwrite, vocabulary, lower_case, options
         )
     if model_path:
         model = load_model(model_path)
@@ -334,7 +341,7 @@ def _write_saved_model(model, path, vocabulary, lower_case, options):
         tf.saved_model.save(module, path, signatures=signatures)
 
 
-def _export_in_subprocess(model, output_dir, version, vocabulary, lower_case, options):
+def _export_in_subprocess(model, output_dir, version, overwrite, vocabulary, lower_case, options):
     """Re-runs the export under the TensorFlow backend in a child process."""
     with tempfile.TemporaryDirectory() as scratch:
         if isinstance(model, str):
@@ -353,6 +360,8 @@ def _export_in_subprocess(model, output_dir, version, vocabulary, lower_case, op
             "--version",
             str(version),
         ]
+        if overwrite:
+            command.append("--overwrite")
         if vocabulary is not None:
             vocab_file = os.path.join(scratch, "vocab.txt")
             with open(vocab_file, "w", encoding="utf-8") as f:

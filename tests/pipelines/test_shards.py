@@ -82,16 +82,22 @@ def _data_argv(output_dir, *extra):
         (
             "full",
             [],
-            "`output_dir` must be new or empty; it holds metadata.json, "
-            "part-00000-of-00001.tfrecord.",
+            "`output_dir` must be new or empty (--overwrite replaces the shards of an "
+            "earlier run); it holds metadata.json, part-00000-of-00001.tfrecord.",
         ),
         (
             "interrupted",
             [],
             "`output_dir` holds shards but no metadata.json (left by "
-            "a run that was stopped?); delete them or pick another folder.",
+            "a run that was stopped?); pass --overwrite to replace them or pick another folder.",
         ),
         ("under_file", [], "`output_dir` cannot be written: "),
+        (
+            "foreign",
+            ["--overwrite"],
+            "`output_dir` holds notes.txt, which are not shards this command wrote: "
+            "not replaced, even with --overwrite",
+        ),
     ],
 )
 def test_data_cli_rejects_bad_output(tmp_path, capsys, setup, extra, message):
@@ -101,6 +107,10 @@ def test_data_cli_rejects_bad_output(tmp_path, capsys, setup, extra, message):
         output = tmp_path / "file" / "out"
     if setup == "file":
         output.write_text("mine")
+    elif setup == "foreign":
+        output.mkdir()
+        (output / "metadata.json").write_text("{}")
+        (output / "notes.txt").write_text("mine")
     elif setup in ("full", "interrupted"):
         output.mkdir()
         (output / "part-00000-of-00001.tfrecord").write_text("mine")
@@ -180,6 +190,42 @@ def test_stopped_shard_writing_leaves_nothing(tmp_path, error, raised):
         SMALL, str(tmp_path), VOCAB, corpus_format="text", num_shards=2
     )
     assert info["documents"] == len(SMALL)
+
+
+def _folder(path):
+    return {name: (path / name).read_bytes() for name in sorted(os.listdir(path))}
+
+
+def test_overwrite_replaces_an_earlier_run_once_the_new_one_is_complete(tmp_path, capsys):
+    output = tmp_path / "out"
+    assert data_cli.main(_data_argv(output, "--num_shards", "3")) == 0
+    earlier = _folder(output)
+    # Stopped while tokenizing: the earlier run's shards are all still there.
+    with pytest.raises(KeyboardInterrupt):
+        shards.write_tfrecord_shards(
+            SMALL,
+            str(output),
+            VOCAB,
+            corpus_format="text",
+            num_shards=2,
+            progress=_stop_after_two_files(KeyboardInterrupt()),
+            overwrite=True,
+        )
+    assert _folder(output) == earlier
+    # Completed: two shards replace the three, and they read back whole.
+    capsys.readouterr()
+    argv = _data_argv(output, "--num_shards", "2", "--overwrite")
+    argv[argv.index(SMALL[0])] = os.path.join(CORPUS, "inaugural", "19*.txt")
+    assert data_cli.main(argv) == 0
+    assert sorted(os.listdir(output)) == [
+        "metadata.json",
+        "part-00000-of-00002.tfrecord",
+        "part-00001-of-00002.tfrecord",
+    ]
+    files = pipelines.list_files(str(output / "*.tfrecord"), "tfrecord")
+    shards.check_tfrecord_vocabulary(files, VOCAB)
+    written = int(capsys.readouterr().out.split("Wrote ")[1].split()[0])
+    assert sum(1 for _ in tf.data.TFRecordDataset(files)) == written > 1
 
 
 def test_every_shard_is_checked_against_the_vocabulary(tmp_path):

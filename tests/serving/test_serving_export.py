@@ -214,6 +214,50 @@ def test_existing_version_is_refused(backbone_export):
         export_for_serving(backbone, os.path.dirname(path), version=1)
 
 
+@pytest.mark.backend_independent  # File handling: the export is TensorFlow's.
+def test_overwrite_replaces_a_version_once_the_new_one_is_complete(tmp_path, vocab, monkeypatch):
+    backbone = _backbone(vocab)
+    base = tmp_path / "models"
+    version = export_for_serving(backbone, str(base), version=3, seq_len=16)
+    graph = os.path.join(version, "saved_model.pb")
+    with open(graph, "rb") as f:
+        first = f.read()
+
+    def stopped(model, path, *args):
+        os.makedirs(path)
+        with open(os.path.join(path, "saved_model.pb"), "w") as f:
+            f.write("half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(serving_export, "_write_saved_model", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        export_for_serving(backbone, str(base), version=3, overwrite=True)
+    monkeypatch.undo()
+    with open(graph, "rb") as f:
+        assert f.read() == first
+    assert os.listdir(base) == ["3"]
+    export_for_serving(backbone, str(base), version=3, seq_len=24, overwrite=True)
+    with open(graph, "rb") as f:
+        assert f.read() != first  # Another truncation length: another graph.
+    assert os.listdir(base) == ["3"]
+
+
+@pytest.mark.backend_independent
+def test_overwrite_reaches_the_tensorflow_child(monkeypatch, tmp_path):
+    commands = []
+
+    def run(command, **kwargs):
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(serving_export.subprocess, "run", run)
+    for overwrite in (True, False):
+        serving_export._export_in_subprocess(
+            "m.keras", str(tmp_path), 3, overwrite, None, None, {"seq_len": 16}
+        )
+    assert ["--overwrite" in command for command in commands] == [True, False]
+
+
 @pytest.mark.slow  # A child process under JAX/PyTorch.
 def test_failed_export_leaves_no_version(tmp_path, vocab):
     broken = tmp_path / "model.keras"
