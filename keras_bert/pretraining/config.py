@@ -110,12 +110,14 @@ class ElectraConfig:
             the generator's masked-LM loss (50 in the paper).
         sampling_temperature: float > 0. The generator's samples are drawn
             from its softmax at this temperature: above 1, rarer
-            replacements than its own guesses; 1 in the paper.
+            replacements than its own guesses. 1 in the paper; 2 here,
+            where at 1 the discriminator of a CPU budget learns nothing
+            (BENCHMARKS.md#pre-training-on-your-own-text).
     """
 
     generator_size: float = 0.25
     discriminator_weight: float = 50.0
-    sampling_temperature: float = 1.0
+    sampling_temperature: float = 2.0
 
 
 @dataclasses.dataclass

@@ -172,7 +172,7 @@ def test_electra_has_no_next_sentence_task():
     assert (electra.generator_size, electra.discriminator_weight, electra.sampling_temperature) == (
         0.25,
         50.0,
-        1.0,
+        2.0,
     )
     with pytest.raises(ConfigError, match=r"objective=electra .*next_sentence_rate=0\.5"):
         load_pretraining_config("default", ["objective=electra", "data.next_sentence_rate=0.5"])
