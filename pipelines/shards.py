@@ -31,11 +31,13 @@ def _vocab_sha256(vocab_file):
         return hashlib.sha256(f.read()).hexdigest()
 
 
+def _is_shard(name):
+    return name.startswith("part-") and name.endswith(".tfrecord")
+
+
 def _is_own_file(name):
     """A name `write_tfrecord_shards` writes (or stages) in its folder."""
-    return name in (TFRECORD_METADATA, STAGING) or (
-        name.startswith("part-") and name.endswith(".tfrecord")
-    )
+    return name in (TFRECORD_METADATA, STAGING) or _is_shard(name)
 
 
 def _check_output_dir(output_dir, num_shards, overwrite):
@@ -129,8 +131,7 @@ def write_tfrecord_shards(
     names = [f"part-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
     staging = os.path.join(output_dir, STAGING)
     try:  # Before the tokenizing pass, which the writers' loop drives.
-        if tf.io.gfile.exists(staging):  # Left by a killed run.
-            tf.io.gfile.rmtree(staging)
+        _remove_staging(staging)  # Left by a killed run.
         tf.io.gfile.makedirs(staging)
         writers = [tf.io.TFRecordWriter(os.path.join(staging, name)) for name in names]
     except (tf.errors.OpError, OSError) as error:
@@ -185,7 +186,7 @@ def _move_into_place(staging, output_dir, names):
     if tf.io.gfile.exists(metadata):
         tf.io.gfile.remove(metadata)
     for name in tf.io.gfile.listdir(output_dir):
-        if name.endswith(".tfrecord") and _is_own_file(name):
+        if _is_shard(name):
             tf.io.gfile.remove(os.path.join(output_dir, name))
     for name in names:
         tf.io.gfile.rename(os.path.join(staging, name), os.path.join(output_dir, name))
@@ -194,6 +195,9 @@ def _move_into_place(staging, output_dir, names):
 
 
 def _remove_staging(staging):
+    # `keras_bert.file_io.remove` and `atomic_directory` sit a floor above
+    # `pipelines`; the folder must stay (it may hold an earlier run's
+    # shards), so only the staging inside it is created and removed here.
     if tf.io.gfile.exists(staging):
         tf.io.gfile.rmtree(staging)
 
