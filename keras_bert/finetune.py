@@ -52,6 +52,12 @@ def parse_args(argv):
         metavar="KEY=VALUE",
         help="override a config key, e.g. training.epochs=2 (repeatable)",
     )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="also replace a run of another task in --model_dir (a rerun of the same task "
+        "always replaces its run, kept aside until the new model is saved)",
+    )
     add_verbose_argument(parser)
     return parser.parse_args(argv)
 
@@ -94,6 +100,7 @@ def main(argv=None):
                 vocab=args.vocab,
                 config_file=args.config,
                 overrides=args.set,
+                overwrite=args.overwrite,
             )
         )
 

@@ -4,7 +4,8 @@ With no arguments it pre-trains a BERT-Tiny on the corpus bundled in
 `data/corpus/` (a few minutes on 2 CPU cores) and prints the held-out
 masked-LM accuracy (and the next-sentence accuracy of a recipe that trains
 it). Running the same command again after a crash or preemption resumes
-from the newest checkpoint in `--model_dir`.
+from the newest checkpoint in `--model_dir`; `--overwrite` starts afresh
+there instead.
 
     python -m keras_bert.pretrain
     python -m keras_bert.pretrain --config bert_base --tpu my-tpu \
@@ -61,6 +62,12 @@ def parse_args(argv=None):
         "started with: the last phase grows (and a finished run trains "
         "on). Any other change to what trains is refused.",
     )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start afresh instead of resuming: the run in --model_dir is replaced (kept "
+        "aside until this run saves its first checkpoint, and put back if it fails first).",
+    )
     add_verbose_argument(parser)
     return parser.parse_args(argv)
 
@@ -99,7 +106,11 @@ def main(argv=None):
     def pretrain():
         from keras_bert.pretraining.runner import run_pretraining
 
-        results = run_pretraining(config, allow_longer_train_steps=args.allow_longer_train_steps)
+        results = run_pretraining(
+            config,
+            allow_longer_train_steps=args.allow_longer_train_steps,
+            overwrite=args.overwrite,
+        )
         if results["preempted"]:
             # The checkpoint is on disk. Leave at once: interpreter shutdown
             # can block on tf.data threads of the iterator `fit` was stopped

@@ -30,7 +30,7 @@ FINETUNE_LOCK_FILE = "finetune.lock"
 _ABSENT = object()
 
 
-def refuse_another_run(model_dir, task=None):
+def refuse_another_run(model_dir, task=None, overwrite=False):
     """Raises if `model_dir` holds a run of another kind, before anything is
     written into it: a rerun of the same job may continue there (pre-training
     resumes, fine-tuning replaces its outputs), no other run writes over it.
@@ -39,7 +39,8 @@ def refuse_another_run(model_dir, task=None):
     config.yaml names a task) with a `ConfigError`. Fine-tuning `task` is
     refused, with a `FinetuneError`, a pre-training run's folder (its lock or
     checkpoints), a config.yaml that is no fine-tuning run's, and another
-    task's run.
+    task's run, unless `overwrite` (that run is then replaced as a rerun's
+    predecessor is).
     """
     previous = _previous_config(model_dir)
     if task is None:
@@ -63,10 +64,11 @@ def refuse_another_run(model_dir, task=None):
             f"--model_dir {model_dir}: its config.yaml is not a fine-tuning "
             "run's; pick another folder"
         )
-    if previous.get("task") != task:
+    if previous.get("task") != task and not overwrite:
         raise FinetuneError(
             f"--model_dir {model_dir}: holds a fine-tuning run of task "
-            f"{previous.get('task')!r}; pick another folder for {task!r}"
+            f"{previous.get('task')!r}; pick another folder for {task!r}, or pass "
+            "--overwrite to replace that run"
         )
 
 

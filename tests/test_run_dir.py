@@ -67,6 +67,11 @@ def test_finetuning_refuses_another_run(tmp_path, setup, message):
     with pytest.raises(FinetuneError) as error:
         refuse_another_run(model_dir, "sst2")
     assert str(error.value).startswith(f"--model_dir {model_dir}: {message}")
+    if setup == {"config": "task: cola\n"}:  # --overwrite replaces another task's run only.
+        refuse_another_run(model_dir, "sst2", overwrite=True)
+    else:
+        with pytest.raises(FinetuneError):
+            refuse_another_run(model_dir, "sst2", overwrite=True)
 
 
 # --- Outputs that are not regular files (issue 49, items 1 and 6) ---

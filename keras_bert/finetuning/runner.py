@@ -167,8 +167,13 @@ def run_finetune(
     vocab=None,
     config_file=None,
     overrides=(),
+    overwrite=False,
 ):
-    """Fine-tunes, evaluates, predicts and exports; returns the results dict."""
+    """Fine-tunes, evaluates, predicts and exports; returns the results dict.
+
+    A rerun replaces the run in `model_dir` (`PreviousRun`); a run of
+    another task there is refused, or replaced the same way with
+    `overwrite`."""
     if task not in TASKS:
         raise FinetuneError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
     if not tf.io.gfile.isdir(data_dir):
@@ -176,7 +181,7 @@ def run_finetune(
     config = load_finetune_config(task, config_file, overrides)
     if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
         raise FinetuneError(f"--model_dir {model_dir}: is a file, not a folder")
-    refuse_another_run(model_dir, task)
+    refuse_another_run(model_dir, task, overwrite)
     created = not tf.io.gfile.exists(model_dir)
     try:
         makedirs(model_dir)

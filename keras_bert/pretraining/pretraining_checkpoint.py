@@ -23,10 +23,12 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
         state: `TrainingState`, updated in place.
         every_steps: int. Save when `state.step` is a multiple of it.
         gradient_accumulation_steps: int. Batches per optimizer update.
+        after_save: callable or None. Called after each checkpoint is saved.
     """
 
-    def __init__(self, manager, state, every_steps, gradient_accumulation_steps=1):
+    def __init__(self, manager, state, every_steps, gradient_accumulation_steps=1, after_save=None):
         super().__init__()
+        self.after_save = after_save
         self.manager = manager
         self.state = state
         self.every_steps = every_steps
@@ -63,6 +65,8 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     def save(self):
         self.manager.save(self.model, self.state.to_dict())
         self.last_saved_step = self.state.step
+        if self.after_save:
+            self.after_save()
 
     def on_train_batch_end(self, batch, logs=None):
         state = self.state

@@ -102,7 +102,8 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
         raise ConfigError(
             f"{config.model_dir} holds checkpoints of another config "
             f"({path}); this run changes {'; '.join(changed)}. Use a new "
-            "model_dir, or the recorded values. A rerun may change only "
+            "model_dir, --overwrite to start afresh in it, or the recorded values. "
+            "A rerun may change only "
             f"{', '.join(RERUN_MAY_CHANGE)}, and raise train_steps with "
             "--allow_longer_train_steps."
         )
@@ -138,7 +139,7 @@ def check_trained_under(config, path, trained_under):
         raise ConfigError(
             f"{config.model_dir} was trained under the {backend} backend ({path}), "
             f"this run has {trained_under['backend']}: set KERAS_BACKEND={backend} "
-            "to resume it, or use a new model_dir."
+            "to resume it, or use a new model_dir (or --overwrite)."
         )
     if precision is not None and precision != trained_under["precision"]:
         # Only `auto` gets here (`check_rerun_config` refuses a changed
@@ -146,5 +147,6 @@ def check_trained_under(config, path, trained_under):
         raise ConfigError(
             f"{config.model_dir} was trained in {precision} ({path}); here "
             f"precision={config.precision!r} resolves to {trained_under['precision']}: "
-            f"resume it where it resolves to {precision}, or use a new model_dir."
+            f"resume it where it resolves to {precision}, or use a new model_dir (or "
+            "--overwrite)."
         )

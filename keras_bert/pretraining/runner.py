@@ -33,7 +33,7 @@ from keras_bert.pretraining.run_record import (
 from keras_bert.pretraining.time_budget import BudgetClock, describe_end, describe_plan
 from keras_bert.pretraining.training_monitor import TrainingMonitor
 from keras_bert.pretraining.training_state import TrainingState
-from keras_bert.run_dir import RunLock, refuse_another_run
+from keras_bert.run_dir import PreviousRun, RunLock, refuse_another_run
 from pipelines import CorpusError
 from pipelines.corpus import NO_DOCUMENT
 
@@ -48,6 +48,7 @@ def run_pretraining(
     callbacks=(),
     allow_longer_train_steps=False,
     clock=time.monotonic,
+    overwrite=False,
 ):
     """Pre-trains BERT as `config` says, resuming from `model_dir` if it can.
 
@@ -66,7 +67,8 @@ def run_pretraining(
     checkpoint and returns early. With `train_budget_minutes`, a
     `BudgetClock` sets the learning rate and ends the phases and the run
     by the time spent since `run_pretraining` started
-    (`keras_bert.pretraining.time_budget`).
+    (`keras_bert.pretraining.time_budget`). With `overwrite` the run in
+    `model_dir` is replaced instead of resumed (`ReplacedRun`).
 
     Args:
         config: `PretrainingConfig`.
@@ -77,6 +79,8 @@ def run_pretraining(
             exceeds the recorded one (only the last phase may grow); a
             finished run then trains on.
         clock: callable returning seconds; the time budget's clock.
+        overwrite: bool. Start afresh: the run in `model_dir` is set aside
+            and removed once this one has saved its first checkpoint.
 
     Returns:
         dict: `"state"` (`TrainingState`), `"eval"` (per phase index, the
@@ -85,6 +89,13 @@ def run_pretraining(
     """
     started = clock()
     pretraining = build_pretraining(config, distribution)
+    if overwrite and pretraining.distribution.processes > 1:
+        raise ConfigError(
+            "--overwrite replaces the run in model_dir from one process; the other "
+            f"{pretraining.distribution.processes - 1} process(es) of this run would read it "
+            f"while the chief sets it aside. Empty {config.model_dir} first, or use a new "
+            "model_dir."
+        )
     if config.objective != "masked_lm" and config.sampled_softmax_candidates is not None:
         print(
             f"note: sampled_softmax_candidates is for objective masked_lm; {config.objective}"
@@ -94,6 +105,7 @@ def run_pretraining(
     # Workers of one multi-worker run share `model_dir`; only the chief
     # writes, so only the chief locks.
     lock = contextlib.nullcontext()
+    replaced = ReplacedRun(config.model_dir, overwrite)
     if pretraining.distribution.is_chief:
         try:
             makedirs(config.model_dir)
@@ -103,13 +115,71 @@ def run_pretraining(
                 f". Received: model_dir={config.model_dir!r}"
             ) from None
         lock = RunLock(config.model_dir)
-    with lock:
+    with lock, replaced:
         if pretraining.distribution.is_chief:
+            replaced.start()
             record_config(config, allow_longer_train_steps, training_record(pretraining))
-        return _resume_and_train(pretraining, verbose, callbacks, started, clock)
+        return _resume_and_train(pretraining, verbose, callbacks, started, clock, replaced)
 
 
-def _resume_and_train(pretraining, verbose, callbacks, started, clock):
+class ReplacedRun:
+    """The run a pre-training rerun replaces (`overwrite`), kept until the
+    new one can be resumed on its own.
+
+    `start` first puts right what an earlier `overwrite` run killed before
+    its first checkpoint left (`PreviousRun.recover`: the run it was
+    replacing comes back), on every rerun; then, with `overwrite`, sets the
+    run in `model_dir` aside (`PreviousRun`: `.previous-run/` and its
+    journal) after checking the folder is a pre-training run's. The first
+    checkpoint the new run saves discards it (`saved`); until then an
+    error or a second Ctrl-C puts it back, and so does the next rerun
+    after a `kill -9`. Warm-starting from a file of the replaced run
+    (`--init_checkpoint <model_dir>/backbone.keras`) reads it where it
+    was set aside (`path`).
+    """
+
+    def __init__(self, model_dir, overwrite):
+        self.model_dir = model_dir
+        self.overwrite = overwrite
+        self.previous = PreviousRun(model_dir)
+        self.kept = False
+
+    def start(self):
+        recovered = self.previous.recover()
+        if recovered:
+            print(f"warning: {recovered}.", flush=True)
+        if not self.overwrite:
+            return
+        refuse_another_run(self.model_dir)
+        names = self.previous.set_aside()
+        if names:
+            self.kept = True
+            print(
+                f"--overwrite: the run in {self.model_dir} ({', '.join(names)}) set aside in "
+                f"{self.previous.folder} until this run saves its first checkpoint.",
+                flush=True,
+            )
+
+    def path(self, path):
+        return self.previous.path(path) if self.kept else path
+
+    def saved(self):
+        """After each checkpoint: the first one discards the replaced run."""
+        if self.kept:
+            self.previous.discard()
+            self.kept = False
+            print(f"Removed the replaced run's {', '.join(self.previous.names)}.", flush=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        if exc_type is not None and self.kept:
+            self.previous.restore()
+            print(f"The replaced run is back in {self.model_dir}.", flush=True)
+
+
+def _resume_and_train(pretraining, verbose, callbacks, started, clock, replaced):
     """`run_pretraining` once `model_dir` is ours: restore, train each
     remaining phase, evaluate after each, then export and report."""
     config = pretraining.config
@@ -119,7 +189,7 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock):
         keep=config.checkpoint.keep,
         is_chief=chief,
     )
-    latest, state = _restore_or_start(pretraining, manager)
+    latest, state = _restore_or_start(pretraining, manager, replaced.path)
     results = {"state": state, "eval": {}, "preempted": False, "pretraining": pretraining}
     if state.finished:
         print(
@@ -129,7 +199,7 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock):
         return results
     accumulation = config.optimizer.gradient_accumulation_steps
     checkpointer = PretrainingCheckpoint(
-        manager, state, config.checkpoint.every_steps, accumulation
+        manager, state, config.checkpoint.every_steps, accumulation, after_save=replaced.saved
     )
     # A run killed after its last phase resumes straight into evaluation
     # and export, with no `fit` to hand the callback its model.
@@ -165,11 +235,11 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock):
     return results
 
 
-def _restore_or_start(pretraining, manager):
+def _restore_or_start(pretraining, manager, moved_path):
     """`(latest checkpoint or None, TrainingState)`: the newest readable
     checkpoint restored, else the initial weights of `init_checkpoint`
-    loaded; a finished step-based run whose `train_steps` was extended
-    reopened in its last phase."""
+    loaded (read where `moved_path` says it is now); a finished step-based
+    run whose `train_steps` was extended reopened in its last phase."""
     config = pretraining.config
     latest, state = restore_newest_readable(manager, pretraining.model, pretraining.distribution)
     if latest:
@@ -179,7 +249,7 @@ def _restore_or_start(pretraining, manager):
             flush=True,
         )
     elif config.init_checkpoint:
-        load_initial_weights(pretraining, config.init_checkpoint)
+        load_initial_weights(pretraining, moved_path(config.init_checkpoint))
         print(f"Initial weights from {config.init_checkpoint}.", flush=True)
     last = pretraining.phases[-1]
     budgeted = config.train_budget_minutes is not None

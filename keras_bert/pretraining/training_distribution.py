@@ -35,13 +35,15 @@ class TrainingDistribution:
         num_replicas: int. Devices that each take a slice of the batch.
         is_chief: bool. Whether this process writes checkpoints, logs and
             exports (worker 0 of a multi-worker run).
+        processes: int. The processes that train together (one per worker).
     """
 
-    def __init__(self, name, strategy=None, num_replicas=1, is_chief=True):
+    def __init__(self, name, strategy=None, num_replicas=1, is_chief=True, processes=1):
         self.name = name
         self.strategy = strategy
         self.num_replicas = num_replicas
         self.is_chief = is_chief
+        self.processes = processes
 
     def scope(self):
         """Context under which the model and optimizer must be created."""
@@ -158,7 +160,11 @@ def _tensorflow_distribution(name, tpu):
             and "chief" not in resolver.cluster_spec().as_dict()
         )
         return TrainingDistribution(
-            "multi_worker", strategy, strategy.num_replicas_in_sync, is_chief
+            "multi_worker",
+            strategy,
+            strategy.num_replicas_in_sync,
+            is_chief,
+            processes=_tf_config_workers(),
         )
     if name == "mirrored":
         strategy = tf.distribute.MirroredStrategy()
@@ -232,6 +238,9 @@ def _jax_distribution(name):
     if name in ("mirrored", "tpu", "gpu") and len(devices) > 1:
         keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
         return TrainingDistribution(
-            name, num_replicas=len(devices), is_chief=jax.process_index() == 0
+            name,
+            num_replicas=len(devices),
+            is_chief=jax.process_index() == 0,
+            processes=jax.process_count(),
         )
     return TrainingDistribution(name if name != "auto" else "default")

@@ -234,6 +234,23 @@ def finetune_args(fixtures, checkpoint, model_dir, *overrides):
     return args
 
 
+def test_overwrite_replaces_a_run_of_another_task(run_copy, fixtures, checkpoint, capsys):
+    dev = str(fixtures / "glue" / "SST-2" / "dev.tsv")
+    assert predict(["--model_dir", str(run_copy), "--input", dev]) == 0
+    args = finetune_args(fixtures, checkpoint, run_copy)
+    args[1] = "cola"
+    before = files(run_copy)
+    err = one_line_error(finetune_main, args, capsys)
+    assert err.endswith("pick another folder for 'cola', or pass --overwrite to replace that run")
+    assert files(run_copy) == before
+
+    assert finetune_main([*args, "--overwrite"]) == 0
+    assert yaml.safe_load((run_copy / "config.yaml").read_text())["task"] == "cola"
+    # The sst2 run's predictions went with it; nothing is left aside.
+    assert not any(name.startswith("predictions_") for name in os.listdir(run_copy))
+    assert not (run_copy / ".previous-run").exists()
+
+
 def test_rerun_removes_the_old_models_outputs(run_copy, fixtures, checkpoint, tmp_path):
     dev = str(fixtures / "glue" / "SST-2" / "dev.tsv")
     assert predict(["--model_dir", str(run_copy), "--input", dev]) == 0

@@ -394,7 +394,8 @@ def test_resume_under_another_backend_or_precision_is_refused(
     record(backend=other, precision="float32")
     assert cli_error(argv, capsys) == (
         f"error: {config.model_dir} was trained under the {other} backend ({path}), "
-        f"this run has {now}: set KERAS_BACKEND={other} to resume it, or use a new model_dir."
+        f"this run has {now}: set KERAS_BACKEND={other} to resume it, or use a new "
+        "model_dir (or --overwrite)."
     )
     record(backend=now, precision="mixed_bfloat16")
     err = cli_error(argv, capsys)
@@ -411,6 +412,137 @@ def test_resume_under_another_backend_or_precision_is_refused(
     from keras_bert.pretraining import load_pretraining_config
 
     assert load_pretraining_config(path).model_dir == recorded["model_dir"]
+
+
+def folder_contents(folder):
+    """Every file under `folder` with its bytes."""
+    return {
+        os.path.relpath(os.path.join(root, name), folder): open(
+            os.path.join(root, name), "rb"
+        ).read()
+        for root, _, names in os.walk(folder)
+        for name in names
+    }
+
+
+def test_overwrite_starts_afresh_and_removes_the_replaced_run(
+    full_run, tmp_path, tiny_corpus, capsys
+):
+    from keras_bert import pretrain
+
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
+    before = folder_contents(config.model_dir)
+    # A change a resuming rerun refuses (test above); a fresh run may make it.
+    argv = tiny_cli_args(tmp_path, tiny_corpus, eval_steps=0, **{"optimizer.learning_rate": 5e-3})
+    assert pretrain.main(argv) == 2
+    assert folder_contents(config.model_dir) == before
+    capsys.readouterr()
+
+    assert pretrain.main([*argv, "--overwrite", "--set", "checkpoint.keep=5"]) == 0
+    out = capsys.readouterr().out
+    assert "Resuming" not in out and "Already finished" not in out
+    assert f"set aside in {os.path.join(config.model_dir, '.previous-run')}" in out
+    assert "Removed the replaced run's " in out
+    recorded = yaml.safe_load(open(os.path.join(config.model_dir, "config.yaml")))
+    assert recorded["optimizer"]["learning_rate"] == 5e-3
+    # Trained from step 0: every checkpoint is this run's (keep=5 keeps
+    # 3, 6, 9; the replaced run kept two), and nothing of the old is left.
+    checkpoints = sorted(os.listdir(os.path.join(config.model_dir, "checkpoints")))
+    assert checkpoints == ["ckpt-00000003", "ckpt-00000006", "ckpt-00000009"]
+    assert not glob.glob(os.path.join(config.model_dir, ".previous-run*"))
+    assert (
+        open(os.path.join(config.model_dir, "backbone.keras"), "rb").read()
+        != before["backbone.keras"]
+    )
+    # The new run resumes as any run does.
+    assert pretrain.main([*argv, "--set", "checkpoint.keep=5"]) == 0
+    assert "Already finished at step 9" in capsys.readouterr().out
+
+
+class FailAtStep(keras.callbacks.Callback):
+    def __init__(self, step):
+        super().__init__()
+        self.step = step
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) == self.step:
+            raise RuntimeError("failed")
+
+
+@pytest.mark.backend_independent
+def test_overwrite_that_stops_before_its_first_checkpoint_puts_the_run_back(
+    full_run, tmp_path, tiny_corpus, capsys
+):
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
+    before = folder_contents(config.model_dir)
+    with pytest.raises(RuntimeError, match="failed"):
+        run_pretraining(config, verbose=0, overwrite=True, callbacks=[FailAtStep(1)])
+    assert "The replaced run is back" in capsys.readouterr().out
+    assert folder_contents(config.model_dir) == before
+
+    # What kill -9 leaves before the first checkpoint: the run set aside
+    # (and its journal), the new run's config and logs.
+    from keras_bert.pretraining.runner import ReplacedRun
+
+    ReplacedRun(config.model_dir, overwrite=True).start()
+    with open(os.path.join(config.model_dir, "config.yaml"), "w") as f:
+        f.write("phases: []\n")
+    os.makedirs(os.path.join(config.model_dir, "logs", "train"))
+    results = run_pretraining(config, verbose=0)  # A plain rerun: the old run back, resumed.
+    out = capsys.readouterr().out
+    assert "that did not finish was undone" in out and "Already finished at step 9" in out
+    assert results["state"].finished
+    assert folder_contents(config.model_dir) == before
+
+
+@pytest.mark.backend_independent
+def test_overwrite_warm_starts_from_the_replaced_runs_own_backbone(full_run, tmp_path, tiny_corpus):
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
+    backbone = os.path.join(config.model_dir, "backbone.keras")
+    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0, init_checkpoint=backbone)
+
+    def embeddings(backbone):
+        return keras.ops.convert_to_numpy(backbone.token_embedding.embeddings)
+
+    trained = embeddings(full_run[1]["pretraining"].backbone)
+    seen = []
+
+    class FirstWeights(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            if not seen:
+                seen.append(embeddings(self.model.backbone))
+
+    results = run_pretraining(config, verbose=0, overwrite=True, callbacks=[FirstWeights()])
+    assert results["state"].finished and results["state"].step == 9
+    np.testing.assert_array_equal(seen[0], trained)
+    assert not glob.glob(os.path.join(config.model_dir, ".previous-run*"))
+
+
+@pytest.mark.backend_independent
+def test_overwrite_is_refused_to_a_run_of_several_processes(tmp_path, tiny_corpus, monkeypatch):
+    import types
+
+    from keras_bert.pretraining import runner as pretraining_runner
+
+    config = tiny_config(tmp_path, tiny_corpus)
+    workers = types.SimpleNamespace(distribution=types.SimpleNamespace(processes=2))
+    monkeypatch.setattr(pretraining_runner, "build_pretraining", lambda *args: workers)
+    with pytest.raises(ConfigError, match="the other 1 process\\(es\\) of this run would read"):
+        run_pretraining(config, overwrite=True)
+    assert not os.path.exists(config.model_dir)
+
+
+@pytest.mark.backend_independent
+def test_overwrite_refuses_a_fine_tuning_folder(tmp_path, tiny_corpus, capsys):
+    from keras_bert import pretrain
+
+    model_dir = tmp_path / "run"
+    model_dir.mkdir()
+    (model_dir / "config.yaml").write_text("task: sst2\n")
+    (model_dir / "model.keras").write_text("a model")
+    assert pretrain.main([*tiny_cli_args(tmp_path, tiny_corpus), "--overwrite"]) == 2
+    assert "holds a fine-tuning run (task 'sst2')" in capsys.readouterr().err
+    assert sorted(os.listdir(model_dir)) == ["config.yaml", "model.keras"]
 
 
 def cli_error(argv, capsys):
