@@ -1,4 +1,7 @@
-"""`python -m keras_bert.convert SRC DST`: convert a BERT checkpoint.
+"""`python -m keras_bert.convert --input SRC --output DST`: convert a BERT checkpoint.
+
+The two paths may also be given by position (`convert SRC DST`), the
+command's first spelling.
 
 SRC: an original Google checkpoint (`bert_model.ckpt` prefix or its folder,
 with `bert_config.json` and `vocab.txt` beside it), a Hugging Face folder
@@ -21,8 +24,14 @@ def main(argv=None):
         description=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("src", help="checkpoint to read")
-    parser.add_argument("dst", help="model.keras, or a Hugging Face folder")
+    parser.add_argument("src", nargs="?", metavar="SRC", help="the checkpoint to read (--input)")
+    parser.add_argument(
+        "dst", nargs="?", metavar="DST", help="model.keras, or a Hugging Face folder (--output)"
+    )
+    parser.add_argument("--input", metavar="SRC", help="the checkpoint to read")
+    parser.add_argument(
+        "--output", metavar="DST", help="model.keras, or a Hugging Face folder, to write"
+    )
     heads = parser.add_mutually_exclusive_group()
     # The hyphenated spellings came first; every other flag is snake_case.
     heads.add_argument(
@@ -53,14 +62,16 @@ def main(argv=None):
     )
     add_verbose_argument(parser)
     args = parser.parse_args(argv)
+    source = _one_path(parser, "--input", args.input, "SRC", args.src)
+    target = _one_path(parser, "--output", args.output, "DST", args.dst)
 
     def convert_checkpoint():
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         from keras_bert.conversion.converter import convert
 
         report = convert(
-            args.src,
-            args.dst,
+            source,
+            target,
             heads=args.heads,
             vocab=args.vocab,
             overwrite=args.overwrite,
@@ -68,7 +79,19 @@ def main(argv=None):
         )
         print("\n".join(report))
 
-    return run_command(convert_checkpoint, output=args.dst, verbose=args.verbose)
+    return run_command(convert_checkpoint, output=target, verbose=args.verbose)
+
+
+def _one_path(parser, flag, flagged, name, positional):
+    """The path given by `flag` or by position (`name`), exactly once."""
+    if flagged is not None and positional is not None:
+        parser.error(
+            f"{flag} {flagged} and {name} {positional} (by position) both given; give the "
+            "paths as --input SRC --output DST, or as SRC DST"
+        )
+    if flagged is None and positional is None:
+        parser.error(f"{flag} {name} is required (or {name} by position)")
+    return flagged if flagged is not None else positional
 
 
 if __name__ == "__main__":

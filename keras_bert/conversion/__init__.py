@@ -1,6 +1,6 @@
 """Checkpoint import and export: Google BERT, Hugging Face, keras-hub.
 
-`convert(src, dst)` (also `python -m keras_bert.convert SRC DST`) reads any
+`convert(src, dst)` (also `python -m keras_bert.convert --input SRC --output DST`) reads any
 supported checkpoint into a `BertCheckpoint` (original variable names, see
 `bert_name_map`) and writes a keras_bert `.keras` or a Hugging Face folder.
 """

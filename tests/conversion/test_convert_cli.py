@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_report(tmp_path, capsys):
     write_google_checkpoint(tmp_path / "google", random_weights(original_shapes(heads=False)))
 
-    assert main([str(tmp_path / "google"), str(tmp_path / "hf")]) == 0
+    assert main(["--input", str(tmp_path / "google"), "--output", str(tmp_path / "hf")]) == 0
 
     report = capsys.readouterr().out
     assert "source:  Google BERT checkpoint" in report
@@ -469,3 +469,40 @@ def test_a_remote_path_is_one_line_saying_convert_is_local(tmp_path, capsys, whi
         "error: gs://bucket/bert: convert reads and writes local paths only; copy it here "
         "first (e.g. gcloud storage cp -r).\n"
     )
+
+
+@pytest.mark.parametrize(
+    "argv, paths",
+    [
+        (["--input", "src", "--output", "dst.keras"], ("src", "dst.keras")),
+        (["src", "dst.keras"], ("src", "dst.keras")),  # The first spelling.
+        (["--output", "dst.keras", "src"], ("src", "dst.keras")),
+    ],
+)
+def test_paths_by_flag_or_by_position(argv, paths, monkeypatch, capsys):
+    received = []
+    monkeypatch.setattr(
+        "keras_bert.conversion.converter.convert",
+        lambda src, dst, **kwargs: received.append((src, dst)) or ["converted"],
+    )
+    assert main(argv) == 0
+    assert received == [paths]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        ([], "--input SRC is required (or SRC by position)"),
+        (["--input", "src"], "--output DST is required (or DST by position)"),
+        (
+            ["--input", "a", "b", "c"],
+            "--input a and SRC b (by position) both given; give the paths as --input SRC "
+            "--output DST, or as SRC DST",
+        ),
+    ],
+)
+def test_a_path_missing_or_given_twice_is_a_usage_error(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(f"error: {message}")
