@@ -161,7 +161,7 @@ class ReplacedRun:
             )
 
     def path(self, path):
-        return self.previous.path(path) if self.kept else path
+        return self.previous.path(path)
 
     def saved(self):
         """After each checkpoint: the first one discards the replaced run."""

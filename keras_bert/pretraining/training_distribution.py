@@ -144,7 +144,8 @@ def _tensorflow_distribution(name, tpu):
         strategy = tf.distribute.TPUStrategy(_connect_tpu(tpu))
         return TrainingDistribution("tpu", strategy, strategy.num_replicas_in_sync)
     if name == "multi_worker":
-        if _tf_config_workers() < 1:
+        workers = _tf_config_workers()
+        if workers < 1:
             raise ConfigError(
                 "strategy=multi_worker needs TF_CONFIG with a `cluster` of "
                 "workers and this process's `task`."
@@ -164,7 +165,7 @@ def _tensorflow_distribution(name, tpu):
             strategy,
             strategy.num_replicas_in_sync,
             is_chief,
-            processes=_tf_config_workers(),
+            processes=workers,
         )
     if name == "mirrored":
         strategy = tf.distribute.MirroredStrategy()
