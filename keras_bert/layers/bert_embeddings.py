@@ -30,19 +30,10 @@ class BertEmbeddings(keras.layers.Layer):
         dropout: float. Dropout rate after the LayerNorm. Defaults to 0.1.
         layer_norm_epsilon: float. Defaults to 1e-12 as in the original code.
 
-    Attributes:
-        training_position_window: int or None, not saved with the layer:
-            set by pre-training's `random_position_offsets`. In training,
-            a sequence shorter than this many tokens sits at a random
-            offset inside the first `training_position_window` positions,
-            so a short-sequence phase trains the position embeddings that
-            a longer phase and evaluation use. None (the paper): positions
-            start at 0.
-
     Call arguments:
         token_ids: int tensor (B, T).
         segment_ids: int tensor (B, T).
-        training: bool, turns dropout and the random offsets on.
+        training: bool, turns dropout on.
 
     Returns:
         float tensor (B, T, H).
@@ -97,8 +88,6 @@ class BertEmbeddings(keras.layers.Layer):
             name="layer_norm",
         )
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
-        self.training_position_window = None
-        self.offset_seed = keras.random.SeedGenerator(name="position_offset_seed")
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)
@@ -110,24 +99,11 @@ class BertEmbeddings(keras.layers.Layer):
 
     def call(self, token_ids, segment_ids, training=None):
         tokens = self.token_embedding(token_ids)  # (B, T, H)
-        # PositionEmbedding slices its (512, H) table to T rows, or takes
-        # the rows of each sequence's position ids.
-        positions = self.position_embedding(tokens, positions=self._position_ids(tokens, training))
+        # PositionEmbedding slices its (512, H) table to T rows.
+        positions = self.position_embedding(tokens)  # (B, T, H)
         segments = self.segment_embedding(segment_ids)  # (B, T, H)
         x = self.layer_norm(tokens + positions + segments)
         return self.dropout_layer(x, training=training)
-
-    def _position_ids(self, tokens, training):
-        """(B, T) ids from a random offset per sequence in
-        `[0, training_position_window - T]`, or None for `0..T-1`."""
-        batch_size, sequence_length = keras.ops.shape(tokens)[:2]
-        window = self.training_position_window
-        if not training or window is None or sequence_length >= window:
-            return None
-        offsets = keras.random.randint(
-            (batch_size, 1), 0, window - sequence_length + 1, seed=self.offset_seed
-        )
-        return offsets + keras.ops.arange(sequence_length)[None, :]
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
         return tuple(token_ids_shape) + (self.hidden_dim,)

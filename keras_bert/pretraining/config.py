@@ -159,13 +159,6 @@ class PretrainingConfig:
             from its first update and its updates go to context (docs/
             pretraining.md, "A unigram output bias"). A resumed run or an
             `init_checkpoint` keeps the bias it loads.
-        random_position_offsets: bool. False (the paper): every sequence's
-            positions start at 0. True: in training, a sequence shorter
-            than the longest phase sits at a random offset inside that
-            phase's positions (`BertEmbeddings.training_position_window`),
-            so a short-sequence phase trains the position embeddings the
-            long phase and evaluation use. Evaluation, fill-mask and export
-            start at 0 either way.
         electra: `ElectraConfig`, read by `objective: electra`.
         optimizer: `OptimizerConfig`.
         checkpoint: `CheckpointConfig`.
@@ -208,7 +201,6 @@ class PretrainingConfig:
     train_budget_minutes: typing.Optional[float] = None
     sampled_softmax_candidates: typing.Optional[int] = None
     output_bias_init: str = "zeros"
-    random_position_offsets: bool = False
     electra: ElectraConfig = dataclasses.field(default_factory=ElectraConfig)
     optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)

@@ -173,8 +173,6 @@ def build_backbone(config):
     except (TypeError, ValueError) as error:
         raise ConfigError(f"model_overrides: {error}") from None
     backbone.vocabulary = vocabulary
-    if config.random_position_offsets:
-        backbone.embeddings.training_position_window = longest
     return backbone
 
 

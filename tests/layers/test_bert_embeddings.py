@@ -38,37 +38,3 @@ def test_config_round_trip():
     )
     config = layer.get_config()
     assert BertEmbeddings.from_config(config).get_config() == config
-
-
-def _layer_normed(x, gamma, beta):
-    mean = x.mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(x.var(-1, keepdims=True) + 1e-12) * gamma + beta
-
-
-def test_training_position_window_places_each_sequence_at_a_random_offset():
-    layer = BertEmbeddings(vocabulary_size=20, hidden_dim=6, max_sequence_length=16, dropout=0.0)
-    token_ids = np.tile(np.array([[3, 7, 7, 1]], "int32"), (64, 1))
-    segment_ids = np.zeros_like(token_ids)
-    layer.build(token_ids.shape)
-    layer.training_position_window = 10
-    w = {v.path.split("/", 1)[1]: v.numpy() for v in layer.weights}
-    table = w["position_embedding/embeddings"]
-
-    def at(offset):  # The reference: positions offset..offset+3, in NumPy.
-        summed = w["token_embedding/embeddings"][token_ids[0]] + table[offset : offset + 4]
-        summed += w["segment_embedding/embeddings"][0]
-        return _layer_normed(summed, w["layer_norm/gamma"], w["layer_norm/beta"])
-
-    trained = keras.ops.convert_to_numpy(layer(token_ids, segment_ids, training=True))
-    offsets = []
-    for row in trained:
-        matches = [o for o in range(7) if np.allclose(row, at(o), atol=1e-5)]
-        assert len(matches) == 1, "each sequence lies inside the first 10 positions"
-        offsets.append(matches[0])
-    assert len(set(offsets)) > 3, "the offsets vary between sequences"
-    # Inference, and a sequence as long as the window, start at 0.
-    inferred = keras.ops.convert_to_numpy(layer(token_ids, segment_ids))
-    np.testing.assert_allclose(inferred, np.broadcast_to(at(0), inferred.shape), atol=1e-5)
-    layer.training_position_window = 4
-    full = keras.ops.convert_to_numpy(layer(token_ids, segment_ids, training=True))
-    np.testing.assert_allclose(full, inferred, atol=1e-6)
