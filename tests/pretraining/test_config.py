@@ -11,7 +11,7 @@ from keras_bert.pretraining.config import CONFIG_DIR, parse_override
 pytestmark = pytest.mark.backend_independent
 
 
-@pytest.mark.parametrize("name, steps", [("default", [2188, 812]), ("budget", [4800, 3200])])
+@pytest.mark.parametrize("name, steps", [("default", [1800, 1200]), ("budget", [4800, 3200])])
 def test_short_sequences_first_recipes(name, steps):
     config = load_pretraining_config(name)
     assert [p.seq_len for p in config.phases] == [32, 128]

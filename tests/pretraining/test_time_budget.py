@@ -268,8 +268,8 @@ def test_a_budget_spent_by_the_first_update_trains_and_saves_nothing(tmp_path, t
 def test_plan_line_and_end_line():
     config = load_pretraining_config("default")
     assert describe_plan(config) == (
-        "Time budget 7.5 min: the recipe's 3,000-step schedule (2,188 recipe steps at "
-        "32 tokens, 812 recipe steps at 128; warmup 500) run on the clock, its learning "
+        "Time budget 7.5 min: the recipe's 3,000-step schedule (1,800 recipe steps at "
+        "32 tokens, 1,200 recipe steps at 128; warmup 500) run on the clock, its learning "
         "rate and phase set by the share of the budget spent (or of its updates made, "
         "if larger), until either ends."
     )
