@@ -11,6 +11,7 @@ turn; it lives here, not in `runtime/`, because it builds a model, and
 import sys
 import time
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -24,7 +25,8 @@ from keras_bert.runtime.hardware import resolve_jit_compile
 def probe_seconds_per_step(warmup_steps, timed_steps, **model):
     """Seconds per pre-training step (forward, backward, AdamW) of an
     objective's model on random ids, compiled as `keras_bert.pretraining` does,
-    at each of `model["shapes"]`, over `timed_steps` after `warmup_steps`.
+    at each of `model["shapes"]`, over `timed_steps` after `warmup_steps`
+    (and one step that starts each `fit`, untimed).
     `model`: `warmed_up_steps`'s."""
     return warmed_up_steps(warmup_steps, **model)(timed_steps)
 
@@ -98,12 +100,28 @@ def warmed_up_steps(
     def time_steps(steps):
         seconds = []
         for dataset in datasets:
-            start = time.perf_counter()
-            model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
-            seconds.append((time.perf_counter() - start) / steps)
+            timer = _StepTimer()
+            model.fit(dataset, steps_per_epoch=steps + 1, epochs=1, verbose=0, callbacks=[timer])
+            seconds.append(timer.seconds / steps)
         return seconds
 
     return time_steps
+
+
+class _StepTimer(keras.callbacks.Callback):
+    """Seconds from the end of a `fit`'s first step to the end of its last,
+    each end waited for (JAX dispatches steps asynchronously). Not the
+    `fit` call's own start and end: a run's `fit` lasts `steps_per_loop`
+    steps, and timing a few steps with them counted made JAX's step up to
+    twice as slow as in training (its iterator over a `tf.data` dataset
+    starts with each call), and the backend choice a tie."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        float(logs["loss"])
+        now = time.perf_counter()
+        if batch == 0:
+            self.start = now
+        self.seconds = now - self.start
 
 
 def _random_batches(rng, objective, vocabulary_size, seq_len, batch_size, predictions):
