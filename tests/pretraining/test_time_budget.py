@@ -268,23 +268,23 @@ def test_a_budget_spent_by_the_first_update_trains_and_saves_nothing(tmp_path, t
 def test_plan_line_and_end_line():
     config = load_pretraining_config("default")
     assert describe_plan(config) == (
-        "Time budget 7.5 min: the recipe's 3,000-step schedule (1,800 recipe steps at "
+        "Time budget 7.25 min: the recipe's 3,000-step schedule (1,800 recipe steps at "
         "32 tokens, 1,200 recipe steps at 128; warmup 500) run on the clock, its learning "
         "rate and phase set by the share of the budget spent (or of its updates made, "
         "if larger), until either ends."
     )
     resumed = TrainingState(budget_progress=0.25, budget_seconds_spent=100.0)
     assert describe_plan(config, resumed).endswith(
-        "; resumed at 25.0% of it with 5 min 50 s of the budget left."
+        "; resumed at 25.0% of it with 5 min 35 s of the budget left."
     )
-    assert describe_end(config, 1556, 441.4) == (
-        "Time budget 7.5 min: 1,556 updates, the last 7 min 21 s into the budget, 9 s inside it."
+    assert describe_end(config, 1556, 426.4) == (
+        "Time budget 7.25 min: 1,556 updates, the last 7 min 06 s into the budget, 9 s inside it."
     )
-    assert describe_end(config, 1556, 460).endswith("10 s over it.")
+    assert describe_end(config, 1556, 445).endswith("10 s over it.")
 
 
 def test_default_and_own_text_are_budgeted():
-    assert load_pretraining_config("default").train_budget_minutes == 7.5
+    assert load_pretraining_config("default").train_budget_minutes == 7.25
     assert load_pretraining_config("own_text").train_budget_minutes == 30
     assert load_pretraining_config("budget").train_budget_minutes is None
 
