@@ -112,9 +112,10 @@ class _StepTimer(keras.callbacks.Callback):
     """Seconds from the end of a `fit`'s first step to the end of its last,
     each end waited for (JAX dispatches steps asynchronously). Not the
     `fit` call's own start and end: a run's `fit` lasts `steps_per_loop`
-    steps, and timing a few steps with them counted made JAX's step up to
-    twice as slow as in training (its iterator over a `tf.data` dataset
-    starts with each call), and the backend choice a tie."""
+    steps, and timing a few steps with them counted made JAX's step look
+    much slower than in training (its iterator over a `tf.data` dataset
+    starts with each call), and the backend choice a tie
+    (BENCHMARKS.md#the-default-run)."""
 
     def on_train_batch_end(self, batch, logs=None):
         float(logs["loss"])
