@@ -61,7 +61,7 @@ def dump(args):
     dump_batches(config, args.steps, os.path.join(args.out, "batches.npz"))
     model = dict(load_model_config(config.model), **config.model_overrides)
     train_files, _ = split_corpus(config.data)
-    prior = unigram_log_prior(config, train_files, model["vocabulary_size"])
+    prior = unigram_log_prior(config, train_files)
     np.save(os.path.join(args.out, "unigram_log_prior.npy"), prior)
     recipe = {
         "model": model,

@@ -4,6 +4,7 @@ Public API:
 
 * `BertTokenizer`: in-graph WordPiece, id for id equal to the original BERT.
 * `pretraining_dataset`: masked-LM + next-sentence batches from a corpus.
+* `corpus_token_counts`: token frequencies of a corpus's first tokens.
 * `split_files`: hold out corpus files for evaluation.
 * `write_tfrecord_shards`: tokenize a corpus once (`python -m keras_bert.data`).
 * `load_vocabulary`, `learn_vocabulary`
@@ -22,6 +23,7 @@ _PUBLIC = {
     "PipelineInputError": "pipelines.errors",
     "SPECIAL_TOKENS": "pipelines.vocabulary",
     "VocabularyError": "pipelines.errors",
+    "corpus_token_counts": "pipelines.pretraining",
     "learn_vocabulary": "pipelines.vocabulary_learner",
     "list_files": "pipelines.corpus_files",
     "load_vocabulary": "pipelines.vocabulary",

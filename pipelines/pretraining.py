@@ -199,6 +199,54 @@ def _packed_sequences(documents, tokenizer, *, seq_len, shuffle, seed):
     ).unbatch()
 
 
+def corpus_token_counts(
+    file_pattern,
+    vocab_file,
+    *,
+    max_tokens,
+    corpus_format="sentences",
+    lower_case=True,
+    seed=None,
+    shuffle=True,
+    text_document="file",
+):
+    """float32 `(V,)`: how often each vocabulary id occurs among the first
+    `max_tokens` tokens of a corpus's documents, the files in the order
+    `pretraining_dataset` reads them with the same `seed` and `shuffle`.
+
+    Counted from the tokenized documents, before the pieces and their
+    shuffle buffer: `pretraining_dataset` fills that buffer (the whole
+    bundled corpus) before its first batch, seconds that this count does
+    not wait for.
+    """
+    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
+    documents = corpus.documents_dataset(
+        corpus_files.list_files(file_pattern, corpus_format),
+        tokenizer,
+        corpus_format=corpus_format,
+        text_document=text_document,
+        shuffle=shuffle,
+        seed=_sub_seed(seed, 1),
+    )
+    vocabulary_size = tokenizer.vocab_size
+    # Each document's tokens with the number before them; `take_while`
+    # reads no document past the one that reaches `max_tokens`.
+    documents = documents.scan(
+        0, lambda before, d: (before + tf.size(d.flat_values), (d.flat_values, before))
+    ).take_while(lambda _, before: before < max_tokens)
+
+    def count(counts, document):
+        tokens, before = document
+        return counts + tf.math.bincount(
+            tokens[: max_tokens - before],
+            minlength=vocabulary_size,
+            maxlength=vocabulary_size,
+            dtype=tf.float32,
+        )
+
+    return documents.reduce(tf.zeros([vocabulary_size]), count).numpy()
+
+
 def pretraining_dataset(
     file_pattern,
     vocab_file,

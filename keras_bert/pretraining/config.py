@@ -154,7 +154,7 @@ class PretrainingConfig:
             samples from its full softmax.
         output_bias_init: `"zeros"` (the paper) or `"unigram"`: the masked
             LM's output bias starts at each token's log-frequency among
-            the masked targets of the first training batches
+            the first tokens of the training documents
             (`unigram_log_prior`), so the model predicts word frequencies
             from its first update and its updates go to context (docs/
             pretraining.md, "A unigram output bias"). A resumed run or an

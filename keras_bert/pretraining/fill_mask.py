@@ -29,36 +29,46 @@ def fill_mask(model, tokenizer, sentences, top_k=5):
     # absent (a serving or GPU box); only the probes need the pipeline.
     from pipelines.tasks.features import tokenize_texts
 
-    results = []
+    if not sentences:
+        return []
+    sequences, positions = [], []
     for sentence in sentences:
         pieces = tokenize_texts(tokenizer, sentence.split("[MASK]"))
         ids = [tokenizer.cls_id]
-        positions = []
+        masks = []
         for i, piece in enumerate(pieces):
             if i:
-                positions.append(len(ids))
+                masks.append(len(ids))
                 ids.append(tokenizer.mask_id)
             ids.extend(piece)
-        ids.append(tokenizer.sep_id)
-        token_ids = np.array([ids], "int32")  # (1, T)
-        mask_positions = np.array([positions], "int32")  # (1, P)
-        inputs = {
-            "token_ids": token_ids,
-            "segment_ids": np.zeros_like(token_ids),
-            "padding_mask": np.ones_like(token_ids),
-            "mask_positions": mask_positions,
-            # ELECTRA's: no original tokens, nothing replaced.
-            "masked_lm_ids": np.zeros_like(mask_positions),
-            "masked_lm_weights": np.zeros(mask_positions.shape, "float32"),
-        }
-        outputs = model.predict_on_batch({key: inputs[key] for key in model.input})
-        logits = np.asarray(outputs["mlm"][0], "float64")  # (P, V)
-        probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        probabilities /= probabilities.sum(axis=-1, keepdims=True)
-        results.append(
-            [
-                [(tokenizer.id_to_token(int(i)), float(row[i])) for i in np.argsort(-row)[:top_k]]
-                for row in probabilities
-            ]
-        )
-    return results
+        sequences.append(ids + [tokenizer.sep_id])
+        positions.append(masks)
+    # One padded batch, not a call per sentence: each new length would
+    # compile the model's forward pass again (seconds under JAX or XLA).
+    length = max(len(ids) for ids in sequences)
+    slots = max(1, max(len(masks) for masks in positions))
+    token_ids = np.full((len(sentences), length), tokenizer.pad_id, "int32")
+    mask_positions = np.zeros((len(sentences), slots), "int32")
+    for row, (ids, masks) in enumerate(zip(sequences, positions)):
+        token_ids[row, : len(ids)] = ids
+        mask_positions[row, : len(masks)] = masks
+    inputs = {
+        "token_ids": token_ids,
+        "segment_ids": np.zeros_like(token_ids),
+        "padding_mask": (token_ids != tokenizer.pad_id).astype("int32"),
+        "mask_positions": mask_positions,
+        # ELECTRA's: no original tokens, nothing replaced.
+        "masked_lm_ids": np.zeros_like(mask_positions),
+        "masked_lm_weights": np.zeros(mask_positions.shape, "float32"),
+    }
+    outputs = model.predict_on_batch({key: inputs[key] for key in model.input})
+    logits = np.asarray(outputs["mlm"], "float64")  # (N, slots, V)
+    probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    probabilities /= probabilities.sum(axis=-1, keepdims=True)
+    return [
+        [
+            [(tokenizer.id_to_token(int(i)), float(row[i])) for i in np.argsort(-row)[:top_k]]
+            for row in probabilities[n, : len(masks)]
+        ]
+        for n, masks in enumerate(positions)
+    ]

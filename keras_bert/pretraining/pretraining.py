@@ -16,6 +16,7 @@ import os
 import zipfile
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.errors import ConfigError
@@ -228,35 +229,39 @@ def _pipeline_dataset(
     )
 
 
-# Masked targets counted for `output_bias_init: unigram`: 2**16 see each
-# of the frequent tokens, which hold most of the softmax's mass while the
-# model predicts word frequencies, hundreds of times.
-PRIOR_TARGETS = 2**16
+# Training tokens counted for `output_bias_init: unigram`: 2**20 (about
+# 4 MB of text, read in a second or two) see each of the frequent tokens,
+# which hold most of the softmax's mass while the model predicts word
+# frequencies, thousands of times.
+PRIOR_TOKENS = 2**20
 
 # Added to every token's count: the tokens never seen among the counted
-# targets (most of the vocabulary) then share a few percent of the mass,
+# ones (most of the vocabulary) then share a few percent of the mass,
 # about what the rare tokens hold in English text.
 PRIOR_SMOOTHING = 0.1
 
 
-def unigram_log_prior(config, train_files, vocabulary_size):
-    """float32 (V,): each token's log-frequency among the masked targets
-    of the first `PRIOR_TARGETS` predictions of the training stream (phase
-    0, the run's seed), smoothed by `PRIOR_SMOOTHING`."""
-    phase = config.phases[0]
-    batches = math.ceil(PRIOR_TARGETS / (phase.batch_size * phase.max_predictions))
-    dataset = _pipeline_dataset(config, phase, train_files, phase.batch_size, None)
+def unigram_log_prior(config, train_files):
+    """float32 (V,): each token's log-frequency among the first
+    `PRIOR_TOKENS` tokens of the training documents (in the order the
+    run's seed reads them), smoothed by `PRIOR_SMOOTHING`. The masked LM's
+    targets are drawn alike from every token of the text, so this is their
+    frequency, counted without waiting for the pipeline's shuffle buffer
+    (seconds of a budgeted run's clock)."""
+    import pipelines
 
-    def count(counts, batch):
-        _, labels, sample_weights = batch
-        targets = tf.boolean_mask(labels["mlm"], sample_weights["mlm"] > 0)
-        return counts + tf.math.bincount(
-            targets, minlength=vocabulary_size, maxlength=vocabulary_size, dtype=tf.float32
-        )
-
-    counts = dataset.take(batches).reduce(tf.zeros([vocabulary_size]), count)
+    data = config.data
+    counts = pipelines.corpus_token_counts(
+        train_files,
+        data.vocab_file,
+        max_tokens=PRIOR_TOKENS,
+        corpus_format=data.corpus_format,
+        lower_case=data.lower_case,
+        seed=data.seed,
+        shuffle=data.shuffle,
+    )
     counts += PRIOR_SMOOTHING
-    return tf.math.log(counts / tf.reduce_sum(counts)).numpy()
+    return np.log(counts / counts.sum()).astype("float32")
 
 
 def _distributed_dataset(config, objective, phase, files, distribution, **kwargs):
@@ -335,9 +340,7 @@ def build_pretraining(config, distribution=None, corpus_split=None):
         backbone = build_backbone(config)
         model = objective.build_model(backbone)
         if config.output_bias_init == "unigram":
-            model.masked_lm_output_bias.assign(
-                unigram_log_prior(config, train_files, backbone.vocabulary_size)
-            )
+            model.masked_lm_output_bias.assign(unigram_log_prior(config, train_files))
         # A budgeted run's `BudgetClock` sets the rate at each step from
         # the time spent, into the optimizer's learning-rate variable.
         budgeted = config.train_budget_minutes is not None

@@ -62,7 +62,8 @@ def run_pretraining(
     warm-start from `init_checkpoint`; run each remaining phase with
     `Model.fit` (one Keras epoch per `steps_per_loop` updates, the window
     over which metrics are averaged and logged); evaluate on held-out
-    files after each phase; save the final checkpoint; export the backbone
+    files after each phase (a budgeted run: at every phase's length after
+    the last); save the final checkpoint; export the backbone
     and pretrainer as `.keras` and SavedModel. SIGTERM or Ctrl-C saves a
     checkpoint and returns early. With `train_budget_minutes`, a
     `BudgetClock` sets the learning rate and ends the phases and the run
@@ -181,7 +182,7 @@ class ReplacedRun:
 
 def _resume_and_train(pretraining, verbose, callbacks, started, clock, replaced):
     """`run_pretraining` once `model_dir` is ours: restore, train each
-    remaining phase, evaluate after each, then export and report."""
+    remaining phase, evaluate, then export and report."""
     config = pretraining.config
     chief = pretraining.distribution.is_chief
     manager = CheckpointManager(
@@ -218,11 +219,20 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock, replaced)
                 )
                 results["preempted"] = True
                 return results
-            if budget and phase is pretraining.phases[-1]:
-                print(describe_end(config, state.step, state.budget_seconds_spent), flush=True)
-            results["eval"][phase.index] = evaluate(pretraining, phase.index, monitor, state.step)
+            if not budget:
+                results["eval"][phase.index] = evaluate(
+                    pretraining, phase.index, monitor, state.step
+                )
             state.phase += 1
             state.phase_micro_step = 0
+        if budget:
+            print(describe_end(config, state.step, state.budget_seconds_spent), flush=True)
+            # Off the clock: the final model at every phase's length, after
+            # the last update (between phases it would cost updates).
+            for phase in pretraining.phases:
+                results["eval"][phase.index] = evaluate(
+                    pretraining, phase.index, monitor, state.step
+                )
         state.finished = True
         if chief:
             export_models(pretraining, config.model_dir)

@@ -17,10 +17,10 @@ a step-based run does, and finishes early. Nothing is measured before the
 first update.
 
 The budget runs from `run_pretraining`'s start to the last update: model
-building, every phase's start-up (tracing or compiling, filling the input
-pipeline) and the held-out evaluation between phases are inside it; the
-imports, the backend choice, the final evaluation, the export and the
-fill-mask report are not (docs/pretraining.md, "A time budget"). The
+building and every phase's start-up (tracing or compiling, filling the
+input pipeline) are inside it; the imports, the backend choice, the
+held-out evaluation (after the last update, at every phase's length), the
+export and the fill-mask report are not (docs/pretraining.md, "A time budget"). The
 progress and the budget spent are saved with every checkpoint
 (`TrainingState`), so a resumed run continues the same schedule over what
 is left of the budget.

@@ -653,3 +653,19 @@ def test_packed_huge_repeated_document_fills_bounded_buffers():
     assert (ids != PAD).all()
     body = ids[:, 1:].reshape(-1)
     assert _sep_gaps(body)[1:-1].max() <= PACK_PIECE_TOKENS - 1
+
+
+def test_corpus_token_counts_are_the_first_tokens_of_the_documents(sentence_corpus, reference):
+    # In file order (no shuffle) the two files' documents alternate
+    # (interleaved, one document from each in turn); the count stops
+    # inside the fourth document.
+    pattern, documents = sentence_corpus
+    in_order = [d for pair in zip(documents[:6], documents[6:]) for d in pair]
+    tokens = [i for document in in_order for s in document for i in reference.ids(s)]
+    first_three = sum(len(reference.ids(s)) for d in in_order[:3] for s in d)
+    max_tokens = first_three + 7
+    counts = pipelines.corpus_token_counts(
+        pattern, VOCAB, max_tokens=max_tokens, corpus_format="sentences", shuffle=False
+    )
+    expected = np.bincount(tokens[:max_tokens], minlength=30522)
+    np.testing.assert_array_equal(counts, expected)

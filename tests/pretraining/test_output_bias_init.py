@@ -1,7 +1,6 @@
 """`output_bias_init: unigram`: the masked LM's output bias starts at the
-log-frequency of the training stream's masked targets."""
+log-frequency of the training documents' first tokens."""
 
-import keras
 import numpy as np
 import pytest
 
@@ -9,32 +8,27 @@ from keras_bert.errors import ConfigError
 from keras_bert.pretraining import build_pretraining
 from keras_bert.pretraining import pretraining as pretraining_module
 from keras_bert.pretraining.pretraining import split_corpus, unigram_log_prior
-from tests.pretraining.conftest import tiny_config
-
-
-def _real_targets(dataset, batches):
-    """The original ids of every real prediction in `batches` Keras
-    batches, counted here in NumPy."""
-    targets = []
-    for _, labels, sample_weights in dataset.take(batches):
-        ids, weights = np.asarray(labels["mlm"]), np.asarray(sample_weights["mlm"])
-        targets.append(ids[weights > 0])
-    return np.concatenate(targets)
+from tests.pipelines.reference_tokenizer import ReferenceTokenizer
+from tests.pretraining.conftest import VOCAB, tiny_config
 
 
 @pytest.mark.backend_independent
-def test_prior_is_the_smoothed_log_frequency_of_the_first_training_targets(
+def test_prior_is_the_smoothed_log_frequency_of_the_first_training_tokens(
     tmp_path, tiny_corpus, monkeypatch
 ):
-    # Two batches of phase 0 (4 sequences x 5 predictions each).
-    monkeypatch.setattr(pretraining_module, "PRIOR_TARGETS", 40)
-    config = tiny_config(tmp_path, tiny_corpus, sampled_softmax_candidates=None)
+    # Without shuffling, the first two training files' text (one document
+    # each, read in turn), cut after 300 tokens, tokenized here by the
+    # pure-Python reference.
+    monkeypatch.setattr(pretraining_module, "PRIOR_TOKENS", 300)
+    config = tiny_config(tmp_path, tiny_corpus)  # data.shuffle false
     train_files, _ = split_corpus(config.data)
-    keras.utils.set_random_seed(config.data.seed)  # As `build_pretraining` does first.
-    prior = unigram_log_prior(config, train_files, 30522)
+    prior = unigram_log_prior(config, train_files)
 
-    stream = build_pretraining(config).phases[0].dataset()
-    counts = np.bincount(_real_targets(stream, 2), minlength=30522) + 0.1
+    reference = ReferenceTokenizer(VOCAB)
+    first, second = (reference.ids(open(path, encoding="utf-8").read()) for path in train_files[:2])
+    assert len(first) < 300 < len(first) + len(second)
+    tokens = first + second
+    counts = np.bincount(tokens[:300], minlength=30522) + 0.1
     np.testing.assert_allclose(prior, np.log(counts / counts.sum()), rtol=1e-5)
 
 
@@ -42,7 +36,7 @@ def test_prior_is_the_smoothed_log_frequency_of_the_first_training_targets(
 def test_unigram_sets_the_masked_lm_output_bias(tmp_path, tiny_corpus, objective):
     config = tiny_config(tmp_path, tiny_corpus, objective=objective, output_bias_init="unigram")
     pretraining = build_pretraining(config)
-    expected = unigram_log_prior(config, pretraining.train_files, 30522)
+    expected = unigram_log_prior(config, pretraining.train_files)
     bias = np.asarray(pretraining.model.masked_lm_output_bias)
     np.testing.assert_allclose(bias, expected, rtol=1e-6)
 

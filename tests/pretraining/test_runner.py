@@ -236,6 +236,35 @@ def test_fill_mask_reads_each_mask_position():
         assert len(fillers) == 3
 
 
+def test_fill_mask_batch_answers_as_each_sentence_alone():
+    # The probes run as one padded batch: a shorter sentence, or one with
+    # fewer [MASK]s, gets what it gets on its own (padding masked out).
+    from keras_bert import BertBackbone
+    from keras_bert.models import BertPretrainer
+    from keras_bert.pretraining.fill_mask import fill_mask
+    from pipelines import BertTokenizer
+
+    tokenizer = BertTokenizer("data/vocab/bert_uncased_vocab.txt")
+    keras.utils.set_random_seed(1)
+    model = BertPretrainer(
+        BertBackbone(
+            vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32
+        )
+    )
+    sentences = [
+        "she opened the door and walked into the [MASK] , then sat [MASK] .",
+        "the [MASK] said .",
+        "[MASK] of the united [MASK] and the [MASK] of",
+    ]
+    batched = fill_mask(model, tokenizer, sentences, top_k=4)
+    for sentence, answers in zip(sentences, batched):
+        (alone,) = fill_mask(model, tokenizer, [sentence], top_k=4)
+        assert len(answers) == sentence.count("[MASK]")
+        for got, expected in zip(answers, alone):
+            assert [t for t, _ in got] == [t for t, _ in expected]
+            np.testing.assert_allclose([p for _, p in got], [p for _, p in expected], rtol=1e-4)
+
+
 @pytest.mark.backend_independent
 def test_rerun_after_kill_during_export_finishes(tmp_path, tiny_corpus, monkeypatch):
     from keras_bert.pretraining import runner as pretraining_runner

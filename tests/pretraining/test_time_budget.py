@@ -170,7 +170,9 @@ def budgeted_tiny(tmp_path, tiny_corpus, **extra):
     # 6 s of budget for the tiny recipe's 6 + 3 steps, at a second per
     # update: too slow for the recipe, so the clock leads. Phase 0 until
     # 2/3 of it, 4 updates, then 2 at 64 tokens.
-    return tiny_config(tmp_path, tiny_corpus, train_budget_minutes=0.1, eval_steps=0, **extra)
+    return tiny_config(
+        tmp_path, tiny_corpus, **{"train_budget_minutes": 0.1, "eval_steps": 0, **extra}
+    )
 
 
 def saved_state(config):
@@ -200,6 +202,20 @@ def test_a_budgeted_run_ends_its_phases_and_itself_on_the_clock(tmp_path, tiny_c
     )
     recorded = yaml.safe_load(open(os.path.join(config.model_dir, "config.yaml")))
     assert recorded["train_budget_minutes"] == 0.1 and "budget_plan" not in recorded
+
+
+def test_a_budgeted_run_evaluates_after_its_last_update_at_every_length(
+    tmp_path, tiny_corpus, capsys
+):
+    config = budgeted_tiny(tmp_path, tiny_corpus, eval_steps=1)
+    clock = ManualClock()
+    result = run_pretraining(config, verbose=0, callbacks=[Tick(clock)], clock=clock)
+    assert set(result["eval"]) == {0, 1}
+    out = capsys.readouterr().out
+    end = out.index("Time budget 0.1 min: 6 updates")
+    assert "Held-out" not in out[:end]
+    assert "Held-out at seq_len=32 (step 6)" in out[end:]
+    assert "Held-out at seq_len=64 (step 6)" in out[end:]
 
 
 # The learning rate reaches the step by another path on each backend.
