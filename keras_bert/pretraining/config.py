@@ -174,7 +174,8 @@ class PretrainingConfig:
         steps_per_loop: int. Updates per Keras epoch: metrics are averaged
             and logged over this window, like Model Garden's
             `steps_per_loop`.
-        eval_steps: int. Held-out batches evaluated after each phase.
+        eval_steps: int. Held-out batches evaluated after each phase (a
+            budgeted run: at every phase's length after its last update).
         eval_every_steps: int. Also evaluate held-out data every this many
             updates (a multiple of `steps_per_loop`); 0: after phases only.
         fill_mask_probes: list of str. Sentences with `[MASK]`s whose top-5
