@@ -17,7 +17,9 @@ import numpy as np
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("run_dir")
     parser.add_argument("--batches", type=int, default=40)
     parser.add_argument("--bucket", type=int, default=32)
