@@ -25,17 +25,17 @@ def main():
     parser.add_argument("--bucket", type=int, default=32)
     args = parser.parse_args()
 
-    import keras
-
     from keras_bert.pretraining import build_pretraining, load_pretraining_config
+    from keras_bert.pretraining.pretraining import load_initial_weights
 
     # The weights come from the file: no prior to count, no folder to write.
     config = load_pretraining_config(
         os.path.join(args.run_dir, "config.yaml"),
         {"output_bias_init": "zeros", "model_dir": os.path.join(args.run_dir, "unused")},
     )
-    dataset = build_pretraining(config).eval_dataset(-1)
-    model = keras.saving.load_model(os.path.join(args.run_dir, "pretrainer.keras"), compile=False)
+    pretraining = build_pretraining(config)
+    load_initial_weights(pretraining, os.path.join(args.run_dir, "pretrainer.keras"))
+    dataset, model = pretraining.eval_dataset(-1), pretraining.model
     buckets = config.phases[-1].seq_len // args.bucket
     hits, totals = np.zeros(buckets), np.zeros(buckets)
     for features, labels, weights in dataset.take(args.batches).as_numpy_iterator():
