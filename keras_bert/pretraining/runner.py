@@ -226,7 +226,14 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock, replaced)
             state.phase += 1
             state.phase_micro_step = 0
         if budget:
-            print(describe_end(config, state.step, state.budget_seconds_spent), flush=True)
+            end = describe_end(
+                config,
+                state.step,
+                state.budget_seconds_spent,
+                budget.start_up_seconds,
+                budget.switch_seconds,
+            )
+            print(end, flush=True)
             # Off the clock: the final model at every phase's length, after
             # the last update (between phases it would cost updates).
             for phase in pretraining.phases:

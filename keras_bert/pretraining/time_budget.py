@@ -86,6 +86,13 @@ class BudgetClock(keras.callbacks.Callback):
         self.batches = state.micro_step
         self.start = None  # The clock at this run's first update.
         self._learning_rate = None
+        # What did not train, for `describe_end`: this run's start-up (until
+        # its first update ended) and each phase switch, `{(phase before,
+        # phase after): seconds}` from the last update of one to the end of
+        # the next one's first.
+        self.start_up_seconds = None
+        self.switch_seconds = {}
+        self._last_update = None  # (phase, clock) of the last update ended.
 
     def progress(self):
         """The share of the recipe's schedule reached, in [0, 1]."""
@@ -122,6 +129,14 @@ class BudgetClock(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         self.batches += 1
+        if self.batches % self.accumulation == 0:
+            now = self.clock()
+            if self._last_update is None:
+                self.start_up_seconds = now - self.started
+            elif self._last_update[0] != self.state.phase:
+                switch = (self._last_update[0], self.state.phase)
+                self.switch_seconds[switch] = now - self._last_update[1]
+            self._last_update = (self.state.phase, now)
         if self.batches == self.accumulation and self.start_progress == 0:
             self._refuse_a_budget_spent_by_start_up()
         progress = self.progress()
@@ -171,15 +186,28 @@ def describe_plan(config, resumed_state=None):
     return line + "."
 
 
-def describe_end(config, step, elapsed_seconds):
-    """The line a budgeted run prints after its last update."""
+def describe_end(config, step, elapsed_seconds, start_up_seconds=None, switch_seconds=None):
+    """The line a budgeted run prints after its last update: the budget
+    used and, where this run measured them, the seconds of it that did not
+    train (`BudgetClock.start_up_seconds` and `.switch_seconds`)."""
     budget = config.train_budget_minutes * 60
     left = budget - elapsed_seconds
-    return (
+    line = (
         f"Time budget {config.train_budget_minutes:g} min: {step:,} updates, the "
         f"last {clock_time(elapsed_seconds)} into the budget, "
         + (f"{clock_time(left)} inside it." if left >= 0 else f"{clock_time(-left)} over it.")
     )
+    spent = []
+    if start_up_seconds is not None:
+        spent.append(
+            f"{clock_time(start_up_seconds)} until this run's first update ended (building "
+            "the model, filling the input pipeline, compiling)"
+        )
+    for (before, after), seconds in sorted((switch_seconds or {}).items()):
+        spent.append(
+            f"{clock_time(seconds)} from phase {before}'s last update to phase {after}'s first"
+        )
+    return line + (f" Of it, {'; '.join(spent)}." if spent else "")
 
 
 def clock_time(seconds):

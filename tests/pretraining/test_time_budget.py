@@ -119,6 +119,24 @@ def test_a_resumed_clock_spreads_the_rest_of_the_schedule_over_the_rest_of_the_b
 
 
 @pytest.mark.backend_independent
+def test_the_clock_measures_what_did_not_train():
+    # Two batches an update: only an update's end counts.
+    clock, state = ManualClock(5.0), TrainingState()
+    schedule = WarmupLinearDecay(1e-3, warmup_steps=8, total_steps=40)
+    budget = BudgetClock(schedule, 40, [30, 40], state, 100.0, 5.0, clock, 2)
+    budget.set_model(FakeModel())
+    for now, phase in ((30.0, 0), (32.5, 0), (33.0, 0), (34.0, 0), (47.0, 1), (48.0, 1)):
+        clock.now = now
+        state.phase = phase
+        budget.on_train_batch_begin(0)
+        budget.on_train_batch_end(0)
+    # The first update ended at 32.5 s (started at 5 s); phase 0's last at
+    # 34 s, phase 1's first at 48 s.
+    assert budget.start_up_seconds == pytest.approx(27.5)
+    assert budget.switch_seconds == {(0, 1): pytest.approx(14.0)}
+
+
+@pytest.mark.backend_independent
 def test_a_budget_spent_by_start_up_is_refused_at_the_first_update():
     # Issue 49, item 11: a budget too short to train was refused only after
     # a whole measurement (before #46), then trained one update at rate 0
@@ -194,7 +212,11 @@ def test_a_budgeted_run_ends_its_phases_and_itself_on_the_clock(tmp_path, tiny_c
     )
     assert "global batch 4, recipe steps 0..6 of 9 on the clock" in out
     assert "global batch 2, recipe steps 6..9 of 9 on the clock" in out
-    assert "Time budget 0.1 min: 6 updates, the last 6 s into the budget, 0 s inside it." in out
+    assert (
+        "Time budget 0.1 min: 6 updates, the last 6 s into the budget, 0 s inside it. Of it, "
+        "1 s until this run's first update ended (building the model, filling the input "
+        "pipeline, compiling); 1 s from phase 0's last update to phase 1's first." in out
+    )
     # The last update began 5 s into the 6: recipe step 7.5, so 7 of 9.
     rate = result["pretraining"].model.optimizer.learning_rate
     assert float(keras.ops.convert_to_numpy(rate)) == pytest.approx(
@@ -297,6 +319,11 @@ def test_plan_line_and_end_line():
         "Time budget 7.25 min: 1,556 updates, the last 7 min 06 s into the budget, 9 s inside it."
     )
     assert describe_end(config, 1556, 445).endswith("10 s over it.")
+    assert describe_end(config, 1556, 434.8, 27.4, {(0, 1): 14.0}).endswith(
+        "0 s inside it. Of it, 27 s until this run's first update ended (building the model, "
+        "filling the input pipeline, compiling); 14 s from phase 0's last update to phase 1's "
+        "first."
+    )
 
 
 def test_default_and_own_text_are_budgeted():
