@@ -337,19 +337,9 @@ def build_pretraining(config, distribution=None, corpus_split=None):
     schedule = create_schedule(config.optimizer, total_steps)
     objective = OBJECTIVES[config.objective](config)
     with distribution.scope():
-        backbone = build_backbone(config)
-        model = objective.build_model(backbone)
+        model = compiled_model(config, objective, total_steps, schedule)
         if config.output_bias_init == "unigram":
             model.masked_lm_output_bias.assign(unigram_log_prior(config, train_files))
-        # A budgeted run's `BudgetClock` sets the rate at each step from
-        # the time spent, into the optimizer's learning-rate variable.
-        budgeted = config.train_budget_minutes is not None
-        optimizer = create_optimizer(config.optimizer, total_steps, 0.0 if budgeted else schedule)
-        model.compile(
-            optimizer=optimizer,
-            **objective.compile_args(),
-            jit_compile=resolve_jit_compile(config.jit_compile),
-        )
     for phase in phases:
         phase.dataset = functools.partial(
             lambda phase_config, skip_batches=0: _distributed_dataset(
@@ -363,8 +353,37 @@ def build_pretraining(config, distribution=None, corpus_split=None):
             phase.config,
         )
     return Pretraining(
-        config, distribution, objective, backbone, model, schedule, phases, train_files, eval_files
+        config,
+        distribution,
+        objective,
+        model.backbone,
+        model,
+        schedule,
+        phases,
+        train_files,
+        eval_files,
     )
+
+
+def compiled_model(config, objective, total_steps, schedule):
+    """`objective`'s model on `build_backbone(config)`, compiled with the
+    config's optimizer as a run trains it: at `schedule`'s learning rate
+    or, under a time budget, at the one its `BudgetClock` sets at each
+    step from the time spent (into the optimizer's learning-rate variable).
+
+    The backend probe (`step_probe`) builds its model here too, from the
+    default run's config: under JAX it then compiles the very programs
+    the default run compiles, and the run loads them from the compilation
+    cache (`keras_bert.runtime.compilation_cache`) instead of compiling
+    them on its clock."""
+    model = objective.build_model(build_backbone(config))
+    budgeted = config.train_budget_minutes is not None
+    model.compile(
+        optimizer=create_optimizer(config.optimizer, total_steps, 0.0 if budgeted else schedule),
+        **objective.compile_args(),
+        jit_compile=resolve_jit_compile(config.jit_compile),
+    )
+    return model
 
 
 def load_initial_weights(pretraining, path):

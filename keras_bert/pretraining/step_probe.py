@@ -1,6 +1,5 @@
-"""Seconds per pre-training step of a small model of an objective (the
-masked LM's `BertPretrainer` by default), the measurement behind the main
-command's backend choice.
+"""Seconds per pre-training step of a pre-training config's model (the
+default run's), the measurement behind the main command's backend choice.
 
 `keras_bert.runtime.backend` runs `serve_rounds` in a subprocess under each
 candidate backend (its `PROBE_COMMAND`) and asks them for timed rounds in
@@ -15,34 +14,31 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.models import BertBackbone
-from keras_bert.optimization import create_optimizer
-from keras_bert.pretraining.config import DataConfig, PretrainingConfig
+from keras_bert.optimization import create_schedule
+from keras_bert.pretraining.config import load_pretraining_config
 from keras_bert.pretraining.objective_registry import OBJECTIVES
-from keras_bert.runtime.hardware import resolve_jit_compile
+from keras_bert.pretraining.pretraining import compiled_model
 
 
-def probe_seconds_per_step(warmup_steps, timed_steps, **model):
-    """Seconds per pre-training step (forward, backward, AdamW) of an
-    objective's model on random ids, compiled as `keras_bert.pretraining` does,
-    at each of `model["shapes"]`, over `timed_steps` after `warmup_steps`
-    (and one step that starts each `fit`, untimed).
-    `model`: `warmed_up_steps`'s."""
-    return warmed_up_steps(warmup_steps, **model)(timed_steps)
+def probe_seconds_per_step(warmup_steps, timed_steps, config, shapes=None):
+    """Seconds per pre-training step of `config`'s model on random ids,
+    compiled as a run compiles it, at each of `shapes`, over `timed_steps`
+    after `warmup_steps` (and one step that starts each `fit`, untimed).
+    See `warmed_up_steps`."""
+    return warmed_up_steps(warmup_steps, config, shapes)(timed_steps)
 
 
-def serve_rounds(warmup_steps, timed_steps, phases, **model):
-    """The probe's subprocess side: warms up, prints `probe ready`, then for
-    each line read on stdin times `timed_steps` steps at each of `phases`'
-    shapes and prints `probe <seconds per recipe step>`: the phases' seconds
-    per step weighted by their recipe steps, until stdin closes. Other
-    output the libraries may print on stdout does not start with `probe `.
-
-    Args:
-        phases: `(seq_len, batch_size, predictions, recipe_steps)` per phase.
-    """
-    time_steps = warmed_up_steps(warmup_steps, shapes=[p[:3] for p in phases], **model)
-    weights = [p[3] for p in phases]
+def serve_rounds(warmup_steps, timed_steps, config="default"):
+    """The probe's subprocess side: warms up at each phase's shape of the
+    pre-training config `config` (a name in `configs/pretrain/`), prints
+    `probe ready`, then for each line read on stdin times `timed_steps`
+    steps at each shape and prints `probe <seconds per recipe step>`: the
+    phases' seconds per step weighted by their recipe steps, until stdin
+    closes. Other output the libraries may print on stdout does not start
+    with `probe `."""
+    config = load_pretraining_config(config)
+    time_steps = warmed_up_steps(warmup_steps, config)
+    weights = config.phase_steps()
     print("probe ready", flush=True)
     for _ in sys.stdin:
         seconds = time_steps(timed_steps)
@@ -50,46 +46,31 @@ def serve_rounds(warmup_steps, timed_steps, phases, **model):
         print(f"probe {weighted!r}", flush=True)
 
 
-def warmed_up_steps(
-    warmup_steps,
-    num_layers,
-    hidden_dim,
-    num_heads,
-    shapes,
-    dropout=0.1,
-    precision="float32",
-    jit_compile="auto",
-    sampled_softmax_candidates=None,
-    objective="masked_lm",
-    next_sentence_rate=0.0,
-):
+def warmed_up_steps(warmup_steps, config, shapes=None):
     """A function `steps -> [seconds per step at each shape]` that trains
-    the compiled model of `objective` on random ids, `steps` updates at
-    each `(seq_len, batch_size, predictions)` of `shapes` in turn, after
-    `warmup_steps` at each (compilation). `next_sentence_rate` > 0 adds the
-    masked LM's next-sentence task."""
-    vocabulary_size = 30522
-    config = PretrainingConfig(
-        objective=objective,
-        sampled_softmax_candidates=sampled_softmax_candidates,
-        data=DataConfig(next_sentence_rate=next_sentence_rate),
+    `config`'s model on random ids, `steps` updates at each `(seq_len,
+    batch_size, predictions)` of `shapes` (None: each phase's) in turn,
+    after `warmup_steps` at each (compilation).
+
+    The model is built and compiled by `pretraining.compiled_model`, as a
+    run of `config` builds it, and the random batches have the dtypes and,
+    at a phase's shape, the shapes of its pipeline's: under JAX the probe
+    compiles the very programs of the run, which then loads them from the
+    compilation cache (`keras_bert.runtime.compilation_cache`).
+
+    Args:
+        warmup_steps: int. Untimed steps at each shape first.
+        config: `PretrainingConfig`.
+        shapes: list of `(seq_len, batch_size, predictions)`, or None.
+    """
+    if shapes is None:
+        shapes = [(p.seq_len, p.batch_size, p.max_predictions) for p in config.phases]
+    objective = OBJECTIVES[config.objective](config)
+    total_steps = sum(config.phase_steps())
+    model = compiled_model(
+        config, objective, total_steps, create_schedule(config.optimizer, total_steps)
     )
-    objective = OBJECTIVES[objective](config)
-    backbone = BertBackbone(
-        vocabulary_size,
-        num_layers,
-        num_heads,
-        hidden_dim,
-        4 * hidden_dim,
-        dropout=dropout,
-        dtype=precision,
-    )
-    model = objective.build_model(backbone)
-    model.compile(
-        optimizer=create_optimizer(config.optimizer, 10_000),
-        **objective.compile_args(),
-        jit_compile=resolve_jit_compile(jit_compile),
-    )
+    vocabulary_size = model.backbone.vocabulary_size
     rng = np.random.default_rng(0)
     datasets = [
         _random_batches(rng, objective, vocabulary_size, *shape).repeat() for shape in shapes

@@ -5,7 +5,7 @@ its name or flags predicts it: JAX (XLA's CPU code) wins on some CPUs,
 TensorFlow's kernels on others (BENCHMARKS.md#findings-behind-the-defaults).
 So, unless `KERAS_BACKEND` is set, `python -m keras_bert.pretrain` and
 `python -m keras_bert.finetune` measure: each of `CANDIDATES` runs a few
-BERT-Tiny training steps (`PROBE`, `keras_bert.pretraining.step_probe`) in
+training steps of the default run's model (`PROBE`, `keras_bert.pretraining.step_probe`) in
 a subprocess, the subprocesses taking turns for `ROUNDS` timed rounds, once
 per machine, and the answer is kept in `~/.cache/keras_bert/` under a key
 of the processor, core count, accelerators and package versions. Delete
@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 
+from keras_bert.paths import CONFIGS
 from keras_bert.runtime.hardware import accelerator_devices
 
 CANDIDATES = ("tensorflow", "jax")
@@ -56,22 +57,16 @@ INSTALL = {
     "torch": "pip install -r requirements-torch.txt",
 }
 INFERENCE_ONLY = ("numpy", "openvino")
-# The default run (configs/pretrain/default.yaml) as it trains: BERT-Tiny
-# without dropout (JAX's dropout masks cost it a fifth of a step on a CPU)
-# or the next-sentence task, on its sampled softmax, at both phases' shapes
-# `(seq_len, batch_size, predictions, recipe_steps)`. A round times
-# `timed_steps` steps at each and answers seconds per recipe step (weighted
-# by the phases' steps): the backends' order differs between the shapes.
-PROBE = dict(
-    num_layers=2,
-    hidden_dim=128,
-    num_heads=2,
-    dropout=0.0,
-    phases=((32, 128, 8, 1800), (128, 32, 20, 1200)),
-    sampled_softmax_candidates=2048,
-    warmup_steps=2,
-    timed_steps=4,
-)
+# The default run as it trains: its config's model (`compiled_model`:
+# BERT-Tiny without dropout, whose masks cost JAX a fifth of a step on a
+# CPU, or the next-sentence task, on its sampled softmax) at both phases'
+# shapes. A round times `timed_steps` steps at each and answers seconds per
+# recipe step (weighted by the phases' steps): the backends' order differs
+# between the shapes. The probe's JAX programs are the run's, so it also
+# fills the compilation cache the run loads them from
+# (`runtime.compilation_cache`).
+PROBE = dict(config="default", warmup_steps=2, timed_steps=4)
+PROBE_CONFIG = CONFIGS / "pretrain" / f"{PROBE['config']}.yaml"
 ROUNDS = 3
 # The probe starts as a command does (`runtime.command.start_up`): JAX's
 # steps are timed with the allocator setting its runs get.
@@ -102,8 +97,12 @@ def machine_key():
             versions.append(f"{package}=={importlib.metadata.version(package)}")
         except importlib.metadata.PackageNotFoundError:
             versions.append(f"{package} absent")
-    # A changed probe measures again.
+    # A changed probe, or a changed default run, measures again.
     probe = f"probe={PROBE_COMMAND} {sorted(PROBE.items())} rounds={ROUNDS}"
+    try:
+        probe += PROBE_CONFIG.read_text(encoding="utf-8")
+    except OSError:
+        pass  # The probe then fails and says why.
     parts = cpu + versions + [f"cores={os.cpu_count()}", probe] + accelerator_devices()
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 

@@ -35,6 +35,7 @@ import threading
 
 from keras_bert.runtime.allocator import keep_freed_memory_for_jax
 from keras_bert.runtime.backend import backend_variable_problem, use_fastest_backend
+from keras_bert.runtime.compilation_cache import cache_jax_compilations
 from keras_bert.runtime.console import configure_logging, import_tensorflow_quietly
 
 # The log lines of finetune, evaluate and predict (data and vocab print the
@@ -47,11 +48,13 @@ RERUN_ADVICE = (
 
 
 def start_up(choose_backend=False):
-    """Prepares the process for Keras: the measured fastest backend when
-    `choose_backend` (the training commands) and `KERAS_BACKEND` is unset,
-    glibc's allocator set to reuse freed blocks under JAX
-    (`runtime.allocator`), then a quiet TensorFlow import. All must come
-    before Keras loads."""
+    """Prepares the process for Keras: JAX's compilation cache on
+    (`runtime.compilation_cache`; the backend probes inherit it), the
+    measured fastest backend when `choose_backend` (the training commands)
+    and `KERAS_BACKEND` is unset, glibc's allocator set to reuse freed
+    blocks under JAX (`runtime.allocator`), then a quiet TensorFlow import.
+    All must come before Keras loads."""
+    cache_jax_compilations()
     if choose_backend:
         use_fastest_backend()
     keep_freed_memory_for_jax()

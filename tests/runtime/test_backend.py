@@ -280,6 +280,18 @@ def test_machine_key_counts_the_accelerators(monkeypatch):
     assert keys[0] != keys[1]
 
 
+def test_machine_key_follows_the_default_runs_config(tmp_path, monkeypatch):
+    """The probe trains the default run's model: a changed recipe measures
+    again."""
+    keys = []
+    for text in ("model: bert_tiny\n", "model: bert_mini\n"):
+        config = tmp_path / "default.yaml"
+        config.write_text(text)
+        monkeypatch.setattr(fastest_backend, "PROBE_CONFIG", config)
+        keys.append(fastest_backend.machine_key())
+    assert keys[0] != keys[1]
+
+
 # A stand-in for the step probe, speaking its protocol: noise on stdout,
 # "probe ready", then one "probe <seconds>" per line read; it logs the
 # order in which the rounds ran.
