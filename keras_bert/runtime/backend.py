@@ -8,8 +8,8 @@ So, unless `KERAS_BACKEND` is set, `python -m keras_bert.pretrain` and
 training steps of the default run's model (`PROBE`, `keras_bert.pretraining.step_probe`) in
 a subprocess, the subprocesses taking turns for `ROUNDS` timed rounds, once
 per machine, and the answer is kept in `~/.cache/keras_bert/` under a key
-of the processor, core count, accelerators and package versions. Delete
-the cache file to measure again.
+of the processor, core count, accelerators, package versions, the probe
+and the default run's config. Delete the cache file to measure again.
 
 The rule (`pick_backend`): each candidate's slowest round is set aside
 (one round disturbed by other work, or still warming up, is not the
