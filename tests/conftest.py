@@ -28,6 +28,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
+from keras_bert.runtime import compilation_cache  # noqa: E402
+
 
 def pytest_addoption(parser):
     parser.addoption(
@@ -44,6 +46,21 @@ def pytest_collection_modifyitems(config, items):
     if independent:
         config.hook.pytest_deselected(items=independent)
         items[:] = [item for item in items if not item.get_closest_marker("backend_independent")]
+
+
+@pytest.fixture(autouse=True)
+def keep_jax_cache_settings():
+    """A command run in-process (`run_command`) turns JAX's compilation
+    cache on in its process's environment (`runtime.compilation_cache`);
+    put back after each test, so the subprocesses of later tests, which
+    name their own cache folder, do not write to the user's."""
+    before = {name: os.environ.get(name) for name in compilation_cache.SETTINGS}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(autouse=True)
