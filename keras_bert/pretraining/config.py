@@ -135,16 +135,23 @@ class PretrainingConfig:
         phases: list of `PhaseConfig`, run in order with one optimizer and
             one learning-rate schedule.
         train_steps: int. Optimizer updates over all phases; phases given
-            by `fraction` share it. With `train_budget_minutes`, the most
-            updates the run makes, and the length of the schedule that the
-            budget runs on its clock.
+            by `fraction` share it. With `train_budget_minutes`, the length
+            of the schedule that the budget runs on its clock and, with
+            `budget_stops_at_train_steps`, the most updates the run makes.
         train_budget_minutes: float or None. None: the run is step-based
             (`train_steps`). A number: the run follows the recipe's
             schedule (learning rate, phases) by the share of this many
-            minutes spent, from its start to its last update, or of its
-            updates made if larger, and stops at the end of either
-            (`keras_bert.pretraining.time_budget`; docs/pretraining.md,
-            "A time budget").
+            minutes spent, from its start to its last update, and stops at
+            its end (`keras_bert.pretraining.time_budget`;
+            docs/pretraining.md, "A time budget").
+        budget_stops_at_train_steps: bool. A budgeted run only. False: it
+            trains until its deadline, however many updates that makes
+            (`train_steps` sets only its schedule's shape), so a fast
+            machine spends its whole budget training. True: the share of
+            `train_steps` made also moves the schedule, when larger than
+            the share of time, and the run stops at `train_steps` updates:
+            a recipe measured in updates (a small corpus seen a set number
+            of times) runs as written on a fast machine, which ends early.
         sampled_softmax_candidates: int or None. Train the masked LM on a
             sampled softmax over each batch's targets and this many tokens
             drawn from the vocabulary (`sampled_softmax_logits`): at BERT-Tiny
@@ -200,6 +207,8 @@ class PretrainingConfig:
     )
     train_steps: int = 1_000_000
     train_budget_minutes: typing.Optional[float] = None
+    # True: what a run recorded before this key existed did, so it resumes.
+    budget_stops_at_train_steps: bool = True
     sampled_softmax_candidates: typing.Optional[int] = None
     output_bias_init: str = "zeros"
     electra: ElectraConfig = dataclasses.field(default_factory=ElectraConfig)

@@ -6,15 +6,16 @@ step-based recipe's wall time does too. A budgeted run instead runs the
 recipe's schedule on a clock, as Cramming (Geiping & Goldstein 2022) and
 Izsak et al. (2021) tie theirs to elapsed time: at every update the run
 stands at the recipe step `train_steps × progress`, where `progress` is the
-share of the budget's training time spent so far or, when that is larger,
-the share of the recipe's updates made; it takes that step's learning rate
-and phase, and stops at the end of either. A machine too slow for the
-recipe follows it by the clock and ends on time with the learning rate at
-0, even one that slows down or speeds up on the way (another process, a
-laptop on battery): the schedule is never fixed from a few timed updates.
-A machine fast enough for all of it runs the recipe update for update, as
-a step-based run does, and finishes early. Nothing is measured before the
-first update.
+share of the budget's training time spent so far; it takes that step's
+learning rate and phase, and stops at the deadline with the learning rate
+at 0, on any machine, even one that slows down or speeds up on the way
+(another process, a laptop on battery): the schedule is never fixed from a
+few timed updates, and nothing is measured before the first update. A fast
+machine makes more updates than `train_steps`, a slow one fewer. With
+`budget_stops_at_train_steps`, `progress` is the share of the recipe's
+updates made when that is larger, and the run also stops at `train_steps`:
+a machine fast enough for the whole recipe runs it update for update, as a
+step-based run does, and finishes early.
 
 The budget runs from `run_pretraining`'s start to the last update: model
 building and every phase's start-up (tracing or compiling, filling the
@@ -43,8 +44,9 @@ class BudgetClock(keras.callbacks.Callback):
     The clock starts at the run's first update (`start`); the training
     time available runs from there to `deadline`. A resumed run starts at
     the `progress` its checkpoint recorded and spreads what is left of the
-    schedule over what is left of the budget. Progress is never behind the
-    updates made (`updates / train_steps`).
+    schedule over what is left of the budget. With
+    `stops_at_train_steps`, progress is never behind the updates made
+    (`updates / train_steps`).
 
     Args:
         schedule: callable recipe step -> learning rate (the recipe's
@@ -59,6 +61,8 @@ class BudgetClock(keras.callbacks.Callback):
         started: float. The `clock` reading at this run's start.
         clock: callable returning seconds.
         gradient_accumulation_steps: int. Batches per update.
+        stops_at_train_steps: bool. Progress is also the share of
+            `train_steps` made, when larger (`budget_stops_at_train_steps`).
     """
 
     def __init__(
@@ -71,6 +75,7 @@ class BudgetClock(keras.callbacks.Callback):
         started,
         clock,
         gradient_accumulation_steps=1,
+        stops_at_train_steps=False,
     ):
         super().__init__()
         self.schedule = schedule
@@ -83,6 +88,7 @@ class BudgetClock(keras.callbacks.Callback):
         self.spent_before = state.budget_seconds_spent
         self.deadline = started + budget_seconds - self.spent_before
         self.accumulation = gradient_accumulation_steps
+        self.stops_at_train_steps = stops_at_train_steps
         self.batches = state.micro_step
         self.start = None  # The clock at this run's first update.
         self._learning_rate = None
@@ -96,7 +102,9 @@ class BudgetClock(keras.callbacks.Callback):
 
     def progress(self):
         """The share of the recipe's schedule reached, in [0, 1]."""
-        made = self.batches // self.accumulation / self.train_steps
+        made = 0.0
+        if self.stops_at_train_steps:
+            made = self.batches // self.accumulation / self.train_steps
         if self.start is None:
             return max(self.start_progress, made)
         available = max(self.deadline - self.start, 1e-9)
@@ -174,8 +182,12 @@ def describe_plan(config, resumed_state=None):
         f"Time budget {config.train_budget_minutes:g} min: the recipe's "
         f"{config.train_steps:,}-step schedule ({phases}; warmup "
         f"{config.optimizer.warmup_steps:,}) run on the clock, its learning rate and "
-        "phase set by the share of the budget spent (or of its updates made, if "
-        "larger), until either ends"
+        "phase set by the share of the budget spent"
+        + (
+            " (or of its updates made, if larger), until either ends"
+            if config.budget_stops_at_train_steps
+            else ", until its end, however many updates that makes"
+        )
     )
     if resumed_state is not None:
         line += (

@@ -48,10 +48,19 @@ class FakeModel:
         self.stop_training = False
 
 
-def budget_clock(state, clock, budget_seconds=100.0, started=0.0):
+def budget_clock(state, clock, budget_seconds=100.0, started=0.0, stops_at_train_steps=False):
     # The default recipe's shape, in small: 30 + 10 recipe steps, warmup 8.
     schedule = WarmupLinearDecay(1e-3, warmup_steps=8, total_steps=40)
-    budget = BudgetClock(schedule, 40, [30, 40], state, budget_seconds, started, clock)
+    budget = BudgetClock(
+        schedule,
+        40,
+        [30, 40],
+        state,
+        budget_seconds,
+        started,
+        clock,
+        stops_at_train_steps=stops_at_train_steps,
+    )
     budget.set_model(FakeModel())
     return budget
 
@@ -86,6 +95,28 @@ def test_the_rate_and_the_phase_follow_the_share_of_the_budget_spent():
     assert budget.seconds_left() == pytest.approx(22.5)
     clock.now = 200.0  # Past the deadline: the schedule's end, rate 0.
     assert budget.progress() == 1.0 and budget.phase_over(1) and budget.seconds_left() == 0.0
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize("stops_at_train_steps", [False, True])
+def test_updates_faster_than_the_recipe(stops_at_train_steps):
+    # 100 updates in the first 20 s of a 100 s budget, 2.5x the recipe's 40.
+    clock, state = ManualClock(), TrainingState()
+    budget = budget_clock(state, clock, stops_at_train_steps=stops_at_train_steps)
+    for update in range(100):
+        clock.now = update * 0.2
+        budget.on_train_batch_begin(update)
+        budget.on_train_batch_end(update)
+    if stops_at_train_steps:
+        # The updates made lead: the recipe ran update for update and is over.
+        assert budget.progress() == 1.0 and budget.phase_over(1) and learning_rate(budget) == 0.0
+        assert budget.model.stop_training
+    else:
+        # The clock leads alone: a fifth of the schedule, in the warmup's decay.
+        assert budget.progress() == pytest.approx(0.198)
+        assert budget.recipe_step() == pytest.approx(7.92)
+        assert not budget.phase_over(0) and not budget.model.stop_training
+        assert learning_rate(budget) == pytest.approx(1e-3 * 7 / 8)
 
 
 @pytest.mark.backend_independent
@@ -259,6 +290,31 @@ def test_a_resumed_budgeted_run_continues_the_same_schedule(tmp_path, tiny_corpu
     assert "resumed at 50.0% of it with 3 s of the budget left." in out
 
 
+def test_a_fast_machine_trains_on_to_the_deadline(tmp_path, tiny_corpus, capsys):
+    # A quarter second per update: 24 updates fit in the 6 s budget, where
+    # the recipe has 9; phase 0 until 2/3 of the time.
+    config = budgeted_tiny(tmp_path, tiny_corpus)
+    clock = ManualClock()
+
+    class Fast(Tick):
+        def on_train_batch_begin(self, batch, logs=None):
+            self.clock.now += 0.25
+
+    result = run_pretraining(config, verbose=0, callbacks=[Fast(clock)], clock=clock)
+    state = result["state"]
+    assert state.finished and 20 <= state.step <= 24
+    assert saved_state(config)["budget_progress"] == 1.0
+    out = capsys.readouterr().out
+    assert ", until its end, however many updates that makes." in out
+    assert f"Time budget 0.1 min: {state.step} updates, the last 6 s into the budget" in out
+    # The last update began in the recipe's last step, 8 of 9: 1/7 of the
+    # peak on the decay from step 2.
+    rate = result["pretraining"].model.optimizer.learning_rate
+    assert float(keras.ops.convert_to_numpy(rate)) == pytest.approx(
+        config.optimizer.learning_rate / 7, rel=1e-5
+    )
+
+
 # The learning rate reaches the step by another path on each backend.
 def test_a_machine_fast_enough_runs_the_recipe_as_a_step_based_run_does(tmp_path, tiny_corpus):
     keras.utils.set_random_seed(7)
@@ -266,7 +322,10 @@ def test_a_machine_fast_enough_runs_the_recipe_as_a_step_based_run_does(tmp_path
     keras.utils.set_random_seed(7)
     clock = ManualClock()  # no time passes: the recipe's updates lead
     budgeted = run_pretraining(
-        budgeted_tiny(tmp_path / "b", tiny_corpus), verbose=0, callbacks=[], clock=clock
+        budgeted_tiny(tmp_path / "b", tiny_corpus, budget_stops_at_train_steps=True),
+        verbose=0,
+        callbacks=[],
+        clock=clock,
     )
     assert budgeted["state"].finished and budgeted["state"].step == 9
     for a, b in zip(
@@ -308,8 +367,12 @@ def test_plan_line_and_end_line():
     assert describe_plan(config) == (
         "Time budget 7.25 min: the recipe's 3,000-step schedule (1,800 recipe steps at "
         "32 tokens, 1,200 recipe steps at 128; warmup 500) run on the clock, its learning "
-        "rate and phase set by the share of the budget spent (or of its updates made, "
-        "if larger), until either ends."
+        "rate and phase set by the share of the budget spent, until its end, however many "
+        "updates that makes."
+    )
+    assert describe_plan(load_pretraining_config("own_text")).endswith(
+        "set by the share of the budget spent (or of its updates made, if larger), until "
+        "either ends."
     )
     resumed = TrainingState(budget_progress=0.25, budget_seconds_spent=100.0)
     assert describe_plan(config, resumed).endswith(
@@ -330,6 +393,10 @@ def test_default_and_own_text_are_budgeted():
     assert load_pretraining_config("default").train_budget_minutes == 7.25
     assert load_pretraining_config("own_text").train_budget_minutes == 30
     assert load_pretraining_config("budget").train_budget_minutes is None
+    # The default trains to its deadline on a fast machine; own_text's
+    # 4,000 updates are measured for a small corpus seen many times over.
+    assert not load_pretraining_config("default").budget_stops_at_train_steps
+    assert load_pretraining_config("own_text").budget_stops_at_train_steps
 
 
 @pytest.mark.parametrize(
@@ -365,6 +432,19 @@ def test_a_run_of_the_older_step_plan_is_refused(tmp_path):
     path.write_text(yaml.safe_dump(recorded))
     with pytest.raises(ConfigError, match="older keras_bert.*Use a new model_dir"):
         check_rerun_config(config, str(path))
+
+
+def test_a_run_recorded_before_budget_stops_at_train_steps_resumes_as_it_ran(tmp_path):
+    # Such a run stopped at train_steps: the key's default.
+    path = tmp_path / "config.yaml"
+    config = load_pretraining_config("default", {"budget_stops_at_train_steps": True})
+    write_config(config, str(path))
+    recorded = yaml.safe_load(path.read_text())
+    del recorded["budget_stops_at_train_steps"]
+    path.write_text(yaml.safe_dump(recorded))
+    check_rerun_config(config, str(path))
+    with pytest.raises(ConfigError, match="changes budget_stops_at_train_steps: True -> False"):
+        check_rerun_config(load_pretraining_config("default"), str(path))
 
 
 @pytest.mark.backend_independent
