@@ -295,7 +295,7 @@ def _budget_clock(pretraining, state, latest, started, clock):
         started,
         clock,
         config.optimizer.gradient_accumulation_steps,
-        config.budget_stops_at_train_steps,
+        stops_at_train_steps=config.budget_stops_at_train_steps,
     )
 
 

@@ -75,7 +75,8 @@ class BudgetClock(keras.callbacks.Callback):
         started,
         clock,
         gradient_accumulation_steps=1,
-        stops_at_train_steps=False,
+        *,
+        stops_at_train_steps,
     ):
         super().__init__()
         self.schedule = schedule

@@ -123,7 +123,9 @@ def test_updates_faster_than_the_recipe(stops_at_train_steps):
 def test_the_rate_is_set_again_only_when_it_has_moved():
     clock, state = ManualClock(), TrainingState()
     schedule = WarmupLinearDecay(1e-3, warmup_steps=400, total_steps=2400)
-    budget = BudgetClock(schedule, 2400, [1750, 2400], state, 100.0, 0.0, clock)
+    budget = BudgetClock(
+        schedule, 2400, [1750, 2400], state, 100.0, 0.0, clock, stops_at_train_steps=False
+    )
     budget.set_model(FakeModel())
     assigned = []
     budget.model.optimizer.learning_rate.assign = assigned.append
@@ -154,7 +156,9 @@ def test_the_clock_measures_what_did_not_train():
     # Two batches an update: only an update's end counts.
     clock, state = ManualClock(5.0), TrainingState()
     schedule = WarmupLinearDecay(1e-3, warmup_steps=8, total_steps=40)
-    budget = BudgetClock(schedule, 40, [30, 40], state, 100.0, 5.0, clock, 2)
+    budget = BudgetClock(
+        schedule, 40, [30, 40], state, 100.0, 5.0, clock, 2, stops_at_train_steps=False
+    )
     budget.set_model(FakeModel())
     for now, phase in ((30.0, 0), (32.5, 0), (33.0, 0), (34.0, 0), (47.0, 1), (48.0, 1)):
         clock.now = now
