@@ -34,6 +34,9 @@ TINY_PRETRAINING = {
         {"seq_len": 64, "max_predictions": 10, "batch_size": 2, "fraction": 1.0},
     ],
     "train_steps": 5,
+    # The default recipe trains on to its deadline however many updates
+    # that makes; the budgeted path is kept, stopped at the 5 updates.
+    "budget_stops_at_train_steps": True,
     "optimizer.warmup_steps": 1,
     "steps_per_loop": 1,
     "eval_steps": 1,
