@@ -16,8 +16,9 @@ def test_loss_falls_on_bundled_corpus(tmp_path):
             "phases": [{"seq_len": 128, "max_predictions": 20, "batch_size": 16, "fraction": 1.0}],
             "train_steps": 200,
             "budget_stops_at_train_steps": True,  # Not on to the default's deadline.
-            # From a zero output bias the loss starts at the vocabulary's size
-            # (the default's unigram bias starts it at the plateau's 6.7).
+            # From a zero output bias the loss starts uniform over the softmax's
+            # candidates and falls as word frequencies are learnt; the default's
+            # unigram bias starts it on the plateau (6.7), where 200 updates stay.
             "output_bias_init": "zeros",
             "steps_per_loop": 20,
             "eval_steps": 5,
