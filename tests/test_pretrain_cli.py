@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -41,6 +42,23 @@ def test_bad_strategy_choice_is_rejected_by_argparse(capsys):
     with pytest.raises(SystemExit) as exit_info:
         pretrain.main(["--strategy", "gpus"])
     assert exit_info.value.code == 2
+
+
+def test_the_time_budget_counts_from_the_commands_start(monkeypatch, tmp_path):
+    # The imports and the backend choice spend the budget too, so that
+    # `make pretrain` ends on time whatever they took on this machine.
+    from keras_bert.pretraining import runner
+
+    seen = {}
+
+    def run_pretraining(config, **kwargs):
+        seen.update(kwargs, called=time.monotonic())
+        return {"preempted": False, "eval": {}, "pretraining": SimpleNamespace(objective=None)}
+
+    monkeypatch.setattr(runner, "run_pretraining", run_pretraining)
+    before = time.monotonic()
+    assert pretrain.main(["--model_dir", str(tmp_path / "run")]) == 0
+    assert before <= seen["budget_started"] <= seen["called"]
 
 
 def start_without_a_backend(args, tmp_path):

@@ -49,6 +49,7 @@ def run_pretraining(
     allow_longer_train_steps=False,
     clock=time.monotonic,
     overwrite=False,
+    budget_started=None,
 ):
     """Pre-trains BERT as `config` says, resuming from `model_dir` if it can.
 
@@ -67,7 +68,7 @@ def run_pretraining(
     and pretrainer as `.keras` and SavedModel. SIGTERM or Ctrl-C saves a
     checkpoint and returns early. With `train_budget_minutes`, a
     `BudgetClock` sets the learning rate and ends the phases and the run
-    by the time spent since `run_pretraining` started
+    by the time spent since `budget_started`
     (`keras_bert.pretraining.time_budget`). With `overwrite` the run in
     `model_dir` is replaced instead of resumed (`ReplacedRun`).
 
@@ -82,13 +83,19 @@ def run_pretraining(
         clock: callable returning seconds; the time budget's clock.
         overwrite: bool. Start afresh: the run in `model_dir` is set aside
             and removed once this one has saved its first checkpoint.
+        budget_started: float or None. The `clock` reading the time budget
+            (and the elapsed time printed) counts from; None: this call.
+            `python -m keras_bert.pretrain` passes its own start, so that
+            its imports and backend choice are spent from the budget and
+            the command ends on time whatever they took.
 
     Returns:
         dict: `"state"` (`TrainingState`), `"eval"` (per phase index, the
         held-out metrics), `"preempted"` (bool), `"pretraining"` and, with
         `fill_mask_probes`, `"fill_mask"` (see `fill_mask_report`).
     """
-    started = clock()
+    run_started = clock()
+    started = run_started if budget_started is None else budget_started
     pretraining = build_pretraining(config, distribution)
     if overwrite and pretraining.distribution.processes > 1:
         raise ConfigError(
@@ -120,7 +127,9 @@ def run_pretraining(
         if pretraining.distribution.is_chief:
             replaced.start()
             record_config(config, allow_longer_train_steps, training_record(pretraining))
-        return _resume_and_train(pretraining, verbose, callbacks, started, clock, replaced)
+        return _resume_and_train(
+            pretraining, verbose, callbacks, (started, run_started), clock, replaced
+        )
 
 
 class ReplacedRun:
@@ -180,9 +189,10 @@ class ReplacedRun:
             print(f"The replaced run is back in {self.model_dir}.", flush=True)
 
 
-def _resume_and_train(pretraining, verbose, callbacks, started, clock, replaced):
+def _resume_and_train(pretraining, verbose, callbacks, starts, clock, replaced):
     """`run_pretraining` once `model_dir` is ours: restore, train each
-    remaining phase, evaluate, then export and report."""
+    remaining phase, evaluate, then export and report. `starts`: the clock
+    readings `(budget_started, run_started)` (`run_pretraining`)."""
     config = pretraining.config
     chief = pretraining.distribution.is_chief
     manager = CheckpointManager(
@@ -205,8 +215,8 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock, replaced)
     # A run killed after its last phase resumes straight into evaluation
     # and export, with no `fit` to hand the callback its model.
     checkpointer.set_model(pretraining.model)
-    budget = _budget_clock(pretraining, state, latest, started, clock)
-    monitor = _training_monitor(pretraining, state, budget, verbose, started, clock)
+    budget = _budget_clock(pretraining, state, latest, starts, clock)
+    monitor = _training_monitor(pretraining, state, budget, verbose, starts[0], clock)
     previous_handlers = checkpointer.install_signal_handlers()
     try:
         for phase in pretraining.phases[state.phase :]:
@@ -232,6 +242,7 @@ def _resume_and_train(pretraining, verbose, callbacks, started, clock, replaced)
                 state.budget_seconds_spent,
                 budget.start_up_seconds,
                 budget.switch_seconds,
+                before_run_seconds=budget.before_run_seconds,
             )
             print(end, flush=True)
             # Off the clock: the final model at every phase's length, after
@@ -280,7 +291,7 @@ def _restore_or_start(pretraining, manager, moved_path):
     return latest, state
 
 
-def _budget_clock(pretraining, state, latest, started, clock):
+def _budget_clock(pretraining, state, latest, starts, clock):
     """The `BudgetClock` of a budgeted run (its plan printed), else None."""
     config = pretraining.config
     if config.train_budget_minutes is None:
@@ -292,10 +303,11 @@ def _budget_clock(pretraining, state, latest, started, clock):
         [p.first_step + p.steps for p in pretraining.phases],
         state,
         config.train_budget_minutes * 60,
-        started,
+        starts[0],
         clock,
         config.optimizer.gradient_accumulation_steps,
         stops_at_train_steps=config.budget_stops_at_train_steps,
+        run_started=starts[1],
     )
 
 

@@ -17,9 +17,11 @@ updates made when that is larger, and the run also stops at `train_steps`:
 a machine fast enough for the whole recipe runs it update for update, as a
 step-based run does, and finishes early.
 
-The budget runs from `run_pretraining`'s start to the last update: model
-building and every phase's start-up (tracing or compiling, filling the
-input pipeline) are inside it; the imports, the backend choice, the
+The budget runs from the command's start (`python -m keras_bert.pretrain`;
+a library call of `run_pretraining`: from that call) to the last update:
+the imports, the one-time backend choice, model building and every phase's
+start-up (tracing or compiling, filling the input pipeline) are inside it,
+so the command ends on time however long they took on this machine; the
 held-out evaluation (after the last update, at every phase's length), the
 export and the fill-mask report are not (docs/pretraining.md, "A time budget"). The
 progress and the budget spent are saved with every checkpoint
@@ -58,11 +60,14 @@ class BudgetClock(keras.callbacks.Callback):
             `budget_seconds_spent` are read at the start, written at every
             batch (so checkpoints carry them).
         budget_seconds: float. The whole budget.
-        started: float. The `clock` reading at this run's start.
+        started: float. The `clock` reading the budget counts from.
         clock: callable returning seconds.
         gradient_accumulation_steps: int. Batches per update.
         stops_at_train_steps: bool. Progress is also the share of
             `train_steps` made, when larger (`budget_stops_at_train_steps`).
+        run_started: float or None. The `clock` reading at
+            `run_pretraining`'s start, if later than `started` (the
+            command's imports and backend choice came first); None: `started`.
     """
 
     def __init__(
@@ -77,6 +82,7 @@ class BudgetClock(keras.callbacks.Callback):
         gradient_accumulation_steps=1,
         *,
         stops_at_train_steps,
+        run_started=None,
     ):
         super().__init__()
         self.schedule = schedule
@@ -93,10 +99,13 @@ class BudgetClock(keras.callbacks.Callback):
         self.batches = state.micro_step
         self.start = None  # The clock at this run's first update.
         self._learning_rate = None
-        # What did not train, for `describe_end`: this run's start-up (until
-        # its first update ended) and each phase switch, `{(phase before,
-        # phase after): seconds}` from the last update of one to the end of
-        # the next one's first.
+        # What did not train, for `describe_end`: the command's part before
+        # `run_pretraining`, this run's start-up (until its first update
+        # ended) and each phase switch, `{(phase before, phase after):
+        # seconds}` from the last update of one to the end of the next one's
+        # first.
+        self.run_started = started if run_started is None else run_started
+        self.before_run_seconds = self.run_started - started
         self.start_up_seconds = None
         self.switch_seconds = {}
         self._last_update = None  # (phase, clock) of the last update ended.
@@ -141,7 +150,7 @@ class BudgetClock(keras.callbacks.Callback):
         if self.batches % self.accumulation == 0:
             now = self.clock()
             if self._last_update is None:
-                self.start_up_seconds = now - self.started
+                self.start_up_seconds = now - self.run_started
             elif self._last_update[0] != self.state.phase:
                 switch = (self._last_update[0], self.state.phase)
                 self.switch_seconds[switch] = now - self._last_update[1]
@@ -162,8 +171,9 @@ class BudgetClock(keras.callbacks.Callback):
         budget = self.deadline - self.started
         raise ConfigError(
             f"train_budget_minutes={budget / 60:g} is spent before training begins: "
-            "building the model, starting the input pipeline and the first update "
-            f"(tracing it) took {clock_time(self.clock() - self.started)} on this machine, "
+            "the imports and backend choice, building the model, starting the input "
+            f"pipeline and the first update (tracing it) took "
+            f"{clock_time(self.clock() - self.started)} on this machine, "
             "and no checkpoint was saved. Give a budget well above that, or null for a "
             "step-based run."
         )
@@ -199,10 +209,19 @@ def describe_plan(config, resumed_state=None):
     return line + "."
 
 
-def describe_end(config, step, elapsed_seconds, start_up_seconds=None, switch_seconds=None):
+def describe_end(
+    config,
+    step,
+    elapsed_seconds,
+    start_up_seconds=None,
+    switch_seconds=None,
+    *,
+    before_run_seconds=0.0,
+):
     """The line a budgeted run prints after its last update: the budget
     used and, where this run measured them, the seconds of it that did not
-    train (`BudgetClock.start_up_seconds` and `.switch_seconds`)."""
+    train (`BudgetClock.before_run_seconds`, `.start_up_seconds` and
+    `.switch_seconds`)."""
     budget = config.train_budget_minutes * 60
     left = budget - elapsed_seconds
     line = (
@@ -211,6 +230,11 @@ def describe_end(config, step, elapsed_seconds, start_up_seconds=None, switch_se
         + (f"{clock_time(left)} inside it." if left >= 0 else f"{clock_time(-left)} over it.")
     )
     spent = []
+    if before_run_seconds >= 0.5:
+        spent.append(
+            f"{clock_time(before_run_seconds)} before the run started (the imports and the "
+            "backend choice, measured once per machine)"
+        )
     if start_up_seconds is not None:
         spent.append(
             f"{clock_time(start_up_seconds)} until this run's first update ended (building "

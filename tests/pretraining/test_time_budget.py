@@ -156,8 +156,18 @@ def test_the_clock_measures_what_did_not_train():
     # Two batches an update: only an update's end counts.
     clock, state = ManualClock(5.0), TrainingState()
     schedule = WarmupLinearDecay(1e-3, warmup_steps=8, total_steps=40)
+    # The command started at 2 s, `run_pretraining` at 5 s.
     budget = BudgetClock(
-        schedule, 40, [30, 40], state, 100.0, 5.0, clock, 2, stops_at_train_steps=False
+        schedule,
+        40,
+        [30, 40],
+        state,
+        100.0,
+        2.0,
+        clock,
+        2,
+        stops_at_train_steps=False,
+        run_started=5.0,
     )
     budget.set_model(FakeModel())
     for now, phase in ((30.0, 0), (32.5, 0), (33.0, 0), (34.0, 0), (47.0, 1), (48.0, 1)):
@@ -165,9 +175,12 @@ def test_the_clock_measures_what_did_not_train():
         state.phase = phase
         budget.on_train_batch_begin(0)
         budget.on_train_batch_end(0)
-    # The first update ended at 32.5 s (started at 5 s); phase 0's last at
-    # 34 s, phase 1's first at 48 s.
+    # The first update ended at 32.5 s (the run started at 5 s); phase 0's
+    # last at 34 s, phase 1's first at 48 s. The budget counts from 2 s.
+    assert budget.before_run_seconds == pytest.approx(3.0)
     assert budget.start_up_seconds == pytest.approx(27.5)
+    assert state.budget_seconds_spent == pytest.approx(46.0)
+    assert budget.seconds_left() == pytest.approx(54.0)
     assert budget.switch_seconds == {(0, 1): pytest.approx(14.0)}
 
 
@@ -184,8 +197,9 @@ def test_a_budget_spent_by_start_up_is_refused_at_the_first_update():
     with pytest.raises(ConfigError) as error:
         budget.on_train_batch_end(0)
     assert str(error.value).startswith(
-        "train_budget_minutes=0.02 is spent before training begins: building the model, "
-        "starting the input pipeline and the first update (tracing it) took 15 s"
+        "train_budget_minutes=0.02 is spent before training begins: the imports and "
+        "backend choice, building the model, starting the input pipeline and the first "
+        "update (tracing it) took 15 s"
     )
     # Inside the budget, or a resumed run (whose start-up is not a new run's): trains on.
     for state, deadline_passed in (
@@ -299,11 +313,6 @@ def test_a_fast_machine_trains_on_to_the_deadline(tmp_path, tiny_corpus, capsys)
     # the recipe has 9; phase 0 until 2/3 of the time.
     config = budgeted_tiny(tmp_path, tiny_corpus)
     clock = ManualClock()
-
-    class Fast(Tick):
-        def on_train_batch_begin(self, batch, logs=None):
-            self.clock.now += 0.25
-
     result = run_pretraining(config, verbose=0, callbacks=[Fast(clock)], clock=clock)
     state = result["state"]
     assert state.finished and 20 <= state.step <= 24
@@ -317,6 +326,30 @@ def test_a_fast_machine_trains_on_to_the_deadline(tmp_path, tiny_corpus, capsys)
     assert float(keras.ops.convert_to_numpy(rate)) == pytest.approx(
         config.optimizer.learning_rate / 7, rel=1e-5
     )
+
+
+class Fast(Tick):
+    """A quarter second per update."""
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.clock.now += 0.25
+
+
+def test_the_commands_start_up_is_spent_from_the_budget(tmp_path, tiny_corpus, capsys):
+    # `python -m keras_bert.pretrain` passes its own start: its imports and
+    # backend choice took 3 s of the 6 before `run_pretraining` was called,
+    # so half the updates fit and the command ends on time.
+    config = budgeted_tiny(tmp_path, tiny_corpus)
+    clock = ManualClock(3.0)
+    result = run_pretraining(
+        config, verbose=0, callbacks=[Fast(clock)], clock=clock, budget_started=0.0
+    )
+    state = result["state"]
+    assert state.finished and 8 <= state.step <= 12
+    assert saved_state(config)["budget_seconds_spent"] == pytest.approx(6.0, abs=0.25)
+    out = capsys.readouterr().out
+    assert f"Time budget 0.1 min: {state.step} updates, the last 6 s into the budget" in out
+    assert "Of it, 3 s before the run started (the imports and the backend choice" in out
 
 
 # The learning rate reaches the step by another path on each backend.
@@ -369,7 +402,7 @@ def test_a_budget_spent_by_the_first_update_trains_and_saves_nothing(tmp_path, t
 def test_plan_line_and_end_line():
     config = load_pretraining_config("default")
     assert describe_plan(config) == (
-        "Time budget 7.25 min: the recipe's 3,000-step schedule (1,800 recipe steps at "
+        "Time budget 8.75 min: the recipe's 3,000-step schedule (1,800 recipe steps at "
         "32 tokens, 1,200 recipe steps at 128; warmup 500) run on the clock, its learning "
         "rate and phase set by the share of the budget spent, until its end, however many "
         "updates that makes."
@@ -380,21 +413,26 @@ def test_plan_line_and_end_line():
     )
     resumed = TrainingState(budget_progress=0.25, budget_seconds_spent=100.0)
     assert describe_plan(config, resumed).endswith(
-        "; resumed at 25.0% of it with 5 min 35 s of the budget left."
+        "; resumed at 25.0% of it with 7 min 05 s of the budget left."
     )
-    assert describe_end(config, 1556, 426.4) == (
-        "Time budget 7.25 min: 1,556 updates, the last 7 min 06 s into the budget, 9 s inside it."
+    assert describe_end(config, 1556, 516.4) == (
+        "Time budget 8.75 min: 1,556 updates, the last 8 min 36 s into the budget, 9 s inside it."
     )
-    assert describe_end(config, 1556, 445).endswith("10 s over it.")
-    assert describe_end(config, 1556, 434.8, 27.4, {(0, 1): 14.0}).endswith(
+    assert describe_end(config, 1556, 535).endswith("10 s over it.")
+    assert describe_end(config, 1556, 524.8, 27.4, {(0, 1): 14.0}).endswith(
         "0 s inside it. Of it, 27 s until this run's first update ended (building the model, "
         "filling the input pipeline, compiling); 14 s from phase 0's last update to phase 1's "
         "first."
     )
+    assert describe_end(config, 1556, 524.8, 7.2, before_run_seconds=38.6).endswith(
+        "Of it, 39 s before the run started (the imports and the backend choice, measured "
+        "once per machine); 7 s until this run's first update ended (building the model, "
+        "filling the input pipeline, compiling)."
+    )
 
 
 def test_default_and_own_text_are_budgeted():
-    assert load_pretraining_config("default").train_budget_minutes == 7.25
+    assert load_pretraining_config("default").train_budget_minutes == 8.75
     assert load_pretraining_config("own_text").train_budget_minutes == 30
     assert load_pretraining_config("budget").train_budget_minutes is None
     # The default trains to its deadline on a fast machine; own_text's
