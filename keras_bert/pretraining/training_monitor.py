@@ -41,7 +41,7 @@ class TrainingMonitor(keras.callbacks.Callback):
         verbose: bool. Print the console line.
         clock: callable returning seconds.
         started: float or None. The `clock` reading elapsed time counts
-            from (the run's start); None: when the monitor is made.
+            from (the time budget's start); None: when the monitor is made.
     """
 
     def __init__(
