@@ -128,7 +128,7 @@ def run_pretraining(
             replaced.start()
             record_config(config, allow_longer_train_steps, training_record(pretraining))
         return _resume_and_train(
-            pretraining, verbose, callbacks, (started, run_started), clock, replaced
+            pretraining, verbose, callbacks, started, run_started, clock, replaced
         )
 
 
@@ -189,10 +189,10 @@ class ReplacedRun:
             print(f"The replaced run is back in {self.model_dir}.", flush=True)
 
 
-def _resume_and_train(pretraining, verbose, callbacks, starts, clock, replaced):
+def _resume_and_train(pretraining, verbose, callbacks, started, run_started, clock, replaced):
     """`run_pretraining` once `model_dir` is ours: restore, train each
-    remaining phase, evaluate, then export and report. `starts`: the clock
-    readings `(budget_started, run_started)` (`run_pretraining`)."""
+    remaining phase, evaluate, then export and report. `started`: the clock
+    reading the budget counts from; `run_started`: `run_pretraining`'s."""
     config = pretraining.config
     chief = pretraining.distribution.is_chief
     manager = CheckpointManager(
@@ -215,8 +215,8 @@ def _resume_and_train(pretraining, verbose, callbacks, starts, clock, replaced):
     # A run killed after its last phase resumes straight into evaluation
     # and export, with no `fit` to hand the callback its model.
     checkpointer.set_model(pretraining.model)
-    budget = _budget_clock(pretraining, state, latest, starts, clock)
-    monitor = _training_monitor(pretraining, state, budget, verbose, starts[0], clock)
+    budget = _budget_clock(pretraining, state, latest, started, run_started, clock)
+    monitor = _training_monitor(pretraining, state, budget, verbose, started, clock)
     previous_handlers = checkpointer.install_signal_handlers()
     try:
         for phase in pretraining.phases[state.phase :]:
@@ -291,7 +291,7 @@ def _restore_or_start(pretraining, manager, moved_path):
     return latest, state
 
 
-def _budget_clock(pretraining, state, latest, starts, clock):
+def _budget_clock(pretraining, state, latest, started, run_started, clock):
     """The `BudgetClock` of a budgeted run (its plan printed), else None."""
     config = pretraining.config
     if config.train_budget_minutes is None:
@@ -303,11 +303,11 @@ def _budget_clock(pretraining, state, latest, starts, clock):
         [p.first_step + p.steps for p in pretraining.phases],
         state,
         config.train_budget_minutes * 60,
-        starts[0],
+        started,
         clock,
         config.optimizer.gradient_accumulation_steps,
         stops_at_train_steps=config.budget_stops_at_train_steps,
-        run_started=starts[1],
+        run_started=run_started,
     )
 
 
