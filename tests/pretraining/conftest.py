@@ -1,11 +1,13 @@
 """Shared helpers for the training tests: a tiny corpus and config."""
 
 import json
+import os
 import random
 
+import keras
 import pytest
 
-from keras_bert.pretraining import load_pretraining_config
+from keras_bert.pretraining import load_pretraining_config, run_pretraining
 
 VOCAB = "data/vocab/bert_uncased_vocab.txt"
 
@@ -81,3 +83,31 @@ def tiny_cli_args(tmp_path, corpus, **extra):
 @pytest.fixture(scope="session")
 def tiny_corpus(tmp_path_factory):
     return write_corpus(tmp_path_factory.mktemp("corpus"))
+
+
+class StepRecorder(keras.callbacks.Callback):
+    """Records the optimizer step at every batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.seen.append(int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)))
+
+
+@pytest.fixture(scope="session")
+def full_run(tmp_path_factory, tiny_corpus):
+    """`tiny_config`'s step-based run from seed 7, trained once per test
+    process: the reference that resumed and budgeted runs must equal, and a
+    finished folder to rerun (`test_runner.copy_of_full_run`)."""
+    tmp_path = tmp_path_factory.mktemp("full")
+    keras.utils.set_random_seed(7)
+    config = tiny_config(tmp_path, tiny_corpus)
+    recorder = StepRecorder()
+    previous = os.umask(0o022)  # See test_runner.test_outputs_follow_the_umask.
+    try:
+        results = run_pretraining(config, verbose=0, callbacks=[recorder])
+    finally:
+        os.umask(previous)
+    return config, results, recorder

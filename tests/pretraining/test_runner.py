@@ -15,7 +15,13 @@ import pytest
 import yaml
 
 from keras_bert.pretraining import CheckpointManager, ConfigError, run_pretraining
-from tests.pretraining.conftest import VOCAB, tiny_cli_args, tiny_config, tiny_overrides
+from tests.pretraining.conftest import (
+    VOCAB,
+    StepRecorder,
+    tiny_cli_args,
+    tiny_config,
+    tiny_overrides,
+)
 
 
 def read_scalars(log_dir):
@@ -31,39 +37,19 @@ def read_scalars(log_dir):
     return scalars
 
 
-class StepRecorder(keras.callbacks.Callback):
-    """Records (optimizer step, batch shape) at every batch."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def on_train_batch_begin(self, batch, logs=None):
-        self.seen.append(int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)))
-
-
-@pytest.fixture(scope="module")
-def full_run(tmp_path_factory, tiny_corpus):
-    tmp_path = tmp_path_factory.mktemp("full")
-    keras.utils.set_random_seed(7)
-    config = tiny_config(tmp_path, tiny_corpus)
-    recorder = StepRecorder()
-    previous = os.umask(0o022)  # See test_outputs_follow_the_umask.
-    try:
-        results = run_pretraining(config, verbose=0, callbacks=[recorder])
-    finally:
-        os.umask(previous)
-    return config, results, recorder
-
-
 def test_finishes_all_phases(full_run):
     config, results, _ = full_run
     state = results["state"]
     assert state.step == 9 and state.finished
     assert int(results["pretraining"].model.optimizer.iterations) == 9
     assert set(results["eval"]) == {0, 1}
+    # The run trains on the default's sampled softmax; held-out batches are
+    # scored over the whole vocabulary: a full-softmax loss (~log 30,522 =
+    # 10.3 this early), not the 2,048 candidates' (~log 2,048 = 7.6).
+    assert config.sampled_softmax_candidates == 2048
     for metrics in results["eval"].values():
         assert 0.0 <= metrics["mlm_accuracy"] <= 1.0
+        assert metrics["mlm_loss"] > 9.0
         # The default config has no next-sentence task: nothing to report.
         assert config.data.next_sentence_rate == 0
         assert "nsp_accuracy" not in metrics
@@ -173,7 +159,8 @@ def test_signal_then_resume_matches_uninterrupted_run(full_run, tmp_path, tiny_c
     assert second["state"].step == 9 and second["state"].finished
     resumed = second["pretraining"].model
     # Same weights, optimizer moments and step as the uninterrupted run:
-    # same data position, schedule position and optimizer state.
+    # same data position, schedule position, optimizer state and the
+    # sampled softmax's draws (their seed state is in the checkpoint).
     for a, b in zip(reference.get_weights(), resumed.get_weights()):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
     for a, b in zip(reference.optimizer.variables, resumed.optimizer.variables):
@@ -991,28 +978,3 @@ def test_run_on_a_remote_file_system_resumes_after_an_interruption(ram_dir, tmp_
         assert sorted(tf.io.gfile.listdir(f"{model_dir}/saved_model")) == ["backbone", "pretrainer"]
         assert tf.io.gfile.exists(f"{model_dir}/saved_model/backbone/saved_model.pb")
     assert read_scalars(f"{model_dir}/logs/train")["loss"]
-
-
-def test_sampled_softmax_run_resumes_exactly_and_is_scored_with_the_full_softmax(
-    tmp_path, tiny_corpus
-):
-    def run(model_dir, callbacks=()):
-        keras.utils.set_random_seed(7)
-        config = tiny_config(
-            tmp_path, tiny_corpus, sampled_softmax_candidates=16, model_dir=str(model_dir)
-        )
-        return run_pretraining(config, verbose=0, callbacks=list(callbacks))
-
-    whole = run(tmp_path / "whole")
-    assert run(tmp_path / "resumed", [SignalAt(4)])["preempted"]
-    resumed = run(tmp_path / "resumed")
-    assert resumed["state"].finished and resumed["state"].step == 9
-    # The draws' seed state is saved with the checkpoint: the same draws.
-    for a, b in zip(
-        whole["pretraining"].model.get_weights(), resumed["pretraining"].model.get_weights()
-    ):
-        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
-    # Held-out batches carry the real ids and are scored over the whole
-    # vocabulary: a full-softmax loss, not the candidates' (~log 30,522).
-    held_out = whole["eval"][1]
-    assert held_out["mlm_loss"] > 7.0 and 0.0 <= held_out["mlm_accuracy"] <= 1.0
