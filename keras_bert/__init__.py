@@ -1,19 +1,21 @@
 """keras_bert: BERT pre-training and fine-tuning for Keras 3.
 
 `import keras_bert` registers the models, the optimizer and its schedule
-with Keras, so that `keras.saving.load_model` needs nothing more. It does
-nothing else: no backend measurement, no change to the console.
+with Keras as Keras loads (at once, if it is loaded already), so that
+`keras.saving.load_model` needs nothing more. It does the same in every
+program and nothing else: it does not load Keras itself, measure backends
+or change the console, and its public names load on first use.
 
-The commands (`python -m keras_bert.pretrain`, ...) choose the Keras
-backend and quiet TensorFlow's start-up before Keras loads, after parsing
-their arguments. Python imports this package before it runs the command's
-module: when the interpreter was started as `python -m keras_bert.<command>`
-(`sys.orig_argv`), the package leaves Keras unloaded and its public names
-load on first use. Any other program, a `python -m` of the user's own
-included, gets the classes registered on import.
+It must not load Keras because Python imports this package before a
+command's module (`python -m keras_bert.pretrain`), and the commands
+choose the Keras backend after parsing their arguments, before Keras
+reads `KERAS_BACKEND`. Their harness (`runtime.command.start_up`) registers
+the classes once the backend is chosen.
 """
 
 import importlib
+import importlib.abc
+import importlib.util
 import sys
 
 _PUBLIC = {
@@ -46,19 +48,30 @@ def register_serializables():
     importlib.import_module("keras_bert.optimization.warmup_linear_decay")
 
 
-def _running_a_command():
-    """True when the interpreter runs `python [options] -m keras_bert.X`."""
-    args = iter(sys.orig_argv[1:])
-    for arg in args:
-        if arg in ("-X", "-W"):  # Interpreter options that take a value.
-            next(args, None)
-        elif arg.startswith("-m"):
-            module = arg[2:] or next(args, "")
-            return module.startswith("keras_bert.")
-        elif arg in ("-c", "-") or not arg.startswith("-"):
-            return False  # `-c CODE`, stdin or a script.
-    return False
+class _RegisterWhenKerasLoads(importlib.abc.MetaPathFinder):
+    """Finds `keras` as Python would, and registers keras_bert's classes
+    once the module has run. Python has no post-import hook; this finder
+    is the documented way to wrap one module's loading. It removes itself
+    at its first use."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "keras":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        run_module = spec.loader.exec_module
+
+        def run_then_register(module):
+            run_module(module)
+            register_serializables()
+
+        spec.loader.exec_module = run_then_register
+        return spec
 
 
-if not _running_a_command():
+if "keras" in sys.modules:
     register_serializables()
+else:
+    sys.meta_path.insert(0, _RegisterWhenKerasLoads())

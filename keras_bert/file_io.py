@@ -133,10 +133,21 @@ def makedirs(path):
 
 
 def remove(path, ignore_errors=False):
-    """Removes the file or directory tree at `path`, if there is one."""
+    """Removes the file or directory tree at `path`, if there is one, and
+    never anything outside it: a link (`path` itself, or one inside the
+    tree) is unlinked, never followed.
+
+    Local paths go through `os` and `shutil.rmtree`, which unlink links;
+    TensorFlow's `rmtree` follows a link to a folder and empties its
+    target. Object stores have no links."""
     try:
-        if tf.io.gfile.exists(path):
-            tf.io.gfile.rmtree(path)  # A plain file too.
+        if not is_local(path):
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.rmtree(path)  # A plain object too.
+        elif os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.unlink(path)  # A file, a link, a FIFO.
     except FILE_ERRORS:
         if not ignore_errors:
             raise

@@ -45,8 +45,32 @@ def test_a_command_parses_its_arguments_without_heavy_imports(command, flag, tmp
 
 
 def test_the_import_check_sees_a_heavy_import(tmp_path):
-    _, heavy = heavy_imports(["-c", "import keras_bert"], tmp_path)
+    _, heavy = heavy_imports(["-c", "import keras_bert, keras"], tmp_path)
     assert "keras" in heavy
+
+
+def test_import_keras_bert_leaves_keras_unloaded(tmp_path):
+    result, heavy = heavy_imports(["-c", "import keras_bert"], tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert heavy == []
+
+
+@pytest.mark.parametrize(
+    "imports", ["import keras_bert, keras", "import keras, keras_bert", "import keras_bert.models"]
+)
+def test_the_classes_are_registered_whichever_loads_first(imports):
+    # Issue 67 item 1: the same in every program, a command's included; no
+    # sniffing of the command line.
+    code = (
+        f"{imports}; import keras; "
+        "print(keras.saving.get_registered_object('keras_bert>BertClassifier').__name__, "
+        "keras.saving.get_registered_object('keras_bert>AdamWeightDecay').__name__)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["BertClassifier", "AdamWeightDecay"]
 
 
 def test_a_users_python_dash_m_package_gets_the_classes_registered(tmp_path):

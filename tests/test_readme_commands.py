@@ -91,8 +91,8 @@ def run(command, cwd):
 
 
 def write_own_text(folder):
-    """Short documents, one per line, from the bundled corpus, and a
-    labelled train/dev pair from the SST-2 fixture."""
+    """Short documents, one per line, from the bundled corpus, a labelled
+    train/dev pair from the SST-2 fixture, and its sentences unlabelled."""
     corpus = sorted(ROOT.glob("data/corpus/*/*.txt"))[0].read_text().splitlines()
     documents = [line for line in corpus if len(line.split()) > 8][:400]
     (folder / "my_text").mkdir()
@@ -102,6 +102,8 @@ def write_own_text(folder):
     (folder / "my_labels").mkdir()
     for split in ("train", "dev"):
         (folder / "my_labels" / f"{split}.tsv").write_text("text\tlabel\n" + rows.split("\n", 1)[1])
+    sentences = [line.split("\t")[0] for line in rows.splitlines()[1:] if line]
+    (folder / "my_new_text.tsv").write_text("text\n" + "\n".join(sentences) + "\n")
 
 
 def test_quick_start_pretrain_runs_as_written(tmp_path):
@@ -114,20 +116,57 @@ def test_quick_start_pretrain_runs_as_written(tmp_path):
     assert (tmp_path / "runs/pretrain_default/backbone.keras").is_file()
 
 
-def test_own_text_commands_run_as_written(tmp_path):
-    write_own_text(tmp_path)
+@pytest.fixture(scope="module")
+def own_text(tmp_path_factory):
+    """The folder where "Pre-train on your own text" ran, each command in a
+    process of its own on what the one before it wrote; `(folder, {command
+    name: its stdout})`."""
+    folder = tmp_path_factory.mktemp("own_text")
+    write_own_text(folder)
     commands = readme_commands("Pre-train on your own text")
     assert [c.split()[2] for c in commands] == [
         "keras_bert.vocab",
         "keras_bert.pretrain",
         "keras_bert.finetune",
+        "keras_bert.evaluate",
+        "keras_bert.predict",
         "keras_bert.export",
     ]
-    for command in commands:
-        run(command, tmp_path)
-    assert (tmp_path / "my_vocab.txt").is_file()
+    return folder, {c.split()[2]: run(c, folder).stdout for c in commands}
+
+
+def test_own_text_commands_run_as_written(own_text):
+    folder, _ = own_text
+    assert (folder / "my_vocab.txt").is_file()
     assert (
-        json.loads((tmp_path / "runs/my_classifier/eval_results.json").read_text())["eval_examples"]
+        json.loads((folder / "runs/my_classifier/eval_results.json").read_text())["eval_examples"]
         > 0
     )
-    assert list((tmp_path / "runs/serving/my_classifier").glob("*/saved_model.pb"))
+    assert list((folder / "runs/serving/my_classifier").glob("*/saved_model.pb"))
+
+
+def test_evaluate_and_predict_load_the_fine_tuned_model_in_their_own_process(own_text):
+    # Issue 67 item 1: both failed as commands ("Could not locate class
+    # 'BertClassifier'") while every in-process test passed.
+    folder, stdout = own_text
+    scores = json.loads(stdout["keras_bert.evaluate"])
+    dev_rows = (folder / "my_labels/dev.tsv").read_text().splitlines()[1:]
+    assert scores["eval_examples"] == len(dev_rows)
+    predictions = json.loads(stdout["keras_bert.predict"])
+    lines = (folder / predictions["output"]).read_text().splitlines()
+    assert len(lines) == len(dev_rows)
+    assert {json.loads(line)["prediction"] for line in lines} <= {"0", "1"}
+
+
+def test_convert_and_data_run_on_what_the_others_wrote(own_text):
+    folder, _ = own_text
+    run("python -m keras_bert.convert runs/my_bert/backbone.keras hf_bert", folder)
+    assert (folder / "hf_bert/model.safetensors").is_file()
+    run("python -m keras_bert.convert --input hf_bert --output back.keras", folder)
+    assert (folder / "back.keras").is_file()
+    run(
+        "python -m keras_bert.data --input 'my_text/*.txt' --output shards "
+        "--vocab my_vocab.txt --corpus_format lines --num_shards 2",
+        folder,
+    )
+    assert len(list((folder / "shards").glob("*.tfrecord*"))) == 2

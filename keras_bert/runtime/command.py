@@ -53,12 +53,17 @@ def start_up(choose_backend=False):
     measured fastest backend when `choose_backend` (the training commands)
     and `KERAS_BACKEND` is unset, glibc's allocator set to reuse freed
     blocks under JAX (`runtime.allocator`), then a quiet TensorFlow import.
-    All must come before Keras loads."""
+    All must come before Keras loads. Last, Keras loads and keras_bert's
+    classes are registered, so that every command loads a saved `.keras`
+    whichever of its modules it has imported."""
     cache_jax_compilations()
     if choose_backend:
         use_fastest_backend()
     keep_freed_memory_for_jax()
     import_tensorflow_quietly()
+    import keras_bert
+
+    keras_bert.register_serializables()
 
 
 def run_command(
