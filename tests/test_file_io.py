@@ -10,6 +10,7 @@ from keras_bert.file_io import (
     atomic_directory,
     listdir,
     makedirs,
+    remove,
     write_atomically,
 )
 
@@ -104,3 +105,37 @@ def test_an_unreachable_remote_path_is_one_line_naming_it():
     )
     # Not a file system's error: left to surface as it is.
     assert user_file_error(tf.errors.FailedPreconditionError(None, None, "bad graph")) is None
+
+
+def outside_folder(tmp_path):
+    """A folder outside the tree to remove, with a file in it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    return outside
+
+
+def test_remove_unlinks_links_and_never_follows_them(tmp_path):
+    # Issue 67 item 2: TensorFlow's rmtree followed a link to a folder and
+    # emptied its target.
+    outside = outside_folder(tmp_path)
+    tree = tmp_path / "run"
+    (tree / "logs").mkdir(parents=True)
+    (tree / "logs" / "served").symlink_to(outside)
+    (tree / "linked_file").symlink_to(outside / "keep.txt")
+    (tree / "export").symlink_to(outside)
+    remove(str(tree / "export"))  # A link given itself: unlinked.
+    assert not os.path.lexists(tree / "export")
+    assert (outside / "keep.txt").read_text() == "mine"
+    remove(str(tree))
+    assert not tree.exists()
+    assert sorted(os.listdir(outside)) == ["keep.txt"]
+    assert (outside / "keep.txt").read_text() == "mine"
+
+
+def test_remove_takes_a_file_a_fifo_or_nothing(tmp_path):
+    (tmp_path / "file").write_text("x")
+    os.mkfifo(tmp_path / "fifo")
+    for name in ("file", "fifo", "absent"):
+        remove(str(tmp_path / name))
+    assert os.listdir(tmp_path) == []

@@ -25,6 +25,7 @@ from keras_bert.file_io import (
     archive_problem,
     is_file,
     makedirs,
+    remove,
     save_keras_atomically,
     write_atomically,
     write_json_atomically,
@@ -192,7 +193,7 @@ def run_finetune(
     except BaseException:
         # A first run that failed before writing anything leaves no folder.
         if created and tf.io.gfile.isdir(model_dir) and not tf.io.gfile.listdir(model_dir):
-            tf.io.gfile.rmtree(model_dir)
+            remove(model_dir)
         raise
 
 

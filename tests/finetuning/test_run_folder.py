@@ -244,7 +244,15 @@ def test_overwrite_replaces_a_run_of_another_task(run_copy, fixtures, checkpoint
     assert err.endswith("pick another folder for 'cola', or pass --overwrite to replace that run")
     assert files(run_copy) == before
 
+    # The run's logs linked to a folder outside it (issue 67 item 2: the
+    # discard followed the link and emptied its target).
+    outside = run_copy.parent / "outside_logs"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    (run_copy / "logs").symlink_to(outside)
+
     assert finetune_main([*args, "--overwrite"]) == 0
+    assert os.listdir(outside) == ["keep.txt"]
     assert yaml.safe_load((run_copy / "config.yaml").read_text())["task"] == "cola"
     # The sst2 run's predictions went with it; nothing is left aside.
     assert not any(name.startswith("predictions_") for name in os.listdir(run_copy))

@@ -447,6 +447,12 @@ def test_overwrite_starts_afresh_and_removes_the_replaced_run(
     from keras_bert import pretrain
 
     config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
+    # The run's logs moved out and linked back (issue 67 item 2: removing
+    # the replaced run emptied the link's target).
+    outside_logs = tmp_path / "outside_logs"
+    shutil.move(os.path.join(config.model_dir, "logs"), outside_logs)
+    os.symlink(outside_logs, os.path.join(config.model_dir, "logs"))
+    logs_before = folder_contents(outside_logs)
     before = folder_contents(config.model_dir)
     # A change a resuming rerun refuses (test above); a fresh run may make it.
     argv = tiny_cli_args(tmp_path, tiny_corpus, eval_steps=0, **{"optimizer.learning_rate": 5e-3})
@@ -466,6 +472,7 @@ def test_overwrite_starts_afresh_and_removes_the_replaced_run(
     checkpoints = sorted(os.listdir(os.path.join(config.model_dir, "checkpoints")))
     assert checkpoints == ["ckpt-00000003", "ckpt-00000006", "ckpt-00000009"]
     assert not glob.glob(os.path.join(config.model_dir, ".previous-run*"))
+    assert folder_contents(outside_logs) == logs_before
     assert (
         open(os.path.join(config.model_dir, "backbone.keras"), "rb").read()
         != before["backbone.keras"]

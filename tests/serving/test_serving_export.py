@@ -242,6 +242,21 @@ def test_overwrite_replaces_a_version_once_the_new_one_is_complete(tmp_path, voc
     assert os.listdir(base) == ["3"]
 
 
+@pytest.mark.backend_independent  # File handling: the export is TensorFlow's.
+def test_overwrite_of_a_version_that_is_a_link_leaves_its_target_alone(tmp_path, vocab):
+    # Issue 67 item 2: replacing the version emptied the served folder
+    # the link pointed to.
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "saved_model.pb").write_text("another model's")
+    base = tmp_path / "models"
+    base.mkdir()
+    (base / "1").symlink_to(served)
+    export_for_serving(_backbone(vocab), str(base), version=1, seq_len=16, overwrite=True)
+    assert (served / "saved_model.pb").read_text() == "another model's"
+    assert not os.path.islink(base / "1") and (base / "1" / "saved_model.pb").is_file()
+
+
 @pytest.mark.backend_independent
 def test_overwrite_reaches_the_tensorflow_child(monkeypatch, tmp_path):
     commands = []
