@@ -3,6 +3,7 @@
 (`check_output`, which every command that writes calls first)."""
 
 import contextlib
+import errno
 import json
 import os
 import posixpath
@@ -26,6 +27,9 @@ from keras_bert.file_io import (
 )
 
 LOCK_FILE = "pretrain.lock"
+# What `os.link` raises on a file system that has no hard links (FAT, some
+# network and FUSE mounts).
+_NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV)
 FINETUNE_LOCK_FILE = "finetune.lock"
 _ABSENT = object()
 
@@ -99,6 +103,9 @@ class RunLock:
     a process that died without releasing it (`kill -9`, a crash) names a
     pid that no longer runs on this host: it is taken over with a warning.
     A lock from another host cannot be checked and is never taken over.
+    A local lock appears whole (written beside it, then hard-linked into
+    place), so an empty or unreadable one is a write that failed (a full
+    disk) and is taken over with a warning too.
 
     Object stores (`gs://`) have no exclusive create through TensorFlow's
     file system layer: there the lock is written when absent and read back
@@ -132,12 +139,13 @@ class RunLock:
         if self._create(claim):
             return self
         pid, holder = self._holder()
-        if holder != host or pid is None or _running(pid):
+        if pid is None:
+            why = ", which names no process (empty or unreadable: a write that failed)"
+        elif holder != host or _running(pid):
             raise self._held(pid, holder)
-        print(
-            f"warning: taking over the lock {self.path} of pid {pid}, which is no longer running.",
-            flush=True,
-        )
+        else:
+            why = f" of pid {pid}, which is no longer running"
+        print(f"warning: taking over the lock {self.path}{why}.", flush=True)
         tf.io.gfile.remove(self.path)
         if not self._create(claim):  # Another starter took it over first.
             raise self._held(*self._holder())
@@ -150,13 +158,7 @@ class RunLock:
         """Writes `claim` into a new lock file; False if one exists."""
         try:
             if is_local(self.path):
-                try:
-                    fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
-                except FileExistsError:
-                    return False
-                with os.fdopen(fd, "w") as f:
-                    f.write(claim)
-                return True
+                return self._link_into_place(claim)
             if tf.io.gfile.exists(self.path):
                 return False
             with tf.io.gfile.GFile(self.path, "w") as f:
@@ -171,6 +173,39 @@ class RunLock:
                 f"model_dir={os.path.dirname(self.path)!r}"
             ) from None
 
+    def _link_into_place(self, claim):
+        """Writes `claim` beside the lock, then hard-links it to the lock's
+        name, which fails if the lock exists: of two starters exactly one
+        gets it, and no one ever reads it half-written. What was written
+        beside it is removed whatever happens."""
+        staged = f"{self.path}.{os.getpid()}.{socket.gethostname()}"
+        try:
+            with open(staged, "w", encoding="utf-8") as f:
+                f.write(claim)
+            try:
+                os.link(staged, self.path)
+            except FileExistsError:
+                return False
+            except OSError as error:
+                if error.errno not in _NO_HARD_LINKS:
+                    raise
+                return self._create_exclusively(claim)
+            return True
+        finally:
+            remove(staged, ignore_errors=True)
+
+    def _create_exclusively(self, claim):
+        """The lock on a file system without hard links: created with
+        `O_EXCL`, then written (a failed write leaves it empty, which the
+        next starter takes over)."""
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w") as f:
+            f.write(claim)
+        return True
+
     def _held(self, pid, holder):
         return self.error(
             f"{self.path} is held by pid {pid} on host {holder}: "
@@ -180,8 +215,11 @@ class RunLock:
 
     def _holder(self):
         """`(pid, host)` written in the lock; pid None if unreadable."""
-        with tf.io.gfile.GFile(self.path) as f:
-            pid, _, host = f.read().strip().partition(" ")
+        try:
+            with tf.io.gfile.GFile(self.path) as f:
+                pid, _, host = f.read().strip().partition(" ")
+        except UnicodeDecodeError:
+            return None, ""
         return (int(pid) if pid.isdigit() else None), host
 
 
@@ -520,13 +558,15 @@ class PreviousRun:
             names, finished = journal["names"], journal["finished"]
             if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
                 raise ValueError("names")
+            if not isinstance(finished, bool):  # "false" would read as finished.
+                raise ValueError("finished")
         except (ValueError, KeyError, TypeError):
             raise FinetuneError(
                 f"{self.journal}: not a rerun journal keras_bert wrote; the previous run "
                 f"is in {self.folder}: move its files back into {self.model_dir} "
                 "and delete the journal"
             ) from None
-        return {"names": names, "finished": bool(finished)}
+        return {"names": names, "finished": finished}
 
 
 def refuse_unfinished_rerun(model_dir, error=FinetuneError):

@@ -2,7 +2,9 @@
 pre-training or fine-tuning run writes into it. (`RunLock` is tested through
 the runners: tests/pretraining/test_runner.py, tests/finetuning.)"""
 
+import errno
 import os
+import socket
 
 import pytest
 
@@ -326,10 +328,72 @@ def test_a_set_aside_folder_from_before_the_journal_is_put_back(tmp_path):
     assert contents(tmp_path) == before
 
 
-def test_a_journal_keras_bert_did_not_write_is_one_line(tmp_path):
+@pytest.mark.parametrize(
+    "journal",
+    [
+        '{"names": 3}',
+        # Issue 67 item 5: a `finished` that is no boolean read as true, and
+        # `recover` deleted the set-aside run.
+        '{"names": ["model.keras"], "finished": "false"}',
+        '{"names": ["model.keras"], "finished": "no"}',
+        '{"names": ["model.keras"], "finished": 1}',
+    ],
+)
+def test_a_journal_keras_bert_did_not_write_is_one_line(journal, tmp_path):
     from keras_bert.run_dir import PreviousRun
 
     old_run(tmp_path)
-    (tmp_path / ".previous-run.json").write_text('{"names": 3}')
+    PreviousRun(str(tmp_path)).set_aside()
+    set_aside = contents(tmp_path / ".previous-run")
+    (tmp_path / ".previous-run.json").write_text(journal)
     with pytest.raises(FinetuneError, match="not a rerun journal keras_bert wrote"):
         PreviousRun(str(tmp_path)).recover()
+    assert contents(tmp_path / ".previous-run") == set_aside
+
+
+@pytest.mark.parametrize("left", [b"", b"\n", b"\xff\xfe garbage"])
+def test_an_empty_or_unreadable_lock_is_taken_over_with_one_line(left, tmp_path, capsys):
+    # Issue 67 item 6: a full disk while the lock was created left it
+    # empty, and it refused every rerun ("held by pid None").
+    from keras_bert.run_dir import RunLock
+
+    lock = tmp_path / "pretrain.lock"
+    lock.write_bytes(left)
+    with RunLock(str(tmp_path)):
+        assert lock.read_text() == f"{os.getpid()} {socket.gethostname()}\n"
+    out = capsys.readouterr().out
+    assert out == f"warning: taking over the lock {lock}, which names no process " + (
+        "(empty or unreadable: a write that failed).\n"
+    )
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_lock_whose_write_fails_leaves_nothing(tmp_path, monkeypatch):
+    from keras_bert.run_dir import RunLock
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "link", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        with RunLock(str(tmp_path)):
+            pass
+    assert os.listdir(tmp_path) == []
+    monkeypatch.undo()
+    with RunLock(str(tmp_path)):  # The rerun the error advises.
+        pass
+
+
+def test_the_lock_falls_back_to_an_exclusive_create_without_hard_links(tmp_path, monkeypatch):
+    from keras_bert.run_dir import RunLock
+
+    def no_links(*args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    with RunLock(str(tmp_path)):
+        assert os.listdir(tmp_path) == ["pretrain.lock"]
+        with pytest.raises(ConfigError, match="is held by pid"):
+            with RunLock(str(tmp_path)):
+                pass
+    assert os.listdir(tmp_path) == []

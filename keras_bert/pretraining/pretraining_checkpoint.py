@@ -24,11 +24,22 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
         every_steps: int. Save when `state.step` is a multiple of it.
         gradient_accumulation_steps: int. Batches per optimizer update.
         after_save: callable or None. Called after each checkpoint is saved.
+        before_stop: callable or None. Called before the checkpoint a stop
+            saves; it may raise to stop without one (`KeyboardInterrupt`).
     """
 
-    def __init__(self, manager, state, every_steps, gradient_accumulation_steps=1, after_save=None):
+    def __init__(
+        self,
+        manager,
+        state,
+        every_steps,
+        gradient_accumulation_steps=1,
+        after_save=None,
+        before_stop=None,
+    ):
         super().__init__()
         self.after_save = after_save
+        self.before_stop = before_stop
         self.manager = manager
         self.state = state
         self.every_steps = every_steps
@@ -76,6 +87,8 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
         if update:
             state.step += 1
         if self.preempted:
+            if self.before_stop:
+                self.before_stop()
             self.save()
             self.model.stop_training = True
             return

@@ -142,8 +142,8 @@ class ReplacedRun:
     run in `model_dir` aside (`PreviousRun`: `.previous-run/` and its
     journal) after checking the folder is a pre-training run's. The first
     checkpoint the new run saves discards it (`saved`); until then an
-    error or a second Ctrl-C puts it back, and so does the next rerun
-    after a `kill -9`. Warm-starting from a file of the replaced run
+    error, a Ctrl-C or SIGTERM (`stopping`: the stop saves nothing) puts
+    it back, and so does the next rerun after a `kill -9`. Warm-starting from a file of the replaced run
     (`--init_checkpoint <model_dir>/backbone.keras`) reads it where it
     was set aside (`path`).
     """
@@ -180,6 +180,13 @@ class ReplacedRun:
             self.kept = False
             print(f"Removed the replaced run's {', '.join(self.previous.names)}.", flush=True)
 
+    def stopping(self):
+        """Before a stop's checkpoint (Ctrl-C, SIGTERM): while the replaced
+        run is kept, the stop saves nothing and puts it back (`__exit__`)."""
+        if self.kept:
+            print("Stopped before this run's first checkpoint; nothing of it is kept.", flush=True)
+            raise KeyboardInterrupt
+
     def __enter__(self):
         return self
 
@@ -210,7 +217,12 @@ def _resume_and_train(pretraining, verbose, callbacks, started, run_started, clo
         return results
     accumulation = config.optimizer.gradient_accumulation_steps
     checkpointer = PretrainingCheckpoint(
-        manager, state, config.checkpoint.every_steps, accumulation, after_save=replaced.saved
+        manager,
+        state,
+        config.checkpoint.every_steps,
+        accumulation,
+        after_save=replaced.saved,
+        before_stop=replaced.stopping,
     )
     # A run killed after its last phase resumes straight into evaluation
     # and export, with no `fit` to hand the callback its model.

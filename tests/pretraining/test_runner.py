@@ -519,6 +519,24 @@ def test_overwrite_that_stops_before_its_first_checkpoint_puts_the_run_back(
 
 
 @pytest.mark.backend_independent
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_overwrite_stopped_before_its_first_checkpoint_puts_the_run_back(
+    signum, full_run, tmp_path, tiny_corpus, capsys
+):
+    # Issue 67 item 4: the stop's own checkpoint was the first save, and it
+    # discarded the replaced run.
+    config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
+    before = folder_contents(config.model_dir)
+    with pytest.raises(KeyboardInterrupt):
+        run_pretraining(config, verbose=0, overwrite=True, callbacks=[SignalAt(1, signum)])
+    out = capsys.readouterr().out
+    assert "nothing of it is kept" in out and "The replaced run is back" in out
+    assert "Removed the replaced run" not in out
+    assert folder_contents(config.model_dir) == before
+    assert not glob.glob(os.path.join(config.model_dir, ".previous-run*"))
+
+
+@pytest.mark.backend_independent
 def test_overwrite_warm_starts_from_the_replaced_runs_own_backbone(full_run, tmp_path, tiny_corpus):
     config = copy_of_full_run(full_run, tmp_path, tiny_corpus)
     backbone = os.path.join(config.model_dir, "backbone.keras")
