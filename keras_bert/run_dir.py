@@ -40,7 +40,9 @@ def refuse_another_run(model_dir, task=None, overwrite=False):
     resumes, fine-tuning replaces its outputs), no other run writes over it.
 
     Pre-training (`task` None) is refused a fine-tuning run's folder (its
-    config.yaml names a task) with a `ConfigError`. Fine-tuning `task` is
+    config.yaml names a task) with a `ConfigError`, and with `overwrite`
+    any config.yaml that is not a pre-training run's (a project's own: the
+    rerun would set it aside as the run's). Fine-tuning `task` is
     refused, with a `FinetuneError`, a pre-training run's folder (its lock or
     checkpoints), a config.yaml that is no fine-tuning run's, and another
     task's run, unless `overwrite` (that run is then replaced as a rerun's
@@ -52,6 +54,11 @@ def refuse_another_run(model_dir, task=None, overwrite=False):
             raise ConfigError(
                 f"model_dir {model_dir!r} holds a fine-tuning run (task "
                 f"{previous['task']!r}); pre-train into another folder."
+            )
+        if overwrite and previous is not _ABSENT and not _is_pretraining_config(previous):
+            raise ConfigError(
+                f"model_dir {model_dir!r}: its config.yaml is not a keras_bert pre-training "
+                "run's, and --overwrite replaces only such a run; pre-train into another folder."
             )
         return  # An unreadable config.yaml is `check_rerun_config`'s to report.
     if tf.io.gfile.exists(os.path.join(model_dir, LOCK_FILE)) or tf.io.gfile.isdir(
@@ -74,6 +81,10 @@ def refuse_another_run(model_dir, task=None, overwrite=False):
             f"{previous.get('task')!r}; pick another folder for {task!r}, or pass "
             "--overwrite to replace that run"
         )
+
+
+def _is_pretraining_config(config):
+    return isinstance(config, dict) and "phases" in config
 
 
 def _previous_config(model_dir):
@@ -377,8 +388,22 @@ def _run_part(path):
     return None, None
 
 
-# Where a fine-tuning rerun keeps the previous run until it has finished, and
-# its journal (`PreviousRun`).
+# What a pre-training run writes into its folder: a rerun with --overwrite
+# sets aside exactly these, never a file of the user's beside them.
+PRETRAINING_FILES = frozenset(
+    {
+        "config.yaml",
+        "checkpoints",
+        "logs",
+        "saved_model",
+        "backbone.keras",
+        "pretrainer.keras",
+        "electra_pretrainer.keras",
+    }
+)
+
+# Where a rerun keeps the previous run until it has finished, and its
+# journal (`PreviousRun`).
 PREVIOUS_RUN = ".previous-run"
 PREVIOUS_RUN_JOURNAL = ".previous-run.json"
 
@@ -434,7 +459,8 @@ def _previous_outputs(model_dir, guess_unrecorded=True):
 
 
 class PreviousRun:
-    """A fine-tuning rerun's predecessor in `model_dir`, set aside.
+    """A rerun's predecessor in `model_dir` (fine-tuning's, or pre-training's
+    under `--overwrite`), set aside.
 
     A rerun must leave no output of the old model beside the new one, and
     no new config or vocabulary beside the old model (`evaluate` would
@@ -453,10 +479,19 @@ class PreviousRun:
     a name that is in the folder comes back over the rerun's file of that
     name; a journal name no longer in the folder is the previous run's
     file, not yet moved or already back.
+
+    Args:
+        model_dir: str. The run folder.
+        own_files: collection of str, or None. The names that are the run's
+            (a pre-training run's, `PRETRAINING_FILES`); None: a fine-tuning
+            run's, with what `predict` and `evaluate` recorded
+            (`_previous_outputs`). Nothing else in the folder is moved or
+            removed.
     """
 
-    def __init__(self, model_dir):
+    def __init__(self, model_dir, own_files=None):
         self.model_dir = model_dir
+        self.own_files = own_files
         self.folder = os.path.join(model_dir, PREVIOUS_RUN)
         self.journal = os.path.join(model_dir, PREVIOUS_RUN_JOURNAL)
         self.names = []
@@ -485,7 +520,7 @@ class PreviousRun:
     def set_aside(self):
         """Moves the previous run's files away (after `recover`); returns
         their names."""
-        current = _previous_outputs(self.model_dir)
+        current = self._run_files(guess_unrecorded=True)
         if not current:
             return []
         self._write_journal(current, finished=False)
@@ -525,7 +560,7 @@ class PreviousRun:
         moved = set(listdir(self.folder)) if tf.io.gfile.isdir(self.folder) else set()
         rerun_files = [
             name
-            for name in _previous_outputs(self.model_dir, guess_unrecorded=False)
+            for name in self._run_files(guess_unrecorded=False)
             if name in moved or name not in names
         ]
         # The record last: until then it names the rerun's predictions.
@@ -534,6 +569,12 @@ class PreviousRun:
         for name in sorted(moved):
             _move(os.path.join(self.folder, name), os.path.join(self.model_dir, name))
         self._clear()
+
+    def _run_files(self, guess_unrecorded):
+        if self.own_files is None:
+            return _previous_outputs(self.model_dir, guess_unrecorded)
+        names = listdir(self.model_dir) if tf.io.gfile.isdir(self.model_dir) else []
+        return sorted(name for name in names if name in self.own_files)
 
     def _clear(self):
         """Removes the set-aside folder, then the journal (last)."""

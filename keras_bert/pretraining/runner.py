@@ -33,7 +33,7 @@ from keras_bert.pretraining.run_record import (
 from keras_bert.pretraining.time_budget import BudgetClock, describe_end, describe_plan
 from keras_bert.pretraining.training_monitor import TrainingMonitor
 from keras_bert.pretraining.training_state import TrainingState
-from keras_bert.run_dir import PreviousRun, RunLock, refuse_another_run
+from keras_bert.run_dir import PRETRAINING_FILES, PreviousRun, RunLock, refuse_another_run
 from pipelines import CorpusError
 from pipelines.corpus import NO_DOCUMENT
 
@@ -151,7 +151,7 @@ class ReplacedRun:
     def __init__(self, model_dir, overwrite):
         self.model_dir = model_dir
         self.overwrite = overwrite
-        self.previous = PreviousRun(model_dir)
+        self.previous = PreviousRun(model_dir, own_files=PRETRAINING_FILES)
         self.kept = False
 
     def start(self):
@@ -160,7 +160,7 @@ class ReplacedRun:
             print(f"warning: {recovered}.", flush=True)
         if not self.overwrite:
             return
-        refuse_another_run(self.model_dir)
+        refuse_another_run(self.model_dir, overwrite=True)
         names = self.previous.set_aside()
         if names:
             self.kept = True

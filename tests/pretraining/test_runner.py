@@ -453,6 +453,12 @@ def test_overwrite_starts_afresh_and_removes_the_replaced_run(
     shutil.move(os.path.join(config.model_dir, "logs"), outside_logs)
     os.symlink(outside_logs, os.path.join(config.model_dir, "logs"))
     logs_before = folder_contents(outside_logs)
+    # The user's files beside the run (issue 67 item 3: set aside and
+    # deleted with it, by a guess at names).
+    users = {"eval_x.md": b"e", "predictions_y.jsonl": b"{}", "vocab.txt": b"[PAD]"}
+    for name, content in users.items():
+        with open(os.path.join(config.model_dir, name), "wb") as f:
+            f.write(content)
     before = folder_contents(config.model_dir)
     # A change a resuming rerun refuses (test above); a fresh run may make it.
     argv = tiny_cli_args(tmp_path, tiny_corpus, eval_steps=0, **{"optimizer.learning_rate": 5e-3})
@@ -473,6 +479,9 @@ def test_overwrite_starts_afresh_and_removes_the_replaced_run(
     assert checkpoints == ["ckpt-00000003", "ckpt-00000006", "ckpt-00000009"]
     assert not glob.glob(os.path.join(config.model_dir, ".previous-run*"))
     assert folder_contents(outside_logs) == logs_before
+    assert {name: before[name] for name in users} == users
+    assert all(folder_contents(config.model_dir)[name] == users[name] for name in users)
+    assert not any(name in out.split("Removed the replaced run's ")[1] for name in users)
     assert (
         open(os.path.join(config.model_dir, "backbone.keras"), "rb").read()
         != before["backbone.keras"]
@@ -574,16 +583,28 @@ def test_overwrite_is_refused_to_a_run_of_several_processes(tmp_path, tiny_corpu
 
 
 @pytest.mark.backend_independent
-def test_overwrite_refuses_a_fine_tuning_folder(tmp_path, tiny_corpus, capsys):
+@pytest.mark.parametrize(
+    "config, error",
+    [
+        ("task: sst2\n", "holds a fine-tuning run (task 'sst2')"),
+        # Issue 67 item 3: a project's own config.yaml was set aside and
+        # deleted as the run's.
+        ("name: my project\n", "its config.yaml is not a keras_bert pre-training run's"),
+    ],
+)
+def test_overwrite_refuses_a_folder_that_holds_no_pre_training_run(
+    config, error, tmp_path, tiny_corpus, capsys
+):
     from keras_bert import pretrain
 
     model_dir = tmp_path / "run"
     model_dir.mkdir()
-    (model_dir / "config.yaml").write_text("task: sst2\n")
-    (model_dir / "model.keras").write_text("a model")
+    (model_dir / "config.yaml").write_text(config)
+    (model_dir / "eval_x.md").write_text("e")
     assert pretrain.main([*tiny_cli_args(tmp_path, tiny_corpus), "--overwrite"]) == 2
-    assert "holds a fine-tuning run (task 'sst2')" in capsys.readouterr().err
-    assert sorted(os.listdir(model_dir)) == ["config.yaml", "model.keras"]
+    err = capsys.readouterr().err
+    assert error in err and err.count("\n") == 1
+    assert sorted(os.listdir(model_dir)) == ["config.yaml", "eval_x.md"]
 
 
 def cli_error(argv, capsys):
