@@ -23,23 +23,18 @@ import typing
 import yaml
 
 from keras_bert.errors import ConfigError
+from pipelines.text_files import read_text
 
 
-def read_yaml(path):
-    """The YAML document at `path` (local or remote; an empty file is `{}`).
+def read_yaml(path, error=ConfigError):
+    """The YAML document at `path` (local or remote; an empty file is `{}`),
+    a local one read without TensorFlow: the commands read and check their
+    config before the backend is chosen and Keras loads.
 
-    Raises `yaml.YAMLError` or `UnicodeDecodeError` for the recipe to word.
+    Raises `error` naming the line for bytes that are not UTF-8, and
+    `yaml.YAMLError` for the recipe to word.
     """
-    path = os.fspath(path)
-    if "://" not in path:
-        # A local file needs no TensorFlow: the commands read and check
-        # their config before the backend is chosen and Keras loads.
-        with open(path, encoding="utf-8") as f:
-            return yaml.safe_load(f.read()) or {}
-    import tensorflow as tf  # Its file systems: gs://, s3://, ram://.
-
-    with tf.io.gfile.GFile(path) as f:
-        return yaml.safe_load(f.read()) or {}
+    return yaml.safe_load(read_text(path, error)) or {}
 
 
 def config_file_exists(path):
@@ -98,6 +93,15 @@ def _word(value):
     return json.dumps(value) if isinstance(value, bool) else str(value)
 
 
+def _merged(current, value):
+    """`value` over `current`: a mapping given to a mapping merges key by key,
+    at every depth, as a section does (`--set 'model_overrides={...}'` keeps
+    the recipe's other overrides); anything else replaces."""
+    if isinstance(current, dict) and isinstance(value, dict):
+        return {**current, **{k: _merged(current.get(k), v) for k, v in value.items()}}
+    return value
+
+
 def _get(config, key):
     for part in key.split("."):
         config = getattr(config, part)
@@ -143,7 +147,8 @@ class Schema:
 
     def merge(self, config, tree, where=None, path=""):
         """Sets every key of mapping `tree` on dataclass `config` (sections
-        merged key by key, lists and values replaced); returns `config`.
+        and free-form mappings merged key by key, lists and values
+        replaced); returns `config`.
         `path` is `config`'s dotted place in the recipe, e.g. `optimizer`."""
         if not isinstance(tree, dict):
             raise self._fail(where, f"expected a mapping of sections. Received: {tree!r}")
@@ -158,8 +163,9 @@ class Schema:
     def set(self, config, key, value, where=None, path=""):
         """Sets dotted `key` (`optimizer.learning_rate`, `phases.0.steps`,
         `model_overrides.dropout`) of `config` to `value`, typed; a section
-        (or a list's section entry) given a mapping takes the mapping's keys
-        and keeps its current values for the others."""
+        (or a list's section entry) or a free-form mapping (`model_overrides`)
+        given a mapping takes the mapping's keys and keeps its current values
+        for the others."""
         parts = [*filter(None, path.split(".")), *key.split(".")]
         start = len(parts) - len(key.split("."))
         full = ".".join(parts)
@@ -177,7 +183,7 @@ class Schema:
                         part,
                         self._section(type(current), value, full, where, copy.deepcopy(current))
                         if dataclasses.is_dataclass(current)
-                        else self._value(node, part, value, full, where),
+                        else _merged(current, self._value(node, part, value, full, where)),
                     )
                     return
                 node = getattr(node, part)
@@ -198,7 +204,7 @@ class Schema:
                 node = node[int(part)]
             elif isinstance(node, dict):  # Free-form, e.g. `model_overrides`.
                 if last:
-                    node[part] = value
+                    node[part] = _merged(node.get(part), value)
                     return
                 if not isinstance(node.get(part), dict):
                     raise self._unknown(full, sorted(node), where)

@@ -1,7 +1,8 @@
 """`python -m keras_bert.convert --input SRC --output DST`: convert a BERT checkpoint.
 
 The two paths may also be given by position (`convert SRC DST`), the
-command's first spelling.
+command's first spelling, or one by flag and the other by position
+(`--input SRC DST`, `--output DST SRC`).
 
 SRC: an original Google checkpoint (`bert_model.ckpt` prefix or its folder,
 with `bert_config.json` and `vocab.txt` beside it), a Hugging Face folder
@@ -14,6 +15,7 @@ import argparse
 import os
 import sys
 
+from keras_bert.paths import PathFlag, normal_path
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -24,13 +26,22 @@ def main(argv=None):
         description=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("src", nargs="?", metavar="SRC", help="the checkpoint to read (--input)")
     parser.add_argument(
-        "dst", nargs="?", metavar="DST", help="model.keras, or a Hugging Face folder (--output)"
+        "src", nargs="?", type=normal_path, metavar="SRC", help="the checkpoint to read (--input)"
     )
-    parser.add_argument("--input", metavar="SRC", help="the checkpoint to read")
     parser.add_argument(
-        "--output", metavar="DST", help="model.keras, or a Hugging Face folder, to write"
+        "dst",
+        nargs="?",
+        type=normal_path,
+        metavar="DST",
+        help="model.keras, or a Hugging Face folder (--output)",
+    )
+    parser.add_argument("--input", action=PathFlag, metavar="SRC", help="the checkpoint to read")
+    parser.add_argument(
+        "--output",
+        action=PathFlag,
+        metavar="DST",
+        help="model.keras, or a Hugging Face folder, to write",
     )
     heads = parser.add_mutually_exclusive_group()
     # The hyphenated spellings came first; every other flag is snake_case.
@@ -50,7 +61,9 @@ def main(argv=None):
         const=False,
         help="write the encoder only, dropping any heads",
     )
-    parser.add_argument("--vocab", help="vocab.txt to carry instead of the source's")
+    parser.add_argument(
+        "--vocab", action=PathFlag, help="vocab.txt to carry instead of the source's"
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing DST")
     parser.add_argument(
         "--hidden_activation",
@@ -62,8 +75,7 @@ def main(argv=None):
     )
     add_verbose_argument(parser)
     args = parser.parse_args(argv)
-    source = _one_path(parser, "--input", args.input, "SRC", args.src)
-    target = _one_path(parser, "--output", args.output, "DST", args.dst)
+    source, target = _paths(parser, args)
 
     def convert_checkpoint():
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -82,16 +94,25 @@ def main(argv=None):
     return run_command(convert_checkpoint, output=target, verbose=args.verbose)
 
 
-def _one_path(parser, flag, flagged, name, positional):
-    """The path given by `flag` or by position (`name`), exactly once."""
-    if flagged is not None and positional is not None:
+def _paths(parser, args):
+    """`(SRC, DST)`, each given once: by its flag, or by position in the
+    order of the paths the flags leave out, so that `--input SRC DST`
+    reads as `--output DST SRC` does."""
+    flags = {"--input": args.input, "--output": args.output}
+    # argparse fills the positionals in order: DST only after SRC.
+    positional = [path for path in (args.src, args.dst) if path is not None]
+    left_out = [flag for flag, path in flags.items() if path is None]
+    if len(positional) > len(left_out):
+        given = [f"{flag} {path}" for flag, path in flags.items() if path is not None]
         parser.error(
-            f"{flag} {flagged} and {name} {positional} (by position) both given; give the "
-            "paths as --input SRC --output DST, or as SRC DST"
+            f"{', '.join(given + positional)}: {len(given + positional)} paths for SRC and "
+            "DST; give the paths as --input SRC --output DST, or as SRC DST"
         )
-    if flagged is None and positional is None:
-        parser.error(f"{flag} {name} is required (or {name} by position)")
-    return flagged if flagged is not None else positional
+    flags.update(zip(left_out, positional))
+    for flag, name in (("--input", "SRC"), ("--output", "DST")):
+        if flags[flag] is None:
+            parser.error(f"{flag} {name} is required (or {name} by position)")
+    return flags["--input"], flags["--output"]
 
 
 if __name__ == "__main__":

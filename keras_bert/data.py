@@ -18,6 +18,7 @@ import argparse
 import sys
 import time
 
+from keras_bert.paths import PathFlag, normal_path
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -28,11 +29,16 @@ def parse_args(argv=None):
         description="Tokenize a pre-training corpus into TFRecord shards.",
     )
     parser.add_argument(
-        "--input", required=True, action="append", help="corpus file or glob; repeatable."
+        "--input",
+        required=True,
+        action="append",
+        type=normal_path,
+        help="corpus file or glob; repeatable.",
     )
     parser.add_argument(
         "--output",
         "--output_dir",
+        action=PathFlag,
         dest="output",
         required=True,
         help="new or empty folder for the shards (--output_dir: the former name).",
@@ -42,7 +48,7 @@ def parse_args(argv=None):
         action="store_true",
         help="replace the shards an earlier run wrote in --output, once the new ones are complete.",
     )
-    parser.add_argument("--vocab", required=True, help="vocabulary file.")
+    parser.add_argument("--vocab", action=PathFlag, required=True, help="vocabulary file.")
     parser.add_argument(
         "--corpus_format",
         default="sentences",

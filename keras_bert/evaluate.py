@@ -15,6 +15,7 @@ replaced only with `--overwrite`. Input errors print one line, exit 2.
 import argparse
 import sys
 
+from keras_bert.paths import PathFlag
 from keras_bert.runtime.command import LOG_FORMAT, print_json, run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -23,11 +24,16 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m keras_bert.evaluate", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--model_dir", required=True, help="a keras_bert.finetune output folder")
-    parser.add_argument("--input", required=True, help="a labelled file in the task's format")
+    parser.add_argument(
+        "--model_dir", action=PathFlag, required=True, help="a keras_bert.finetune output folder"
+    )
+    parser.add_argument(
+        "--input", action=PathFlag, required=True, help="a labelled file in the task's format"
+    )
     parser.add_argument(
         "--output",
         "--output_dir",
+        action=PathFlag,
         dest="output",
         help="the folder for the scores and predictions (default: "
         "<model_dir>/eval_<file name>_<path digest>/); --output_dir is the former name",

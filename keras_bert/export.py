@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 
+from keras_bert.paths import PathFlag
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -30,10 +31,10 @@ def main(argv=None):
         prog="python -m keras_bert.export", description=__doc__.split("\n")[0]
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model_dir", help="training output directory")
-    source.add_argument("--model", help="a .keras archive")
-    parser.add_argument("--output", required=True, help="TF Serving base path")
-    parser.add_argument("--vocab", help="vocab.txt (default: the model's own)")
+    source.add_argument("--model_dir", action=PathFlag, help="training output directory")
+    source.add_argument("--model", action=PathFlag, help="a .keras archive")
+    parser.add_argument("--output", action=PathFlag, required=True, help="TF Serving base path")
+    parser.add_argument("--vocab", action=PathFlag, help="vocab.txt (default: the model's own)")
     case = parser.add_mutually_exclusive_group()
     case.add_argument(
         "--lower_case",

@@ -22,6 +22,8 @@ import contextlib
 import errno
 import json
 import os
+import posixpath
+import re
 import shutil
 import stat
 import tempfile
@@ -44,8 +46,12 @@ def is_local(path):
 
 def error_reason(error):
     """The system's words for a failed file operation (an OSError's
-    `strerror`, a TensorFlow error's message), for one-line errors."""
-    return getattr(error, "strerror", None) or getattr(error, "message", None) or str(error)
+    `strerror`, a TensorFlow error's message), on one line: a remote file
+    system's message spans lines ("...\n\t when reading metadata of ...")."""
+    reason = getattr(error, "strerror", None) or getattr(error, "message", None) or str(error)
+    if isinstance(error, _REMOTE_TF_ERRORS) and "://" in reason:
+        return _unreachable(reason)
+    return " ".join(reason.split())
 
 
 # What `os` raises for a path the user named that cannot be used: missing,
@@ -83,7 +89,9 @@ def user_file_error(error):
     if isinstance(error, tf.errors.OpError):
         message = (error.message or "").strip()
         if any(reason in message for reason in _USER_TF_REASONS):
-            return message.splitlines()[0]
+            return _REMOTE_PATH.sub(
+                lambda match: _named_by_the_user(match.group()), message.splitlines()[0]
+            )
         if isinstance(error, _REMOTE_TF_ERRORS) and "://" in message:
             return _unreachable(message)
     return None
@@ -104,15 +112,39 @@ def _unreachable(message):
     """One line from a remote file system's message: the path, then why
     ("Error executing an HTTP request: libcurl code 6 ..., error details:
     Could not resolve host: ...\n\t when reading metadata of gs://b/f"
-    becomes "gs://b/f: cannot be reached (Could not resolve host: ...)")."""
+    becomes "gs://b/f: cannot be reached (Could not resolve host: ...)").
+    """
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     where = next((w.rsplit(" ", 1)[-1] for w in reversed(lines) if "://" in w), "")
+    where = _named_by_the_user(where)
     detail = lines[0].split("error details:")[-1].strip() if lines else message
     return f"{where}: cannot be reached ({detail})" if where else " ".join(lines)
 
 
+_REMOTE_PATH = re.compile(r"\w+://[^\s'\"]+")
+
+
+def _named_by_the_user(path):
+    """`path` without keras_bert's own files in it: they are hidden
+    (`.previous-run.json`, a `.lock`, a `.partial`), and the folder the
+    user named is what an error reports."""
+    while posixpath.basename(path).startswith("."):
+        path = posixpath.dirname(path)
+    return path
+
+
 def is_file(path):
     return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+
+
+def is_dir(path):
+    """Whether `path` is a folder. Where `tf.io.gfile.isdir` says False for
+    a file system it cannot reach (an unreachable `gs://`), this raises its
+    error, which the commands word as "cannot be reached"."""
+    if tf.io.gfile.isdir(path):
+        return True
+    tf.io.gfile.exists(path)
+    return False
 
 
 def listdir(path):

@@ -17,6 +17,7 @@ import os
 import sys
 
 from keras_bert.finetuning.task_registry import TASKS
+from keras_bert.paths import PathFlag
 from keras_bert.runtime.command import LOG_FORMAT, print_json, run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -29,19 +30,27 @@ def parse_args(argv):
         "--task", required=True, choices=sorted(TASKS), help="the task (its reader and head)"
     )
     parser.add_argument(
-        "--data_dir", required=True, help="the task's files (docs/finetuning.md: what each reads)"
+        "--data_dir",
+        action=PathFlag,
+        required=True,
+        help="the task's files (docs/finetuning.md: what each reads)",
     )
     parser.add_argument(
         "--init_checkpoint",
+        action=PathFlag,
         required=True,
         help="a .keras file, a checkpoint keras_bert.convert reads, or random:<model config>",
     )
     parser.add_argument(
-        "--model_dir", required=True, help="where the run writes its model, results and export"
+        "--model_dir",
+        action=PathFlag,
+        required=True,
+        help="where the run writes its model, results and export",
     )
-    parser.add_argument("--vocab", help="vocab.txt; default: the checkpoint's own")
+    parser.add_argument("--vocab", action=PathFlag, help="vocab.txt; default: the checkpoint's own")
     parser.add_argument(
         "--config",
+        action=PathFlag,
         help="a YAML path or a name in configs/finetune/ (glue, squad, ...); "
         "default: the task's own",
     )
@@ -70,14 +79,14 @@ def main(argv=None):
         # measurement (`run_finetune` checks them again, for callers from Python).
         from keras_bert.errors import FinetuneError
         from keras_bert.finetuning.config import load_finetune_config
-        from keras_bert.model_configs import model_config_path
+        from keras_bert.model_configs import read_model_config
 
         if "://" not in args.data_dir and not os.path.isdir(args.data_dir):
             raise FinetuneError(f"--data_dir {args.data_dir}: no such directory")
         checkpoint = args.init_checkpoint
         if checkpoint.startswith("random:"):
             try:
-                model_config_path(checkpoint[len("random:") :])
+                read_model_config(checkpoint[len("random:") :])
             except ValueError as error:
                 raise FinetuneError(f"--init_checkpoint {checkpoint}: {error}") from None
         elif "://" not in checkpoint and not any(

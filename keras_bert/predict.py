@@ -16,6 +16,7 @@ the input and the run's own files never are. Input errors print one line, exit 2
 import argparse
 import sys
 
+from keras_bert.paths import PathFlag, file_output
 from keras_bert.runtime.command import LOG_FORMAT, print_json, run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -24,12 +25,19 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m keras_bert.predict", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--model_dir", required=True, help="a keras_bert.finetune output folder")
     parser.add_argument(
-        "--input", required=True, help="a file in the task's format; labels not needed"
+        "--model_dir", action=PathFlag, required=True, help="a keras_bert.finetune output folder"
+    )
+    parser.add_argument(
+        "--input",
+        action=PathFlag,
+        required=True,
+        help="a file in the task's format; labels not needed",
     )
     parser.add_argument(
         "--output",
+        action=PathFlag,
+        type=file_output,
         help="default: <model_dir>/predictions_<input name>.<jsonl|txt|json>, "
         "or <model_dir>/glue_submission/<GLUE name>.tsv",
     )

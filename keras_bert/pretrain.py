@@ -18,6 +18,7 @@ import os
 import sys
 import time
 
+from keras_bert.paths import PathFlag
 from keras_bert.pretraining.config import STRATEGIES
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
@@ -35,6 +36,7 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--config",
+        action=PathFlag,
         default="default",
         help="configs/pretrain/<name>.yaml name or a YAML path "
         "(default: %(default)s; also bert_base, bert_large).",
@@ -47,13 +49,16 @@ def parse_args(argv=None):
         help="override a config value, e.g. optimizer.learning_rate=3e-4 or "
         "phases.1.batch_size=16; repeatable; unknown keys are errors.",
     )
-    parser.add_argument("--model_dir", help="checkpoints, logs and exports (overrides model_dir).")
+    parser.add_argument(
+        "--model_dir", action=PathFlag, help="checkpoints, logs and exports (overrides model_dir)."
+    )
     parser.add_argument(
         "--strategy", choices=STRATEGIES, help="distribution strategy (overrides strategy)."
     )
     parser.add_argument("--tpu", help="TPU name or grpc://host:port.")
     parser.add_argument(
         "--init_checkpoint",
+        action=PathFlag,
         help="warm-start weights only from a .keras file or a checkpoint directory.",
     )
     parser.add_argument(
@@ -103,9 +108,10 @@ def main(argv=None):
 
     def check():
         nonlocal config
-        from keras_bert.pretraining.config import load_pretraining_config
+        from keras_bert.pretraining.config import check_local_paths, load_pretraining_config
 
         config = load_pretraining_config(args.config, overrides)
+        check_local_paths(config)
 
     def pretrain():
         from keras_bert.pretraining.runner import run_pretraining

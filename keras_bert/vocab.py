@@ -14,6 +14,7 @@ import os
 import sys
 import time
 
+from keras_bert.paths import PathFlag, file_output, normal_path
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -23,7 +24,11 @@ def parse_args(argv=None):
         prog="python -m keras_bert.vocab", description="Learn a BERT WordPiece vocabulary."
     )
     parser.add_argument(
-        "--input", required=True, action="append", help="text file or glob; repeatable."
+        "--input",
+        required=True,
+        action="append",
+        type=normal_path,
+        help="text file or glob; repeatable.",
     )
     parser.add_argument(
         "--vocab_size",
@@ -31,7 +36,13 @@ def parse_args(argv=None):
         default=30522,
         help="maximum vocabulary size, special tokens included (default: %(default)s).",
     )
-    parser.add_argument("--output", required=True, help="vocabulary file to write.")
+    parser.add_argument(
+        "--output",
+        action=PathFlag,
+        type=file_output,
+        required=True,
+        help="vocabulary file to write.",
+    )
     parser.add_argument(
         "--overwrite", action="store_true", help="replace an existing --output file."
     )

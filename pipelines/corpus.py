@@ -20,7 +20,8 @@ that tokenize to nothing, and documents without sentences).
 The files come checked from `pipelines.corpus_files` (`list_files`,
 `split_files`). A file of blank lines yields no document, a one-sentence document yields pairs with a random next segment (as
 in the original), invalid UTF-8 bytes are dropped (as the original's
-`decode("utf-8", "ignore")`), and a 1 MB line without spaces is one [UNK].
+`decode("utf-8", "ignore")`; `list_files` refuses a file that holds any),
+and a 1 MB line without spaces is one [UNK].
 """
 
 import tensorflow as tf

@@ -4,12 +4,14 @@ held-out split (`split_files`). Reading documents from them is
 
 Files are checked eagerly: a pattern that matches nothing is an error
 naming the pattern; empty files are skipped with a warning that counts and
-names them; if nothing is left, an error. A file that cannot be listed or
-read (an unreachable `gs://`, a scheme without its plugin) is one
+names them; if nothing is left, an error; a text file that is not UTF-8 is
+an error naming its line (`pipelines.text_files`). A file that cannot be
+listed or read (an unreachable `gs://`, a scheme without its plugin) is one
 `CorpusError` naming the path.
 """
 
 import contextlib
+import functools
 import hashlib
 import logging
 import os
@@ -19,6 +21,7 @@ import unicodedata
 import tensorflow as tf
 
 from pipelines.errors import CorpusError
+from pipelines.text_files import open_text
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +108,20 @@ def _is_blank(path, corpus_format):
     )
 
 
+@functools.lru_cache(maxsize=None)
+def _check_utf8(path, length, mtime_nsec):
+    """Raises `CorpusError` naming the first line of `path` that is not
+    UTF-8, where the graph would silently drop its bytes (every accented
+    letter of a Latin-1 file). Read in pieces, never whole; once per
+    `length` and `mtime_nsec` (a pre-training start lists its corpus up to
+    three times). A byte-order mark needs nothing: the tokenizer deletes
+    U+FEFF, a format character, as the original's `_clean_text` does, so a
+    file reads the same with or without one."""
+    with open_text(path, CorpusError) as f:
+        while f.read(1 << 20):
+            pass
+
+
 def _looks_binary(path):
     """A NUL byte in the first KiB: no text file has one, binaries do."""
     with tf.io.gfile.GFile(path, "rb") as f:
@@ -122,11 +139,13 @@ def list_files(file_pattern, corpus_format="sentences"):
         A list of file paths. Empty files, and text files of at most 1 MiB
         holding only whitespace, are left out with a warning that names them.
         (A larger blank file is read and yields no document.) A text file
-        that looks binary is kept, with a warning that names it.
+        that looks binary (NUL bytes, yet UTF-8) is kept, with a warning
+        that names it.
 
     Raises:
-        CorpusError: a pattern matches no file, every file is empty, or a
-            file cannot be listed or read (the message names the path).
+        CorpusError: a pattern matches no file, every file is empty, a text
+            file is not UTF-8 (file and line named), or a file cannot be
+            listed or read (the message names the path).
     """
     if corpus_format not in CORPUS_FORMATS:
         raise CorpusError(
@@ -152,9 +171,15 @@ def list_files(file_pattern, corpus_format="sentences"):
             f"{', '.join(empty[:10])}"
         )
     if corpus_format != "tfrecord":
-        # Read anyway (its bytes become [UNK]s and stray pieces), but said.
         for f in files:
             with _reading(_path(f)):
+                # A `FileRange` is checked by `split_files`; a remote file
+                # is not read ahead (a start-up would download the corpus),
+                # and its bytes that are not UTF-8 become [UNK]s.
+                if not isinstance(f, FileRange) and "://" not in f:
+                    stat = tf.io.gfile.stat(f)
+                    _check_utf8(f, stat.length, stat.mtime_nsec)
+                # Read anyway (its bytes become [UNK]s and stray pieces), but said.
                 binary = _looks_binary(_path(f))
             if binary:
                 logger.warning(

@@ -4,8 +4,8 @@ writing.
 A vocabulary file holds one token per line; the line number is the id. It
 must contain the five BERT special tokens and no duplicate or empty lines.
 `vocabulary_learner.learn_vocabulary` learns one from a corpus. This module
-imports nothing else from `pipelines` but its errors: the tokenizer, the
-corpus readers and the learner all build on it.
+imports nothing else from `pipelines` but its errors and `text_files`: the
+tokenizer, the corpus readers and the learner all build on it.
 """
 
 import os
@@ -13,6 +13,7 @@ import os
 import tensorflow as tf
 
 from pipelines.errors import VocabularyError
+from pipelines.text_files import read_text
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -26,25 +27,22 @@ def load_vocabulary(vocab_file):
     """Reads and validates a vocabulary file.
 
     Args:
-        vocab_file: str, path to a UTF-8 file with one token per line.
+        vocab_file: str, path to a UTF-8 file (a byte-order mark is
+            fine) with one token per line.
 
     Returns:
         A list of tokens; the index of a token is its id.
 
     Raises:
-        VocabularyError: the file is missing or unreadable, is not UTF-8, has
-            an empty line or a duplicate token, or lacks one of
-            `[PAD] [UNK] [CLS] [SEP] [MASK]`. The message names the file.
+        VocabularyError: the file is missing or unreadable, is not UTF-8 (the
+            line named), has an empty line or a duplicate token, or lacks one
+            of `[PAD] [UNK] [CLS] [SEP] [MASK]`. The message names the file.
     """
     vocab_file = os.fspath(vocab_file)
     if not tf.io.gfile.exists(vocab_file):
         raise VocabularyError(f"Vocabulary file not found: {vocab_file!r}")
     try:
-        with tf.io.gfile.GFile(vocab_file, "rb") as f:
-            raw = f.read()
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise VocabularyError(f"Vocabulary file {vocab_file!r} is not valid UTF-8: {e}") from None
+        text = read_text(vocab_file, VocabularyError)
     except (OSError, tf.errors.OpError) as e:
         raise VocabularyError(f"Cannot read vocabulary file {vocab_file!r}: {e}") from None
     # Like the original `load_vocab`, surrounding whitespace is stripped.

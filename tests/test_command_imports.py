@@ -115,6 +115,23 @@ def finetune_args(*extra, data_dir=".", checkpoint="random:bert_tiny"):
     "args, error",
     [
         (["keras_bert.pretrain", "--set", "foo=1"], "error: Unknown config key 'foo'"),
+        # Issue 67 item 11: every local path a config names, before the probe.
+        (
+            ["keras_bert.pretrain", "--set", "data.train_files=nosuch/*.txt"],
+            "error: No corpus file matches 'nosuch/*.txt'. Received: data.train_files",
+        ),
+        (
+            ["keras_bert.pretrain", "--set", "data.eval_files=[nosuch.txt]"],
+            "error: No corpus file matches 'nosuch.txt'. Received: data.eval_files",
+        ),
+        (
+            ["keras_bert.pretrain", "--set", "data.vocab_file=no/vocab.txt"],
+            "error: data.vocab_file 'no/vocab.txt' does not exist.",
+        ),
+        (
+            ["keras_bert.pretrain", "--init_checkpoint", "no/such.keras"],
+            "error: init_checkpoint 'no/such.keras' does not exist.",
+        ),
         (
             ["keras_bert.pretrain", "--set", "phases.0.seq_len=3"],
             "error: phases.0: `seq_len` must be >= 5",
@@ -148,4 +165,36 @@ def test_a_training_commands_bad_input_answers_before_the_backend_is_measured(
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1].startswith(error), result.stderr[-2000:]
     assert "Measuring which Keras backend" not in result.stderr
+    assert heavy == [] and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        (
+            ["keras_bert.pretrain", "--model_dir", "runs/never"]
+            + ["--set", "model_overrides.hidden_dim=100000000000"],
+            "error: model_overrides: `hidden_dim` must be an integer in [1, 65,536]. "
+            "Received: hidden_dim=100000000000",
+        ),
+        (
+            finetune_args(checkpoint="random:HUGE"),
+            "error: --init_checkpoint random:HUGE: HUGE: `hidden_dim` must be an integer "
+            "in [1, 65,536]. Received: hidden_dim=100000000000",
+        ),
+    ],
+    ids=["pretrain-model_overrides", "finetune-random"],
+)
+def test_a_model_out_of_bounds_is_one_line_before_the_backend_is_measured(args, error, tmp_path):
+    # Issue 67 item 9: an out-of-memory traceback after the backend probe.
+    huge = tmp_path / "huge.yaml"
+    huge.write_text(
+        "vocabulary_size: 100\nnum_layers: 2\nnum_heads: 2\n"
+        "hidden_dim: 100000000000\nintermediate_dim: 32\n"
+    )
+    args = [arg.replace("HUGE", str(huge)) for arg in args]
+    result, heavy = heavy_imports(["-m", *args], tmp_path)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("import time:")]
+    assert lines == [error.replace("HUGE", str(huge))], result.stderr[-2000:]
     assert heavy == [] and not (tmp_path / "cache").exists()

@@ -4,7 +4,9 @@ import dataclasses
 
 import pytest
 
+from keras_bert.errors import ConfigError, FinetuneConfigError
 from keras_bert.finetuning.config import load_finetune_config
+from keras_bert.model_configs import read_model_config
 from keras_bert.pretraining import load_pretraining_config
 
 pytestmark = pytest.mark.backend_independent
@@ -59,3 +61,48 @@ def test_the_issue_reproduction_keeps_next_sentence_off():
         ],
     )
     assert config.data.next_sentence_rate == 0.0
+
+
+@pytest.mark.parametrize(
+    "override",
+    [["model_overrides={normalize_first: true}"], {"model_overrides": {"normalize_first": True}}],
+    ids=["--set", "dict"],
+)
+def test_a_mapping_merges_into_a_free_form_mapping(override):
+    # Issue 67 item 9: it replaced the recipe's model_overrides, so the
+    # saved model trained with dropout 0.1 where the recipe says 0.0.
+    assert load_pretraining_config("default").model_overrides == {"dropout": 0.0}
+    config = load_pretraining_config("default", override)
+    assert config.model_overrides == {"dropout": 0.0, "normalize_first": True}
+
+
+# Every reader of a YAML config (issue 67: one decoding for every text file),
+# the file it reads and the error it raises.
+CONFIG_READERS = {
+    "pretrain": (load_pretraining_config, "configs/pretrain/default.yaml", ConfigError),
+    "finetune": (
+        lambda path: load_finetune_config("sst2", path),
+        "configs/finetune/glue.yaml",
+        FinetuneConfigError,
+    ),
+    "model": (read_model_config, "configs/model/bert_tiny.yaml", ConfigError),
+}
+
+
+@pytest.mark.parametrize("read, recipe, error", CONFIG_READERS.values(), ids=CONFIG_READERS)
+def test_every_config_reader_reads_a_byte_order_mark(tmp_path, read, recipe, error):
+    path = tmp_path / "recipe.yaml"
+    path.write_bytes(b"\xef\xbb\xbf" + open(recipe, "rb").read())
+    assert read(str(path)) == read(recipe)
+
+
+@pytest.mark.parametrize("read, recipe, error", CONFIG_READERS.values(), ids=CONFIG_READERS)
+def test_every_config_reader_names_the_line_that_is_not_utf8(tmp_path, read, recipe, error):
+    lines = open(recipe, "rb").read().splitlines(keepends=True)
+    path = tmp_path / "recipe.yaml"
+    path.write_bytes(b"".join(lines[:2] + [b"# caf\xe9\n"] + lines[2:]))  # Latin-1.
+    with pytest.raises(error) as raised:
+        read(str(path))
+    assert str(raised.value) == (
+        f"{path}: line 3 is not UTF-8 (byte 0xe9 at column 6); save the file as UTF-8"
+    )

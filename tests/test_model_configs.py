@@ -1,10 +1,15 @@
+import re
+
 import pytest
 
 from keras_bert import BertBackbone
 from keras_bert.model_configs import (
     ALIASES,
+    SIZE_LIMITS,
     available_model_configs,
+    check_model_sizes,
     load_model_config,
+    read_model_config,
 )
 
 pytestmark = pytest.mark.backend_independent
@@ -52,3 +57,33 @@ def test_unknown_key_in_yaml_is_an_error(tmp_path):
     path.write_text("num_layers: 2\nhiden_dim: 128\n")
     with pytest.raises(ValueError, match=r"unknown BertBackbone argument\(s\) \['hiden_dim'\]"):
         load_model_config(path)
+
+
+# Issue 67 item 9: `model_overrides.hidden_dim=100000000000` ended in an
+# out-of-memory error; every size is bounded wherever a model config is formed.
+@pytest.mark.parametrize("key", sorted(SIZE_LIMITS))
+@pytest.mark.parametrize("bad", ["limit+1", 0, "12", True, 12.0])
+def test_every_size_is_an_integer_within_its_bound(key, bad):
+    value = SIZE_LIMITS[key] + 1 if bad == "limit+1" else bad
+    message = rf"`{key}` must be an integer in \[1, {SIZE_LIMITS[key]:,}\]. Received: {key}="
+    with pytest.raises(ValueError, match=f"^where: {message}{re.escape(repr(value))}$"):
+        check_model_sizes({**load_model_config("bert_tiny"), key: value}, where="where: ")
+
+
+def test_sizes_within_their_bounds_that_make_too_many_parameters_are_refused():
+    sizes = {**load_model_config("bert_tiny"), "num_layers": 1024, "hidden_dim": 4096}
+    with pytest.raises(ValueError, match="sizes must make at most 10,000,000,000 parameters"):
+        check_model_sizes(sizes)
+    check_model_sizes(load_model_config("bert_large"))  # The largest shipped.
+
+
+def test_a_model_file_out_of_bounds_is_refused_naming_the_file(tmp_path):
+    path = tmp_path / "huge.yaml"
+    path.write_text("num_layers: 2\nhidden_dim: 100000000000\n")
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: `hidden_dim` must be"):
+        read_model_config(path)
+
+
+def test_the_backbone_bounds_its_sizes_before_building():
+    with pytest.raises(ValueError, match="Received: hidden_dim=100000000000$"):
+        BertBackbone(**{**load_model_config("bert_tiny"), "hidden_dim": 100_000_000_000})

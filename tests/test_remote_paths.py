@@ -1,19 +1,22 @@
 """Every path flag of every command, given a file system it cannot use,
-answers in one line naming the path (issue 49, item 5). `nosuchfs://`
-stands in for a bucket that cannot be reached: the same harness path
-(`file_io.user_file_error`) words both, and it answers at once, offline.
-The wording for an unreachable `gs://` bucket: tests/test_file_io.py."""
+answers in one line naming the path (issue 49, item 5; issue 67 item 8:
+the checks before start-up too, `--config gs://...` included). Two
+stand-ins, both offline: `nosuchfs://` (a scheme TensorFlow does not know)
+and a `gs://` bucket whose host cannot be resolved here, as on a machine
+with no network. The wording for an unreachable `gs://` bucket:
+tests/test_file_io.py."""
 
 import importlib
 import os
 
 import pytest
 
-from keras_bert.paths import DATA
+from keras_bert.paths import DATA, ROOT
 
 pytestmark = pytest.mark.backend_independent
 
-REMOTE = "nosuchfs://keras-bert-test/x"
+REMOTE = "{remote}"
+FINETUNE_DATA = str(ROOT / "tests" / "finetuning" / "fixtures" / "glue")
 VOCAB = str(DATA / "vocab" / "bert_uncased_vocab.txt")
 CORPUS = str(DATA / "corpus" / "inaugural" / "*.txt")
 
@@ -58,17 +61,98 @@ CASES = {
         ["--task", "sst2", "--data_dir", "{tmp}", "--init_checkpoint", f"{REMOTE}/m.keras"]
         + ["--model_dir", "{tmp}/run", "--vocab", VOCAB],
     ),
+    "finetune --model_dir": (
+        "finetune",
+        ["--task", "sst2", "--data_dir", FINETUNE_DATA, "--init_checkpoint", "{backbone}"]
+        + ["--model_dir", f"{REMOTE}/run", "--vocab", VOCAB],
+    ),
+    "finetune --vocab": (
+        "finetune",
+        ["--task", "sst2", "--data_dir", FINETUNE_DATA, "--init_checkpoint", "{backbone}"]
+        + ["--model_dir", "{tmp}/run", "--vocab", f"{REMOTE}/vocab.txt"],
+    ),
+    "finetune --config": (
+        "finetune",
+        ["--task", "sst2", "--data_dir", FINETUNE_DATA, "--init_checkpoint", "{backbone}"]
+        + ["--model_dir", "{tmp}/run", "--config", f"{REMOTE}/c.yaml"],
+    ),
+    "pretrain --config": ("pretrain", ["--config", f"{REMOTE}/c.yaml"]),
+    "pretrain --model_dir": ("pretrain", ["--model_dir", f"{REMOTE}/run"]),
+    "pretrain --init_checkpoint": (
+        "pretrain",
+        ["--model_dir", "{tmp}/run", "--init_checkpoint", f"{REMOTE}/m.keras"],
+    ),
+    "evaluate --input": ("evaluate", ["--model_dir", "{run}", "--input", f"{REMOTE}/dev.tsv"]),
+    "evaluate --output": (
+        "evaluate",
+        ["--model_dir", "{run}", "--input", "{dev}", "--output", f"{REMOTE}/scores"],
+    ),
+    "predict --input": ("predict", ["--model_dir", "{run}", "--input", f"{REMOTE}/test.tsv"]),
+    "predict --output": (
+        "predict",
+        ["--model_dir", "{run}", "--input", "{dev}", "--output", f"{REMOTE}/p.jsonl"],
+    ),
+    "export --model_dir": ("export", ["--model_dir", f"{REMOTE}/run", "--output", "{tmp}/s"]),
+    "export --vocab": (
+        "export",
+        ["--model", "{backbone}", "--output", "{tmp}/s", "--vocab", f"{REMOTE}/vocab.txt"],
+    ),
+    "convert --input": ("convert", ["--input", f"{REMOTE}/hf", "--output", "{tmp}/m.keras"]),
+    "convert --output": ("convert", ["--input", "{backbone}", "--output", f"{REMOTE}/hf"]),
+    "convert --vocab": (
+        "convert",
+        ["--input", "{backbone}", "--output", "{tmp}/hf", "--vocab", f"{REMOTE}/vocab.txt"],
+    ),
+    "data --vocab": (
+        "data",
+        ["--input", CORPUS, "--output", "{tmp}/shards", "--vocab", f"{REMOTE}/vocab.txt"],
+    ),
 }
 
 
+@pytest.fixture(scope="module")
+def fine_tuned_run(backbone_file, tmp_path_factory):
+    from keras_bert.finetune import main as finetune
+
+    run = tmp_path_factory.mktemp("finetuned") / "run"
+    args = ["--task", "sst2", "--data_dir", FINETUNE_DATA, "--init_checkpoint", backbone_file]
+    args += ["--model_dir", str(run), "--vocab", VOCAB]
+    for item in ("training.epochs=1", "training.batch_size=4", "export.enabled=false"):
+        args += ["--set", item]
+    assert finetune(args) == 0
+    return str(run)
+
+
+UNREACHABLE = {
+    "unknown scheme": "nosuchfs://keras-bert-test/x",
+    "unresolvable gs bucket": "gs://keras-bert-no-such-bucket/x",
+}
+
+
+@pytest.mark.parametrize("remote", sorted(UNREACHABLE))
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_path_on_a_file_system_it_cannot_use_is_one_line(case, tmp_path, backbone_file, capsys):
+def test_a_path_on_a_file_system_it_cannot_use_is_one_line(
+    case, remote, tmp_path, backbone_file, request, capsys
+):
     command, args = CASES[case]
-    args = [a.format(tmp=tmp_path, backbone=backbone_file) for a in args]
+    run = request.getfixturevalue("fine_tuned_run") if "{run}" in args else None
+    values = {
+        "tmp": tmp_path,
+        "backbone": backbone_file,
+        "run": run,
+        "dev": os.path.join(FINETUNE_DATA, "SST-2", "dev.tsv"),
+        "remote": UNREACHABLE[remote],
+    }
+    args = [a.format(**values) for a in args]
     before = sorted(os.listdir(tmp_path))
+    capsys.readouterr()  # What training the fixture's run printed.
     status = importlib.import_module(f"keras_bert.{command}").main(args)
     err = capsys.readouterr().err
     assert status == 2, err
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    assert "nosuchfs://keras-bert-test/x" in err, err
+    line = err.strip()
+    assert "\n" not in line and "\t" not in line and "Traceback" not in err, err
+    assert UNREACHABLE[remote] in line, err
+    # Issue 67 item 8: an unreachable bucket was "no such directory".
+    assert "no such" not in line.lower() or remote == "unknown scheme", err
+    assert not any(name in line for name in (".previous-run", ".lock", ".partial")), err
     assert sorted(os.listdir(tmp_path)) == before  # Nothing written.

@@ -14,9 +14,11 @@ from keras_bert.run_dir import refuse_another_run
 pytestmark = pytest.mark.backend_independent
 
 
-def folder(tmp_path, config=None, lock=False, checkpoints=False):
+def folder(tmp_path, config=None, lock=False, checkpoints=False, model=False):
     if config is not None:
         (tmp_path / "config.yaml").write_text(config)
+    if model:
+        (tmp_path / "model.keras").write_text("a model")
     if lock:
         (tmp_path / "pretrain.lock").write_text("1 host\n")
     if checkpoints:
@@ -39,7 +41,16 @@ def test_pretraining_refuses_a_finetuning_folder(tmp_path):
     )
 
 
-@pytest.mark.parametrize("setup", [{}, {"config": "task: sst2\n"}])
+@pytest.mark.parametrize(
+    "setup",
+    [
+        {},
+        {"config": "task: sst2\n", "model": True},
+        # Issue 67 item 12: a first run of another task killed before it
+        # saved its model left its config, and the folder refused every task.
+        {"config": "task: cola\n"},
+    ],
+)
 def test_finetuning_reruns_into_its_own_or_a_new_folder(tmp_path, setup):
     refuse_another_run(folder(tmp_path, **setup), "sst2")
 
@@ -59,7 +70,7 @@ def test_finetuning_reruns_into_its_own_or_a_new_folder(tmp_path, setup):
         ),
         ({"config": "{not yaml"}, "its config.yaml is not a fine-tuning run's"),
         (
-            {"config": "task: cola\n"},
+            {"config": "task: cola\n", "model": True},
             "holds a fine-tuning run of task 'cola'; pick another folder for 'sst2'",
         ),
     ],
@@ -69,7 +80,7 @@ def test_finetuning_refuses_another_run(tmp_path, setup, message):
     with pytest.raises(FinetuneError) as error:
         refuse_another_run(model_dir, "sst2")
     assert str(error.value).startswith(f"--model_dir {model_dir}: {message}")
-    if setup == {"config": "task: cola\n"}:  # --overwrite replaces another task's run only.
+    if "model" in setup:  # --overwrite replaces another task's run only.
         refuse_another_run(model_dir, "sst2", overwrite=True)
     else:
         with pytest.raises(FinetuneError):

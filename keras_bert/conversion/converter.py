@@ -34,6 +34,7 @@ from keras_bert.file_io import (
     save_keras_atomically,
 )
 from keras_bert.layers.bert_encoder_block import ACTIVATIONS
+from keras_bert.paths import normal_path
 from keras_bert.run_dir import check_output, claimed_output
 
 _ACTIVATION_FORMS = {
@@ -185,7 +186,9 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
     Raises:
         CheckpointError: for a bad source, config, weights or destination.
     """
-    src, dst = os.fspath(src), os.fspath(dst)
+    # The command's parser spells them so already; callers from Python too,
+    # or `hf/` would put the claim at `hf/..lock`.
+    src, dst = normal_path(src), normal_path(dst)
     for path in (src, dst, *([os.fspath(vocab)] if vocab else [])):
         if "://" in path:
             raise CheckpointError(
@@ -205,8 +208,8 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
     if os.path.islink(dst):  # Replace what it points to; the link stays.
         dst = os.path.realpath(dst)
     parent = os.path.dirname(os.path.abspath(dst))
-    if not os.path.isdir(parent):
-        raise CheckpointError(f"{dst}: parent folder does not exist.")
+    # As predict and evaluate do: a new folder for the output is made, not asked for.
+    os.makedirs(parent, exist_ok=True)
     # Checked before the (slow) read; the write itself needs the parent.
     if not os.access(parent, os.W_OK):
         raise CheckpointError(f"{dst}: parent folder {parent} is not writable.")

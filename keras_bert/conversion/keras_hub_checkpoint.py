@@ -18,6 +18,7 @@ from keras_bert.conversion.bert_checkpoint import BertCheckpoint
 from keras_bert.conversion.bert_name_map import keras_hub_backbone_weight_map
 from keras_bert.conversion.vocabulary import read_vocabulary
 from keras_bert.errors import CheckpointError
+from keras_bert.model_configs import check_model_sizes
 
 _KERAS_HUB_CONFIG_KEYS = (
     "vocabulary_size",
@@ -99,6 +100,7 @@ def _read(weights_path, config, source, vocab_path):
 
     config = {k: config[k] for k in _KERAS_HUB_CONFIG_KEYS if k in config}
     try:
+        check_model_sizes(config)  # keras-hub's class would allocate any size.
         backbone = keras_hub.models.BertBackbone(**config)
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{source}: bad keras-hub config: {error}") from None

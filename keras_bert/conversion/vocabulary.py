@@ -3,6 +3,7 @@
 import os
 
 from keras_bert.errors import CheckpointError
+from pipelines.text_files import read_text
 
 
 def read_vocabulary(path):
@@ -10,11 +11,7 @@ def read_vocabulary(path):
     path = os.fspath(path)
     if not os.path.isfile(path):
         return None, f"vocab: none ({os.path.basename(path)} not found)"
-    try:
-        with open(path, encoding="utf-8") as f:
-            tokens = f.read().splitlines()
-    except UnicodeDecodeError as error:
-        raise CheckpointError(f"{path}: not UTF-8 text: {error}") from None
+    tokens = read_text(path, CheckpointError).splitlines()
     if not tokens or len(set(tokens)) != len(tokens):
         raise CheckpointError(f"{path}: a vocabulary needs distinct tokens, one per line.")
     return tokens, f"vocab: {len(tokens)} tokens from {path}"

@@ -118,11 +118,27 @@ def load_finetune_config(task, config_file=None, overrides=()):
     tree = _read_tree(config_file)
     tree.pop("task", None)
     SCHEMA.merge(config, tree, where=str(config_file))
+    _refuse_another_tasks_section(task, "squad" in tree, config_file)
     for item in overrides:
         key, value = parse_override(item, FinetuneConfigError)
+        _refuse_another_tasks_section(task, key.split(".")[0] == "squad", "--set")
         SCHEMA.set(config, key, value, where="--set")
     SCHEMA.check(config)
     return config
+
+
+def _refuse_another_tasks_section(task, sets_squad, where):
+    """A `squad` section is read by the tasks whose own config has one (the
+    SQuAD tasks); set for another task (`--config squad` for `sst2`), it
+    would be ignored, and the rest of that config is for spans."""
+    if not sets_squad or task not in TASKS:
+        return
+    own_config = default_config_file(task)
+    if "squad" not in _read_tree(own_config):
+        raise FinetuneConfigError(
+            f"{where}: sets `squad`, which task {task!r} does not read (it is the SQuAD "
+            f"tasks'); use the task's own config, {own_config.stem!r}, or drop the section"
+        )
 
 
 def resolve_config_path(name_or_path):
@@ -169,8 +185,8 @@ def _read_tree(path):
     if not config_file_exists(path):
         raise FinetuneConfigError(f"{path}: no such config file")
     try:
-        tree = read_yaml(path)
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        tree = read_yaml(path, FinetuneConfigError)
+    except yaml.YAMLError as error:
         first = str(error).strip().splitlines()[0]
         raise FinetuneConfigError(f"{path}: not a YAML file: {first}") from None
     if not isinstance(tree, dict):

@@ -23,6 +23,7 @@ from keras_bert.errors import FinetuneError
 from keras_bert.file_io import (
     FILE_ERRORS,
     archive_problem,
+    is_dir,
     is_file,
     makedirs,
     remove,
@@ -177,7 +178,7 @@ def run_finetune(
     `overwrite`."""
     if task not in TASKS:
         raise FinetuneError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
-    if not tf.io.gfile.isdir(data_dir):
+    if not is_dir(data_dir):
         raise FinetuneError(f"--data_dir {data_dir}: no such directory")
     config = load_finetune_config(task, config_file, overrides)
     if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):

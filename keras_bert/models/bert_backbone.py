@@ -13,6 +13,7 @@ from keras_bert.layers.bert_encoder_block import (
     BertEncoderBlock,
     get_activation,
 )
+from keras_bert.model_configs import check_model_sizes
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -99,6 +100,20 @@ class BertBackbone(keras.Model):
         dtype=None,
         **kwargs,
     ):
+        # First: `hidden_dim % num_heads` fails less clearly on a size of 0 or
+        # of the wrong type, and an absurd size on allocation.
+        check_model_sizes(
+            {
+                "vocabulary_size": vocabulary_size,
+                "num_layers": num_layers,
+                "num_heads": num_heads,
+                "hidden_dim": hidden_dim,
+                "intermediate_dim": intermediate_dim,
+                "max_sequence_length": max_sequence_length,
+                "num_segments": num_segments,
+                "gated_feedforward": gated_feedforward,
+            }
+        )
         if hidden_dim % num_heads:
             raise ValueError(
                 "`hidden_dim` must be divisible by `num_heads`. "

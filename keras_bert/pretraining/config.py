@@ -7,6 +7,7 @@ key is an error, as in tensorflow/models `official/core/train_utils.py`.
 """
 
 import dataclasses
+import glob
 import math
 import os
 import typing
@@ -15,6 +16,7 @@ import yaml
 
 from keras_bert.config_tree import Schema, config_file_exists, parse_override, read_yaml
 from keras_bert.errors import ConfigError
+from keras_bert.model_configs import check_model_sizes, read_model_config
 from keras_bert.optimization.optimizer_config import DECAY_STARTS, OPTIMIZERS, OptimizerConfig
 from keras_bert.paths import CONFIGS, bundled
 from keras_bert.pretraining.objective_registry import OBJECTIVES
@@ -344,6 +346,13 @@ class PretrainingConfig:
                 "`profile_steps` must be 'first,last' step numbers. "
                 f"Received: profile_steps={self.profile_steps!r}",
             )
+        try:
+            # The model file's sizes are checked as it is read; what is out
+            # of bounds in the merge is the overrides'.
+            model = {**read_model_config(self.model), **self.model_overrides}
+            check_model_sizes(model, where="model_overrides: ")
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
 
     def to_dict(self):
         """The config as YAML-ready values, as `config.yaml` records it."""
@@ -435,8 +444,6 @@ def load_pretraining_config(name_or_path="default", overrides=()):
         values = read_yaml(path)
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {error}") from None
-    except UnicodeDecodeError as error:
-        raise ConfigError(f"{path} is not UTF-8 text: {error}") from None
     if isinstance(values, dict):
         values.pop(TRAINED_UNDER, None)
     config = SCHEMA.merge(PretrainingConfig(), values, where=path)
@@ -470,3 +477,31 @@ def _find_bundled_data(data):
             setattr(data, name, bundled(value))
         elif isinstance(value, list):
             setattr(data, name, [bundled(v) if isinstance(v, str) else v for v in value])
+
+
+def check_local_paths(config):
+    """Raises a `ConfigError` naming the key when a local path the config
+    names matches nothing: the corpus patterns, the vocabulary, the
+    initial checkpoint. Called before the backend measurement, so the
+    standard library only (`glob` matches `*`, `?` and `[...]` as
+    TensorFlow does); remote paths are checked where they are read."""
+    data = config.data
+    for key in ("train_files", "eval_files"):
+        patterns = getattr(data, key)
+        for pattern in [patterns] if isinstance(patterns, str) else patterns or []:
+            if _is_local_path(pattern) and not any(
+                os.path.isfile(path) for path in glob.glob(pattern, include_hidden=True)
+            ):
+                raise ConfigError(f"No corpus file matches {pattern!r}. Received: data.{key}")
+    named = {"data.vocab_file": data.vocab_file}
+    checkpoints = os.path.join(config.model_dir, "checkpoints")
+    if not (_is_local_path(checkpoints) and os.path.isdir(checkpoints) and os.listdir(checkpoints)):
+        # A resumed run's checkpoints supersede its initial weights.
+        named["init_checkpoint"] = config.init_checkpoint
+    for key, path in named.items():
+        if _is_local_path(path) and not os.path.exists(path):
+            raise ConfigError(f"{key} {path!r} does not exist.")
+
+
+def _is_local_path(value):
+    return isinstance(value, str) and "://" not in value

@@ -4,6 +4,8 @@ generator (Clark et al. 2020, https://arxiv.org/abs/2003.10555).
 Shape legend: B batch, T sequence length, P masked positions.
 """
 
+import warnings
+
 import keras
 from keras import ops
 
@@ -84,6 +86,15 @@ class ElectraObjective:
         self.sampling_temperature = config.electra.sampling_temperature
 
     def build_model(self, backbone):
+        # The discriminator reads the sequence output only: the backbone's
+        # pooler, kept for fine-tuning, gets no gradient (as in ELECTRA's
+        # own code), and the optimizer would warn of it at every run.
+        warnings.filterwarnings(
+            "ignore",
+            message=r"Gradients do not exist for variables \['[^']*pooler_dense/kernel', "
+            r"'[^']*pooler_dense/bias'\]",
+            category=UserWarning,
+        )
         return ElectraPretrainer(
             backbone,
             generator_size=self.generator_size,

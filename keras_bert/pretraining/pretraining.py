@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.errors import ConfigError
-from keras_bert.file_io import FILE_ERRORS, error_reason
+from keras_bert.file_io import FILE_ERRORS, archive_problem, error_reason
 from keras_bert.model_configs import load_model_config
 from keras_bert.models import BertBackbone
 from keras_bert.optimization.optimizers import create_optimizer, create_schedule
@@ -31,6 +31,7 @@ from keras_bert.runtime.hardware import (
     resolve_jit_compile,
     resolve_precision,
 )
+from pipelines.text_files import read_text
 
 # The held-out evaluation masks as the paper does (15%, then 80/10/10),
 # whatever a recipe trains with, so held-out accuracy compares across
@@ -126,8 +127,7 @@ class Pretraining:
 
 def _read_vocabulary(path):
     try:
-        with tf.io.gfile.GFile(path) as f:
-            return f.read().splitlines()
+        return read_text(path, ConfigError).splitlines()
     except FILE_ERRORS as error:
         raise ConfigError(f"Cannot read data.vocab_file {path!r}: {error_reason(error)}") from None
 
@@ -402,10 +402,14 @@ def load_initial_weights(pretraining, path):
         exists = tf.io.gfile.exists(path)
     except FILE_ERRORS as error:
         # An unreachable `gs://`, a scheme without its file system plugin.
-        reason = error_reason(error).strip().splitlines()[0]
+        reason = error_reason(error)
         raise ConfigError(f"init_checkpoint {path!r} cannot be read: {reason}") from None
     if not exists:
         raise ConfigError(f"init_checkpoint {path!r} does not exist.")
+    # Keras reports a corrupt archive as "File not found".
+    problem = path.endswith(".keras") and archive_problem(path)
+    if problem:
+        raise ConfigError(f"init_checkpoint {path!r} cannot be loaded: {problem}")
     try:
         if path.endswith(".keras"):
             source = keras.saving.load_model(path, compile=False)

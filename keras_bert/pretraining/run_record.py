@@ -66,7 +66,7 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
                     "on a clock and cannot resume it. Use a new model_dir."
                 )
         recorded = SCHEMA.merge(PretrainingConfig(), values)
-    except (ConfigError, yaml.YAMLError, UnicodeDecodeError) as error:
+    except (ConfigError, yaml.YAMLError) as error:
         raise ConfigError(f"Cannot read {path}: {error}") from None
     before, now = recorded.to_dict(), config.to_dict()
     for tree in (before, now):
@@ -129,7 +129,7 @@ def check_trained_under(config, path, trained_under):
     (written before it existed) is accepted."""
     try:
         recorded = read_yaml(path)
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
+    except yaml.YAMLError as error:
         raise ConfigError(f"Cannot read {path}: {error}") from None
     recorded = recorded.get(TRAINED_UNDER) if isinstance(recorded, dict) else None
     if not isinstance(recorded, dict):

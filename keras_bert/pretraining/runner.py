@@ -13,6 +13,7 @@ from keras_bert.file_io import (
     FILE_ERRORS,
     atomic_directory,
     error_reason,
+    listdir,
     makedirs,
     remove,
     save_keras_atomically,
@@ -114,8 +115,10 @@ def run_pretraining(
     # writes, so only the chief locks.
     lock = contextlib.nullcontext()
     replaced = ReplacedRun(config.model_dir, overwrite)
+    created = False
     if pretraining.distribution.is_chief:
         try:
+            created = not tf.io.gfile.isdir(config.model_dir)
             makedirs(config.model_dir)
         except FILE_ERRORS as error:
             raise ConfigError(
@@ -123,13 +126,19 @@ def run_pretraining(
                 f". Received: model_dir={config.model_dir!r}"
             ) from None
         lock = RunLock(config.model_dir)
-    with lock, replaced:
-        if pretraining.distribution.is_chief:
-            replaced.start()
-            record_config(config, allow_longer_train_steps, training_record(pretraining))
-        return _resume_and_train(
-            pretraining, verbose, callbacks, started, run_started, clock, replaced
-        )
+    try:
+        with lock, replaced:
+            if pretraining.distribution.is_chief:
+                replaced.start()
+                record_config(config, allow_longer_train_steps, training_record(pretraining))
+            return _resume_and_train(
+                pretraining, verbose, callbacks, started, run_started, clock, replaced
+            )
+    except BaseException:
+        # A first run that failed before its first checkpoint leaves no folder.
+        if created and not listdir(config.model_dir):
+            remove(config.model_dir)
+        raise
 
 
 class ReplacedRun:
@@ -143,9 +152,14 @@ class ReplacedRun:
     journal) after checking the folder is a pre-training run's. The first
     checkpoint the new run saves discards it (`saved`); until then an
     error, a Ctrl-C or SIGTERM (`stopping`: the stop saves nothing) puts
-    it back, and so does the next rerun after a `kill -9`. Warm-starting from a file of the replaced run
-    (`--init_checkpoint <model_dir>/backbone.keras`) reads it where it
-    was set aside (`path`).
+    it back, and so does the next rerun after a `kill -9`. Warm-starting
+    from a file of the replaced run (`--init_checkpoint
+    <model_dir>/backbone.keras`) reads it where it was set aside (`path`).
+
+    A first run in the folder (no run there, or the replaced one set aside)
+    that fails before its first checkpoint removes what it wrote (its
+    config, logs, an empty `checkpoints/`): there is nothing to resume, and
+    a rerun with other settings would be refused as a changed config.
     """
 
     def __init__(self, model_dir, overwrite):
@@ -153,28 +167,30 @@ class ReplacedRun:
         self.overwrite = overwrite
         self.previous = PreviousRun(model_dir, own_files=PRETRAINING_FILES)
         self.kept = False
+        self.first = False
 
     def start(self):
         recovered = self.previous.recover()
         if recovered:
             print(f"warning: {recovered}.", flush=True)
-        if not self.overwrite:
-            return
-        refuse_another_run(self.model_dir, overwrite=True)
-        names = self.previous.set_aside()
-        if names:
-            self.kept = True
-            print(
-                f"--overwrite: the run in {self.model_dir} ({', '.join(names)}) set aside in "
-                f"{self.previous.folder} until this run saves its first checkpoint.",
-                flush=True,
-            )
+        if self.overwrite:
+            refuse_another_run(self.model_dir, overwrite=True)
+            names = self.previous.set_aside()
+            if names:
+                self.kept = True
+                print(
+                    f"--overwrite: the run in {self.model_dir} ({', '.join(names)}) set aside "
+                    f"in {self.previous.folder} until this run saves its first checkpoint.",
+                    flush=True,
+                )
+        self.first = not self.kept and not PRETRAINING_FILES & set(listdir(self.model_dir))
 
     def path(self, path):
         return self.previous.path(path)
 
     def saved(self):
         """After each checkpoint: the first one discards the replaced run."""
+        self.first = False
         if self.kept:
             self.previous.discard()
             self.kept = False
@@ -191,9 +207,14 @@ class ReplacedRun:
         return self
 
     def __exit__(self, exc_type, exc, traceback):
-        if exc_type is not None and self.kept:
+        if exc_type is None:
+            return
+        if self.kept:
             self.previous.restore()
             print(f"The replaced run is back in {self.model_dir}.", flush=True)
+        elif self.first:
+            for name in sorted(PRETRAINING_FILES):
+                remove(os.path.join(self.model_dir, name))
 
 
 def _resume_and_train(pretraining, verbose, callbacks, started, run_started, clock, replaced):

@@ -117,21 +117,20 @@ def run_command(
     from keras_bert.errors import UserError
 
     try:
+        # One error path for the checks before start-up and the body: a
+        # path the check cannot reach (`--config gs://...`) is one line too.
         try:
             if check is not None:
                 check()
-        except (UserError, *user_errors) as error:
-            return _one_line(f"{error_prefix}{error}", 2)
-        start_up(choose_backend)
-        if log_format is not None:
-            configure_logging(log_format)
-        from keras_bert.file_io import is_disk_full, user_file_error
-
-        try:
+            start_up(choose_backend)
+            if log_format is not None:
+                configure_logging(log_format)
             status = body()
         except (UserError, *user_errors) as error:
             return _one_line(f"{error_prefix}{error}", 2)
         except Exception as error:
+            from keras_bert.file_io import is_disk_full, user_file_error
+
             if is_disk_full(error):
                 where = output() if callable(output) else output
                 _one_line(f"{error_prefix}no space left on device in {where}{full_disk_advice}", 1)

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from keras_bert.errors import ExportError
 from keras_bert.serving import unicode_tables as ut
+from pipelines.text_files import read_text
 
 MAX_CHARS_PER_WORD = 200
 
@@ -79,8 +80,7 @@ class CoreOpsBertTokenizer(tf.Module):
     def __init__(self, vocabulary, lower_case=True, unk_token="[UNK]"):
         super().__init__(name="core_ops_bert_tokenizer")
         if isinstance(vocabulary, str):
-            with tf.io.gfile.GFile(vocabulary) as f:
-                vocabulary = f.read().splitlines()
+            vocabulary = read_text(vocabulary, ExportError).splitlines()
         vocabulary = list(vocabulary)
         # load_vocab() strips each line; a later duplicate overwrites.
         index = {token.strip(): i for i, token in enumerate(vocabulary)}

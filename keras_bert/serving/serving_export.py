@@ -31,6 +31,7 @@ import tensorflow as tf
 from keras_bert.errors import ExportError
 from keras_bert.file_io import archive_problem, atomic_directory, listdir, makedirs, remove
 from keras_bert.run_dir import refuse_unfinished_rerun
+from pipelines.text_files import read_text
 
 logger = logging.getLogger(__name__)
 
@@ -104,8 +105,7 @@ def infer_lower_case(vocabulary):
 
 
 def _read_vocabulary(path):
-    with tf.io.gfile.GFile(path) as f:
-        return [line.strip() for line in f.read().splitlines()]
+    return [line.strip() for line in read_text(path, ExportError).splitlines()]
 
 
 def export_for_serving(

@@ -11,9 +11,10 @@ back to one tag per word.
 import dataclasses
 import re
 
-from pipelines.tasks.errors import TaskDataError, text_file_errors
+from pipelines.tasks.errors import TaskDataError
 from pipelines.tasks.features import IGNORED_LABEL, tokenize_texts
-from pipelines.tasks.task_files import is_file, open_text
+from pipelines.tasks.task_files import is_file
+from pipelines.text_files import open_text
 
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")
 
@@ -35,7 +36,7 @@ def read_conll(path, tagged=True):
     if not is_file(path):
         raise TaskDataError(f"{path}: no such file")
     sentences, words, tags = [], [], []
-    with open_text(path) as f, text_file_errors(path):
+    with open_text(path, TaskDataError) as f:
         for line_number, line in enumerate(f, 1):
             columns = line.split()
             if not columns or columns[0] == "-DOCSTART-":

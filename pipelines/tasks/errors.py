@@ -15,13 +15,10 @@ class TaskDataError(PipelineInputError):
 
 @contextlib.contextmanager
 def text_file_errors(path):
-    """Undecodable or binary files as a `TaskDataError` naming the file."""
+    """A file `csv` cannot parse (a NUL byte: a binary file) as a
+    `TaskDataError` naming it. (Bytes that are not UTF-8 are
+    `pipelines.text_files.open_text`'s.)"""
     try:
         yield
-    except UnicodeDecodeError as error:
-        # `error.start` counts from the decoder's chunk, not the file.
-        raise TaskDataError(
-            f"{path}: not UTF-8 text ({error.reason} 0x{error.object[error.start]:02x})"
-        ) from None
     except csv.Error as error:
         raise TaskDataError(f"{path}: not a text table: {error}") from None

@@ -17,9 +17,10 @@ import dataclasses
 import json
 import logging
 
-from pipelines.tasks.errors import TaskDataError, text_file_errors
+from pipelines.tasks.errors import TaskDataError
 from pipelines.tasks.features import tokenize_texts
-from pipelines.tasks.task_files import is_file, open_text
+from pipelines.tasks.task_files import is_file
+from pipelines.text_files import open_text
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ def read_squad(path, version_2=False, training=False):
     if not is_file(path):
         raise TaskDataError(f"{path}: no such file")
     try:
-        with open_text(path) as f, text_file_errors(path):
+        with open_text(path, TaskDataError) as f:
             data = json.load(f)
     except json.JSONDecodeError as error:
         raise TaskDataError(f"{path}:{error.lineno}: invalid JSON: {error.msg}") from None

@@ -11,7 +11,8 @@ import os
 
 from pipelines.tasks.errors import TaskDataError, text_file_errors
 from pipelines.tasks.features import pack_pair, tokenize_texts
-from pipelines.tasks.task_files import is_file, open_text
+from pipelines.tasks.task_files import is_file
+from pipelines.text_files import open_text
 
 NUM_CHOICES = 4
 
@@ -35,7 +36,7 @@ def read_swag(path):
         raise TaskDataError(f"{path}: no such file")
     required = ["sent1", "sent2"] + [f"ending{i}" for i in range(NUM_CHOICES)]
     examples = []
-    with open_text(path, newline="") as f, text_file_errors(path):
+    with open_text(path, TaskDataError, newline="") as f, text_file_errors(path):
         reader = csv.DictReader(f)
         missing = [c for c in required if c not in (reader.fieldnames or [])]
         if missing:

@@ -16,7 +16,8 @@ import tensorflow as tf
 
 from pipelines.tasks.errors import TaskDataError, text_file_errors
 from pipelines.tasks.features import pack_pair, tokenize_texts
-from pipelines.tasks.task_files import is_file, open_text
+from pipelines.tasks.task_files import is_file
+from pipelines.text_files import open_text
 
 # Some GLUE sentences (QQP, MNLI parses) exceed csv's default 128 KiB field.
 csv.field_size_limit(2**31 - 1)
@@ -210,7 +211,7 @@ def _read_tsv(path):
     """`(line number, cells)` of each row with text, the header included."""
     if not is_file(path):
         raise TaskDataError(f"{path}: no such file")
-    with open_text(path, newline="") as f, text_file_errors(path):
+    with open_text(path, TaskDataError, newline="") as f, text_file_errors(path):
         # GLUE files are plain tab-separated, without quoting (as the
         # original processors read them: `quotechar=None`).
         reader = csv.reader(f, delimiter="\t", quotechar=None)
@@ -239,7 +240,7 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
     extension = os.path.splitext(path)[1].lower()
     examples = []
     if extension in (".csv", ".tsv"):
-        with open_text(path, newline="") as f, text_file_errors(path):
+        with open_text(path, TaskDataError, newline="") as f, text_file_errors(path):
             reader = csv.DictReader(f, delimiter="," if extension == ".csv" else "\t")
             missing = [c for c in wanted if c not in (reader.fieldnames or [])]
             if missing:
@@ -272,10 +273,17 @@ def read_table(path, text_column, text_b_column=None, label_column=None):
                     )
                 )
     elif extension in (".jsonl", ".json"):
-        with open_text(path) as f, text_file_errors(path):
+        with open_text(path, TaskDataError) as f:
             for line_number, line in enumerate(f, 1):
                 if not line.strip():
                     continue
+                # A JSON array's "[" line is no JSON, and a one-line array
+                # no row: either would blame a line or a missing key.
+                if line.lstrip().startswith("["):
+                    raise TaskDataError(
+                        f"{path}:{line_number}: a JSON array; a table is JSON Lines "
+                        "(.jsonl: one object per line)"
+                    )
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as error:

@@ -240,6 +240,39 @@ def test_full_disk_is_one_line(tmp_path, small_disk):
 
 
 @pytest.mark.backend_independent
+def test_an_output_folder_spelled_with_a_separator(tmp_path, monkeypatch, capsys):
+    # Issue 67 item 7: `pout/hf/` put the claim at `pout/hf/..lock` (no such
+    # folder), and `--overwrite` refused the folder for "also holding
+    # ..lock"; item 13: a missing parent folder was refused, where predict
+    # makes it. As a command, on a backbone another process wrote.
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    write = (
+        "import sys; from keras_bert import BertBackbone; "
+        "from tests.conversion.tiny_bert import TINY, VOCAB; "
+        "backbone = BertBackbone(**TINY); backbone.vocabulary = VOCAB; "
+        "backbone.save(sys.argv[1])"
+    )
+    source = tmp_path / "backbone.keras"
+    subprocess.run([sys.executable, "-c", write, str(source)], cwd=ROOT, env=env, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_bert.convert", "backbone.keras", "pout/hf/"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    hf_files = ["config.json", "model.safetensors", "vocab.txt"]
+    assert sorted(os.listdir(tmp_path / "pout")) == ["hf"]  # No claim left.
+    assert sorted(os.listdir(tmp_path / "pout" / "hf")) == hf_files
+    monkeypatch.chdir(tmp_path)
+
+    assert main(["backbone.keras", "pout/hf/", "--overwrite"]) == 0, capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path / "pout")) == ["hf"]
+    assert sorted(os.listdir(tmp_path / "pout" / "hf")) == hf_files
+
+
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "dst, make, message",
     [
@@ -477,6 +510,11 @@ def test_a_remote_path_is_one_line_saying_convert_is_local(tmp_path, capsys, whi
         (["--input", "src", "--output", "dst.keras"], ("src", "dst.keras")),
         (["src", "dst.keras"], ("src", "dst.keras")),  # The first spelling.
         (["--output", "dst.keras", "src"], ("src", "dst.keras")),
+        # Issue 67 item 13: refused as "--input and SRC both given".
+        (["--input", "src", "dst.keras"], ("src", "dst.keras")),
+        # Spelt one way (`paths.normal_path`) whichever way they come.
+        (["./src/", "out/../hf/"], ("src", "hf")),
+        (["--input", "./src/", "--output", "out/../hf/"], ("src", "hf")),
     ],
 )
 def test_paths_by_flag_or_by_position(argv, paths, monkeypatch, capsys):
@@ -496,9 +534,15 @@ def test_paths_by_flag_or_by_position(argv, paths, monkeypatch, capsys):
         (["--input", "src"], "--output DST is required (or DST by position)"),
         (
             ["--input", "a", "b", "c"],
-            "--input a and SRC b (by position) both given; give the paths as --input SRC "
+            "--input a, b, c: 3 paths for SRC and DST; give the paths as --input SRC "
             "--output DST, or as SRC DST",
         ),
+        (
+            ["--output", "a", "b", "c"],
+            "--output a, b, c: 3 paths for SRC and DST; give the paths as --input SRC "
+            "--output DST, or as SRC DST",
+        ),
+        (["--input", "a", "--input", "b", "c"], "argument --input: a and b both given; give one"),
     ],
 )
 def test_a_path_missing_or_given_twice_is_a_usage_error(argv, message, capsys):

@@ -374,6 +374,18 @@ def test_a_size_or_rate_that_is_no_number_is_one_error_naming_the_key(key, value
     assert str(error.value) == f"hf/config.json: `{key}` must be {kind}. Received: {key}={value!r}"
 
 
+@pytest.mark.backend_independent
+def test_a_size_out_of_bounds_is_one_error_before_building(tmp_path):
+    # Issue 67 item 9: the model was allocated, out of memory.
+    weights = random_weights(original_shapes(heads=False))
+    write_hf_folder(tmp_path / "hf", weights, config={"hidden_size": 100_000_000_000})
+    with pytest.raises(CheckpointError) as error:
+        convert(tmp_path / "hf", tmp_path / "model.keras")
+    assert str(error.value).endswith(
+        "`hidden_dim` must be an integer in [1, 65,536]. Received: hidden_dim=100000000000"
+    )
+
+
 def test_numbers_written_as_text_are_still_read():
     config = dict(bert_config_json(), hidden_size="8", hidden_dropout_prob="0.2")
     ours = backbone_config_from_json(config)

@@ -97,6 +97,22 @@ def test_mismatched_weights_are_listed(tmp_path, hub_backbone):
 
 
 @pytest.mark.backend_independent
+def test_a_size_out_of_bounds_is_one_error_before_building(tmp_path, hub_backbone):
+    # Issue 67 item 9: keras-hub's class allocated it, out of memory.
+    hub_backbone.save_weights(tmp_path / "hub.weights.h5")
+    config = dict(KERAS_HUB_TINY, hidden_dim=100_000_000_000)
+    (tmp_path / "config.json").write_text(
+        json.dumps({"class_name": "BertBackbone", "config": config})
+    )
+    with pytest.raises(CheckpointError) as error:
+        read_keras_hub(tmp_path / "hub.weights.h5")
+    assert str(error.value).endswith(
+        "bad keras-hub config: `hidden_dim` must be an integer in [1, 65,536]. "
+        "Received: hidden_dim=100000000000"
+    )
+
+
+@pytest.mark.backend_independent
 def test_corrupt_weights_file(tmp_path, hub_backbone):
     hub_backbone.save_weights(tmp_path / "hub.weights.h5")
     path = tmp_path / "hub.weights.h5"

@@ -149,3 +149,21 @@ def test_a_bundled_name_or_a_path_picks_the_config(tmp_path):
         load_finetune_config("sst2", "gleu")
     with pytest.raises(FinetuneConfigError, match="Unknown task 'sst3'"):
         load_finetune_config("sst3")
+
+
+@pytest.mark.parametrize(
+    "config_file, overrides, where",
+    [
+        # Issue 67 item 13: `--config squad` for a classification task was
+        # taken without a word.
+        ("squad", [], "squad.yaml: sets `squad`"),
+        (None, ["squad.n_best_size=5"], "--set: sets `squad`"),
+    ],
+)
+def test_the_squad_section_is_refused_to_a_task_that_does_not_read_it(
+    config_file, overrides, where
+):
+    with pytest.raises(FinetuneConfigError, match=where) as error:
+        load_finetune_config("classification", config_file, overrides)
+    assert "use the task's own config, 'generic'" in str(error.value)
+    assert load_finetune_config("squad_v1", "squad", overrides).squad.n_best_size in (5, 20)

@@ -322,6 +322,7 @@ def test_model_dir_of_another_run_is_left_alone(
         (model_dir / "checkpoints").mkdir()
     elif setup == "other_task":
         (model_dir / "config.yaml").write_text("task: cola\n")
+        (model_dir / "model.keras").write_text("cola's model")
     else:  # A live holder: this very process, as a concurrent run would be.
         (model_dir / "finetune.lock").write_text(f"{os.getpid()} {socket.gethostname()}\n")
     before = {p.name: p.read_bytes() for p in model_dir.iterdir() if p.is_file()}
@@ -558,14 +559,15 @@ def _write(path, data):
         ({"data/dev.tsv": b"sentence\tlabel\n"}, "{tmp}/data/dev.tsv: no examples"),
         (
             {"data/train.tsv": b"sentence\tlabel\ncaf\xe9\t1\n"},
-            "{tmp}/data/train.tsv: not UTF-8 text (invalid continuation byte 0xe9)",
+            "{tmp}/data/train.tsv: line 2 is not UTF-8 (byte 0xe9 at column 4); "
+            "save the file as UTF-8",
         ),
         (
             {"data/train.tsv": bytes(range(256))},
-            "{tmp}/data/train.tsv: not UTF-8 text (invalid start byte 0x80)",
+            "{tmp}/data/train.tsv: line 3 is not UTF-8 (byte 0x80 at column 115)",
         ),
         ({"bad.yaml": b"training: {batch_size: 8\n"}, "{tmp}/bad.yaml: not a YAML file: "),
-        ({"bad.yaml": b"\xff\xfe"}, "{tmp}/bad.yaml: not a YAML file: "),
+        ({"bad.yaml": b"\xff\xfe"}, "{tmp}/bad.yaml: line 1 is not UTF-8 (byte 0xff at column 1)"),
         ({"out": b"mine"}, "--model_dir {tmp}/out: is a file, not a folder"),
         ({"file": b"mine"}, "--model_dir {tmp}/file/out: cannot write: [Errno 20] Not a directory"),
     ],

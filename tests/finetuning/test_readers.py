@@ -655,21 +655,83 @@ def test_squad_predictions_with_oracle_logits(fixtures, tokenizer):
     assert set(predictions.values()) == {""} and all(v > 0 for v in odds.values())
 
 
-@pytest.mark.parametrize(
-    "name, read",
-    [
-        ("train.tsv", lambda p: tasks.read_glue("sst2", p)),
-        ("train.csv", lambda p: tasks.read_table(p, "text", label_column="label")),
-        ("train.jsonl", lambda p: tasks.read_table(p, "text", label_column="label")),
-        ("train.txt", tasks.read_conll),
-        ("train.csv", tasks.read_swag),
-        ("train-v1.1.json", tasks.read_squad),
-    ],
-)
-def test_undecodable_files_are_named(tmp_path, name, read):
+def _table(p):
+    return tasks.read_table(p, "text", label_column="label")
+
+
+# Every task reader, with a file of its format whose third line holds an
+# "é" (issue 67: one decoding for every text file).
+READERS = {
+    "glue": (
+        "train.tsv",
+        lambda p: tasks.read_glue("sst2", p),
+        "sentence\tlabel\nfine\t1\na café\t0\n",
+    ),
+    "glue_test": (
+        "test.tsv",
+        lambda p: tasks.read_glue_test("sst2", p),
+        "index\tsentence\n0\tfine\n1\ta café\n",
+    ),
+    "csv": ("train.csv", _table, "text,label\nfine,pos\na café,neg\n"),
+    "tsv": ("train.tsv", _table, "text\tlabel\nfine\tpos\na café\tneg\n"),
+    "jsonl": (
+        "train.jsonl",
+        _table,
+        '{"text": "fine", "label": "pos"}\n\n{"text": "café", "label": "neg"}\n',
+    ),
+    "json": (
+        "train.json",
+        _table,
+        '{"text": "fine", "label": "pos"}\r\n\r\n{"text": "café", "label": "neg"}\r\n',
+    ),
+    "conll": ("train.txt", tasks.read_conll, "-DOCSTART- O\n\nCafé B-ORG\nfilms O\n"),
+    "swag": (
+        "train.csv",
+        tasks.read_swag,
+        "sent1,sent2,ending0,ending1,ending2,ending3,label\nA,b,c,d,e,f,0\nA café,b,c,d,e,f,1\n",
+    ),
+    "squad": (
+        "train-v1.1.json",
+        tasks.read_squad,
+        '{"version": "1.1", "data": [{"title": "t", "paragraphs": [\n'
+        '{"qas": [{"id": "q", "question": "What?", "answers": [{"text": "film", "answer_start": 7}]}],\n'
+        '"context": "a café film"}]}]}\n',
+    ),
+}
+
+
+@pytest.mark.parametrize("name, read, text", READERS.values(), ids=READERS)
+def test_every_reader_reads_a_byte_order_mark(tmp_path, name, read, text):
     path = tmp_path / name
-    path.write_bytes(b"text\tlabel\n\x89PNG\r\n\x1a\n\x00\x00\xff\n")
-    with pytest.raises(
-        tasks.TaskDataError, match=rf"^{path}: not UTF-8 text \(invalid start byte 0x89\)$"
-    ):
+    path.write_bytes(text.encode())
+    expected = read(str(path))
+    path.write_bytes(BOM + text.encode())
+    assert read(str(path)) == expected
+
+
+@pytest.mark.parametrize("name, read, text", READERS.values(), ids=READERS)
+def test_every_reader_names_the_line_that_is_not_utf8(tmp_path, name, read, text):
+    # Issue 67 item 13: a Latin-1 "é" was "not UTF-8 text (invalid
+    # continuation byte 0xe9)", in a file of any length.
+    path = tmp_path / name
+    path.write_bytes(text.encode("latin-1"))
+    column = text.splitlines()[2].index("é") + 1
+    with pytest.raises(tasks.TaskDataError) as error:
         read(str(path))
+    assert str(error.value) == (
+        f"{path}: line 3 is not UTF-8 (byte 0xe9 at column {column}); save the file as UTF-8"
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ['[{"text": "fine", "label": "pos"}]\n', '[\n  {"text": "fine", "label": "pos"}\n]\n']
+)
+def test_a_json_array_is_named_as_such(tmp_path, text):
+    # Issue 67 item 13: "missing key(s) ['text', 'label']", or "invalid JSON".
+    path = tmp_path / "train.json"
+    path.write_text(text)
+    with pytest.raises(tasks.TaskDataError) as error:
+        _table(str(path))
+    assert str(error.value) == (
+        f"{path}:1: a JSON array; a table is JSON Lines (.jsonl: one object per line)"
+    )

@@ -355,7 +355,8 @@ def test_empty_and_blank_files(sentence_corpus, tmp_path, caplog):
 
 @pytest.mark.parametrize("corpus_format", ["sentences", "text"])
 def test_binary_corpus_file_is_named_in_a_warning(tmp_path, caplog, corpus_format):
-    (tmp_path / "model.bin").write_bytes(bytes(range(256)) * 8)
+    # NUL bytes, yet UTF-8: a file that is not is refused, its line named.
+    (tmp_path / "model.bin").write_bytes(bytes(range(128)) * 8)
     (tmp_path / "notes.txt").write_text("Plain text.\n")
     with caplog.at_level(logging.WARNING):
         files = corpus_files.list_files(str(tmp_path / "*"), corpus_format)
@@ -378,12 +379,10 @@ def test_megabyte_line_without_spaces_and_invalid_utf8(tmp_path, tokenizer, refe
     long_line = b"x" * (1 << 20)
     bad = b"caf\xc3 \xff\xfe broken \xed\xa0\x80 bytes."
     path = tmp_path / "bad.txt"
+    # The tokenizer drops `bad`'s bytes; a corpus file holding them is
+    # refused, its line named (test_every_corpus_reader_names_...).
     path.write_bytes(
-        b"First sentence here.\n"
-        + long_line
-        + b"\n"
-        + bad
-        + b"\nLast one.\n\nSecond doc.\nWith two lines.\n"
+        b"First sentence here.\n" + long_line + b"\nLast one.\n\nSecond doc.\nWith two lines.\n"
     )
     ids = tokenizer(tf.constant([long_line, bad])).to_list()
     assert ids[0] == [tokenizer.unk_id]
@@ -669,3 +668,56 @@ def test_corpus_token_counts_are_the_first_tokens_of_the_documents(sentence_corp
     )
     expected = np.bincount(tokens[:max_tokens], minlength=30522)
     np.testing.assert_array_equal(counts, expected)
+
+
+# A corpus whose third line holds an "é" (issue 67: one decoding for every
+# text file, corpora included).
+TEXT = "First sentence here.\nA second one.\nA café, then.\n\nOther doc.\nIts end.\n"
+
+
+@pytest.mark.parametrize("corpus_format", ["sentences", "text", "lines"])
+def test_a_corpus_reads_the_same_with_a_byte_order_mark(tmp_path, tokenizer, corpus_format):
+    (tmp_path / "a.txt").write_bytes(TEXT.encode())
+    (tmp_path / "b.txt").write_bytes(b"\xef\xbb\xbf" + TEXT.encode())
+    files = corpus_files.list_files(str(tmp_path / "*.txt"), corpus_format)
+    ds = corpus.documents_dataset(
+        files, tokenizer, corpus_format=corpus_format, shuffle=False, cycle_length=1
+    )
+    documents = [d.to_list() for d in ds]
+    half = len(documents) // 2
+    assert half and documents[:half] == documents[half:]
+
+
+def test_the_vocabulary_learner_reads_a_byte_order_mark(tmp_path):
+    learned = []
+    for name, data in [("plain.txt", TEXT.encode()), ("bom.txt", b"\xef\xbb\xbf" + TEXT.encode())]:
+        (tmp_path / name).write_bytes(data)
+        learned.append(pipelines.learn_vocabulary(str(tmp_path / name), 40, min_count=1))
+    assert learned[0] == learned[1]
+
+
+# Every corpus reader: each takes its files from `corpus_files.list_files`.
+CORPUS_READERS = {
+    "pretraining_dataset": lambda pattern, tmp: _dataset(pattern),
+    "split_files": lambda pattern, tmp: pipelines.split_files(pattern, 0.5),
+    "corpus_token_counts": lambda pattern, tmp: pipelines.corpus_token_counts(
+        pattern, VOCAB, max_tokens=10
+    ),
+    "learn_vocabulary": lambda pattern, tmp: pipelines.learn_vocabulary(pattern, 40),
+    "write_tfrecord_shards": lambda pattern, tmp: pipelines.write_tfrecord_shards(
+        pattern, str(tmp / "shards"), VOCAB, num_shards=1
+    ),
+}
+
+
+@pytest.mark.parametrize("read", CORPUS_READERS.values(), ids=CORPUS_READERS)
+def test_every_corpus_reader_names_the_line_that_is_not_utf8(tmp_path, read):
+    # The graph dropped the byte: every accented letter of a Latin-1 corpus.
+    good, bad = tmp_path / "a.txt", tmp_path / "b.txt"
+    good.write_text(TEXT, encoding="utf-8")
+    bad.write_bytes(TEXT.encode("latin-1"))
+    with pytest.raises(pipelines.CorpusError) as error:
+        read(str(tmp_path / "*.txt"), tmp_path)
+    assert str(error.value) == (
+        f"{bad}: line 3 is not UTF-8 (byte 0xe9 at column 6); save the file as UTF-8"
+    )

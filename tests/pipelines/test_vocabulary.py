@@ -9,6 +9,10 @@ import tensorflow as tf
 
 import pipelines
 from keras_bert import vocab as vocab_cli
+from keras_bert.conversion.vocabulary import read_vocabulary
+from keras_bert.errors import CheckpointError, ConfigError, ExportError
+from keras_bert.pretraining import pretraining
+from keras_bert.serving import CoreOpsBertTokenizer, serving_export
 from tests.pipelines.common import CORPUS, VOCAB
 
 pytestmark = pytest.mark.backend_independent
@@ -168,3 +172,36 @@ def test_vocab_to_dev_null_discards_and_leaves_the_device(tmp_path, capsys):
     )
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
     assert "Wrote" in capsys.readouterr().out
+
+
+# Every reader of a vocabulary file (issue 67: one decoding for every text
+# file), with the error it raises.
+VOCABULARY_READERS = {
+    "load_vocabulary": (pipelines.load_vocabulary, pipelines.VocabularyError),
+    "convert": (lambda path: read_vocabulary(path)[0], CheckpointError),
+    "pretrain": (pretraining._read_vocabulary, ConfigError),
+    "export": (serving_export._read_vocabulary, ExportError),
+    "serving_tokenizer": (lambda path: CoreOpsBertTokenizer(path).vocabulary, ExportError),
+}
+
+
+@pytest.mark.parametrize("read, error", VOCABULARY_READERS.values(), ids=VOCABULARY_READERS)
+def test_every_vocabulary_reader_reads_a_byte_order_mark(tmp_path, read, error):
+    # Issue 67 item 10: "lacks the special token(s) [PAD]", or "\ufeff[PAD]"
+    # as token 0 of a model's vocabulary.
+    path = tmp_path / "vocab.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + open(VOCAB, "rb").read())
+    assert read(str(path)) == read(VOCAB)
+
+
+@pytest.mark.parametrize("read, error", VOCABULARY_READERS.values(), ids=VOCABULARY_READERS)
+def test_every_vocabulary_reader_names_the_line_that_is_not_utf8(tmp_path, read, error):
+    lines = open(VOCAB, "rb").read().split(b"\n")
+    lines[20000] = b"caf\xe9"  # Latin-1, far past the first piece decoded.
+    path = tmp_path / "vocab.txt"
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(error) as raised:
+        read(str(path))
+    assert str(raised.value) == (
+        f"{path}: line 20001 is not UTF-8 (byte 0xe9 at column 4); save the file as UTF-8"
+    )

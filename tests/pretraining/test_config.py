@@ -222,3 +222,29 @@ def test_rerun_from_another_directory_is_the_same_config(monkeypatch, tmp_path):
             load_pretraining_config("default", ["data.vocab_file=other.txt"]),
             str(tmp_path / "config.yaml"),
         )
+
+
+# Issue 67 item 9: each way a pre-training recipe forms its model is bounded
+# when the config is read, before the backend is chosen.
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ["model_overrides.hidden_dim=100000000000"],
+            "model_overrides: `hidden_dim` must be an integer in [1, 65,536]. "
+            "Received: hidden_dim=100000000000",
+        ),
+        (
+            ["model_overrides={num_layers: 1024, hidden_dim: 4096, intermediate_dim: 16384}"],
+            "model_overrides: BertBackbone sizes must make at most 10,000,000,000 parameters. ",
+        ),
+        (["model=HUGE"], "HUGE: `num_layers` must be an integer in [1, 1,024]. "),
+    ],
+    ids=["model_overrides", "parameters", "model file"],
+)
+def test_a_model_out_of_bounds_is_a_config_error(overrides, message, tmp_path):
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("num_layers: 100000\n")
+    with pytest.raises(ConfigError) as error:
+        load_pretraining_config("default", [o.replace("HUGE", str(huge)) for o in overrides])
+    assert str(error.value).startswith(message.replace("HUGE", str(huge))), error.value

@@ -390,8 +390,12 @@ def test_a_budget_spent_by_the_first_update_trains_and_saves_nothing(tmp_path, t
 
     with pytest.raises(ConfigError, match="train_budget_minutes=0.1 is spent before training"):
         run_pretraining(config, verbose=0, callbacks=[Slow(clock)], clock=clock)
-    assert CheckpointManager(os.path.join(config.model_dir, "checkpoints")).checkpoints() == []
-    assert not os.path.exists(os.path.join(config.model_dir, "backbone.keras"))
+    # Issue 67 item 11: the first run left its config.yaml and an empty
+    # checkpoints/, and a rerun with a longer budget was a changed config.
+    assert not os.path.exists(config.model_dir)
+    config.train_budget_minutes = 5.0
+    config.budget_stops_at_train_steps = True
+    assert run_pretraining(config, verbose=0, clock=ManualClock())["state"].finished
 
 
 def test_plan_line_and_end_line():
