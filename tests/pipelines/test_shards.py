@@ -212,6 +212,13 @@ def test_overwrite_replaces_an_earlier_run_once_the_new_one_is_complete(tmp_path
             overwrite=True,
         )
     assert _folder(output) == earlier
+    # A shard that is a link to a folder outside (issue 67 item 2): the
+    # link goes, its target stays.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    os.remove(output / "part-00002-of-00003.tfrecord")
+    (output / "part-00002-of-00003.tfrecord").symlink_to(outside)
     # Completed: two shards replace the three, and they read back whole.
     capsys.readouterr()
     argv = _data_argv(output, "--num_shards", "2", "--overwrite")
@@ -222,6 +229,7 @@ def test_overwrite_replaces_an_earlier_run_once_the_new_one_is_complete(tmp_path
         "part-00000-of-00002.tfrecord",
         "part-00001-of-00002.tfrecord",
     ]
+    assert os.listdir(outside) == ["keep.txt"]
     files = pipelines.list_files(str(output / "*.tfrecord"), "tfrecord")
     shards.check_tfrecord_vocabulary(files, VOCAB)
     written = int(capsys.readouterr().out.split("Wrote ")[1].split()[0])
