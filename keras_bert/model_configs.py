@@ -10,6 +10,8 @@ import inspect
 import numbers
 import os
 
+import yaml
+
 from keras_bert.config_tree import config_file_exists, read_yaml
 from keras_bert.paths import CONFIGS
 
@@ -106,7 +108,10 @@ def read_model_config(name_or_path):
     (local or remote), sizes checked (`check_model_sizes`), without Keras:
     the commands check a config before the backend is chosen."""
     path = model_config_path(name_or_path)
-    config = read_yaml(path)
+    try:
+        config = read_yaml(path)
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
     if not isinstance(config, dict):
         raise ValueError(f"{path}: expected a mapping of BertBackbone arguments")
     check_model_sizes(config, where=f"{path}: ")

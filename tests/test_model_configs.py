@@ -87,3 +87,14 @@ def test_a_model_file_out_of_bounds_is_refused_naming_the_file(tmp_path):
 def test_the_backbone_bounds_its_sizes_before_building():
     with pytest.raises(ValueError, match="Received: hidden_dim=100000000000$"):
         BertBackbone(**{**load_model_config("bert_tiny"), "hidden_dim": 100_000_000_000})
+
+
+@pytest.mark.parametrize("text", ["a: [1,\n", "[1, 2]\n"])
+def test_a_model_file_that_is_no_mapping_is_a_value_error_naming_it(text, tmp_path):
+    # A model YAML that does not parse was a traceback in finetune's checks
+    # before the backend probe (`random:bad.yaml`).
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: ") as error:
+        read_model_config(str(path))
+    assert "\n" not in str(error.value)
