@@ -246,6 +246,14 @@ def write_json_atomically(value, path):
     write_atomically(path, lambda f: json.dump(value, f, indent=2, sort_keys=True))
 
 
+def write_jsonl_atomically(rows, path):
+    """`rows` (dicts) as JSON Lines, one object a line, text as it is
+    (`ensure_ascii=False`: "café", not "caf\\u00e9"), every task alike."""
+    write_atomically(
+        path, lambda f: f.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    )
+
+
 @contextlib.contextmanager
 def atomic_directory(final_dir, last):
     """Yields the path of a hidden sibling of `final_dir` for the block to

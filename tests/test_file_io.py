@@ -12,6 +12,7 @@ from keras_bert.file_io import (
     makedirs,
     remove,
     write_atomically,
+    write_jsonl_atomically,
 )
 
 pytestmark = pytest.mark.backend_independent
@@ -139,3 +140,11 @@ def test_remove_takes_a_file_a_fifo_or_nothing(tmp_path):
     for name in ("file", "fifo", "absent"):
         remove(str(tmp_path / name))
     assert os.listdir(tmp_path) == []
+
+
+def test_json_lines_keep_text_as_it_is(tmp_path):
+    # Issue 68: one task's writer escaped non-ASCII ("caf\u00e9"), the
+    # others did not; every task writes through this one now.
+    path = tmp_path / "predictions.jsonl"
+    write_jsonl_atomically([{"text": "café"}, {"text": "東京"}], str(path))
+    assert path.read_text(encoding="utf-8") == '{"text": "café"}\n{"text": "東京"}\n'

@@ -1,13 +1,12 @@
 """SWAG multiple choice (paper section 4.4)."""
 
-import json
 import os
 
 import keras
 import numpy as np
 
 import pipelines.tasks as tasks
-from keras_bert.file_io import write_atomically
+from keras_bert.file_io import write_jsonl_atomically
 from keras_bert.finetuning import metrics as official
 from keras_bert.finetuning.batch_prediction import predict_batches, take_limit
 from keras_bert.finetuning.prediction_formats import JSON_LINES
@@ -107,14 +106,8 @@ class ChoiceTask:
         predicted = [r["prediction"] for r in rows]
         results = {"accuracy": official.accuracy(gold, predicted), "eval_examples": len(gold)}
         path = os.path.join(model_dir, "predictions.jsonl")
-        write_atomically(
-            path,
-            lambda f: f.write(
-                "".join(
-                    json.dumps({**row, "label": example.label}) + "\n"
-                    for example, row in zip(self.dev_examples, rows)
-                )
-            ),
+        write_jsonl_atomically(
+            [{**row, "label": example.label} for example, row in zip(self.dev_examples, rows)], path
         )
         return results, path
 

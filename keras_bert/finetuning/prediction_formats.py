@@ -9,7 +9,7 @@ import json
 import os
 import typing
 
-from keras_bert.file_io import write_atomically
+from keras_bert.file_io import write_atomically, write_jsonl_atomically
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,9 +32,7 @@ class PredictionFormat:
 
 
 def _write_jsonl(rows, path):
-    write_atomically(
-        path, lambda f: f.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
-    )
+    write_jsonl_atomically(rows, path)
     return {"output": path}
 
 

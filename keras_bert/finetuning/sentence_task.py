@@ -1,6 +1,5 @@
 """GLUE and generic CSV/TSV/JSONL sentence(-pair) classification/regression."""
 
-import json
 import math
 import os
 
@@ -8,7 +7,7 @@ import keras
 import numpy as np
 
 import pipelines.tasks as tasks
-from keras_bert.file_io import write_atomically
+from keras_bert.file_io import write_jsonl_atomically
 from keras_bert.finetuning import metrics as official
 from keras_bert.finetuning.batch_prediction import model_label_names, predict_batches, take_limit
 from keras_bert.finetuning.prediction_formats import JSON_LINES
@@ -235,10 +234,7 @@ class SentenceTask:
                 for example, row in zip(examples, predicted)
             ]
         path = os.path.join(model_dir, "predictions.jsonl")
-        write_atomically(
-            path,
-            lambda f: f.write("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)),
-        )
+        write_jsonl_atomically(rows, path)
         return results, path
 
     def _score(self, gold, predicted):
