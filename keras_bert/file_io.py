@@ -154,14 +154,30 @@ def listdir(path):
 
 
 def makedirs(path):
-    """Creates `path` and its parents if missing.
+    """Creates `path` and its parents if missing; returns whether `path`
+    was missing (`removed_if_left_empty` takes it).
 
     Local paths go through `os`: TensorFlow creates local directories
     0755 whatever the umask says, and its errors carry no errno."""
+    created = not tf.io.gfile.isdir(path)
     if is_local(path):
         os.makedirs(path, exist_ok=True)
     else:
         tf.io.gfile.makedirs(path)
+    return created
+
+
+@contextlib.contextmanager
+def removed_if_left_empty(path, created):
+    """A `with` block after which the folder `path`, when `created` for it
+    (`makedirs`) and still empty, is removed if the block fails: a first
+    run or export that failed before writing anything leaves no folder."""
+    try:
+        yield
+    except BaseException:
+        if created and tf.io.gfile.isdir(path) and not listdir(path):
+            remove(path)
+        raise
 
 
 def remove(path, ignore_errors=False):

@@ -77,8 +77,11 @@ def refuse_another_run(model_dir, task=None, overwrite=False):
         )
     # A first run killed before it saved its model (`kill -9`) left its
     # config and vocabulary, no run: another task may take the folder.
-    finished = is_file(os.path.join(model_dir, "model.keras")) or PreviousRun(model_dir).pending()
-    if previous.get("task") != task and not overwrite and finished:
+    if (
+        previous.get("task") != task
+        and not overwrite
+        and (is_file(os.path.join(model_dir, "model.keras")) or PreviousRun(model_dir).pending())
+    ):
         raise FinetuneError(
             f"--model_dir {model_dir}: holds a fine-tuning run of task "
             f"{previous.get('task')!r}; pick another folder for {task!r}, or pass "

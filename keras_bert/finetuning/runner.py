@@ -26,7 +26,7 @@ from keras_bert.file_io import (
     is_dir,
     is_file,
     makedirs,
-    remove,
+    removed_if_left_empty,
     save_keras_atomically,
     write_atomically,
     write_json_atomically,
@@ -184,18 +184,12 @@ def run_finetune(
     if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
         raise FinetuneError(f"--model_dir {model_dir}: is a file, not a folder")
     refuse_another_run(model_dir, task, overwrite)
-    created = not tf.io.gfile.exists(model_dir)
     try:
-        makedirs(model_dir)
+        created = makedirs(model_dir)
     except FILE_ERRORS as error:
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
-    try:
+    with removed_if_left_empty(model_dir, created):
         return _run_in(task, data_dir, init_checkpoint, model_dir, vocab, config)
-    except BaseException:
-        # A first run that failed before writing anything leaves no folder.
-        if created and tf.io.gfile.isdir(model_dir) and not tf.io.gfile.listdir(model_dir):
-            remove(model_dir)
-        raise
 
 
 def _run_in(task, data_dir, init_checkpoint, model_dir, vocab, config):

@@ -16,6 +16,7 @@ from keras_bert.file_io import (
     listdir,
     makedirs,
     remove,
+    removed_if_left_empty,
     save_keras_atomically,
 )
 from keras_bert.pretraining.checkpoint_manager import CheckpointManager
@@ -118,27 +119,20 @@ def run_pretraining(
     created = False
     if pretraining.distribution.is_chief:
         try:
-            created = not tf.io.gfile.isdir(config.model_dir)
-            makedirs(config.model_dir)
+            created = makedirs(config.model_dir)
         except FILE_ERRORS as error:
             raise ConfigError(
                 f"Cannot create model_dir: {error_reason(error)}"
                 f". Received: model_dir={config.model_dir!r}"
             ) from None
         lock = RunLock(config.model_dir)
-    try:
-        with lock, replaced:
-            if pretraining.distribution.is_chief:
-                replaced.start()
-                record_config(config, allow_longer_train_steps, training_record(pretraining))
-            return _resume_and_train(
-                pretraining, verbose, callbacks, started, run_started, clock, replaced
-            )
-    except BaseException:
-        # A first run that failed before its first checkpoint leaves no folder.
-        if created and not listdir(config.model_dir):
-            remove(config.model_dir)
-        raise
+    with removed_if_left_empty(config.model_dir, created), lock, replaced:
+        if pretraining.distribution.is_chief:
+            replaced.start()
+            record_config(config, allow_longer_train_steps, training_record(pretraining))
+        return _resume_and_train(
+            pretraining, verbose, callbacks, started, run_started, clock, replaced
+        )
 
 
 class ReplacedRun:

@@ -29,7 +29,13 @@ import time
 import tensorflow as tf
 
 from keras_bert.errors import ExportError
-from keras_bert.file_io import archive_problem, atomic_directory, listdir, makedirs, remove
+from keras_bert.file_io import (
+    archive_problem,
+    atomic_directory,
+    listdir,
+    makedirs,
+    removed_if_left_empty,
+)
 from keras_bert.run_dir import refuse_unfinished_rerun
 from pipelines.text_files import read_text
 
@@ -203,22 +209,16 @@ def export_for_serving(
     problem = model_path and archive_problem(model_path)
     if problem:
         raise ExportError(f"{model_path}: {problem}")
-    created = not tf.io.gfile.isdir(output_dir)
-    makedirs(output_dir)
+    created = makedirs(output_dir)
     # Tracing the serving graph takes a while and prints nothing.
     logger.info("Exporting a TF Serving SavedModel into %s ...", output_dir)
     start = time.time()
-    try:
+    with removed_if_left_empty(output_dir, created):
         path = _export_version(
             model, model_path, output_dir, version, overwrite, vocabulary, lower_case, options
         )
-        logger.info("Exported %s in %.0fs.", path, time.time() - start)
-        return path
-    except BaseException:
-        # A failed first export leaves no empty base path behind.
-        if created and not listdir(output_dir):
-            remove(output_dir)
-        raise
+    logger.info("Exported %s in %.0fs.", path, time.time() - start)
+    return path
 
 
 def _export_version(
