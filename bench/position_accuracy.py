@@ -26,7 +26,7 @@ def main():
     args = parser.parse_args()
 
     from keras_bert.pretraining import build_pretraining, load_pretraining_config
-    from keras_bert.pretraining.pretraining import load_initial_weights
+    from keras_bert.pretraining.run_setup import load_initial_weights
 
     # The weights come from the file: no prior to count, no folder to write.
     config = load_pretraining_config(

@@ -124,7 +124,7 @@ def worker_keras_bert(args, precision):
     from keras_bert import BertBackbone, BertPretrainer
     from keras_bert.optimization import create_optimizer
     from keras_bert.pretraining import OptimizerConfig, compile_pretrainer
-    from keras_bert.pretraining.pretraining import resolve_jit_compile
+    from keras_bert.pretraining.run_setup import resolve_jit_compile
 
     layers, hidden, heads = SIZES[args.size]
     backbone = BertBackbone(
@@ -155,7 +155,7 @@ def worker_keras_hub(args, precision):
     import keras_hub
     import tensorflow as tf
 
-    from keras_bert.pretraining.pretraining import resolve_jit_compile
+    from keras_bert.pretraining.run_setup import resolve_jit_compile
 
     layers, hidden, heads = SIZES[args.size]
     backbone = keras_hub.models.BertBackbone(

@@ -53,7 +53,7 @@ LEVERS = {
 def dump(args):
     from keras_bert.model_configs import load_model_config
     from keras_bert.pretraining import load_pretraining_config
-    from keras_bert.pretraining.pretraining import split_corpus, unigram_log_prior
+    from keras_bert.pretraining.run_setup import split_corpus, unigram_log_prior
 
     # The batches carry every target: the lever picks the softmax.
     config = load_pretraining_config(args.config, args.set + ["sampled_softmax_candidates=null"])
@@ -92,7 +92,7 @@ def train(recipe, name, out, steps, eval_every):
     optimizer = create_optimizer(
         OptimizerConfig(**dict(recipe["optimizer"], **settings)), recipe["train_steps"]
     )
-    # `masked_lm_objective.pretraining_compile_args` without the next-sentence
+    # `masked_lm_objective.masked_lm_compile_args` without the next-sentence
     # task, spelled out: `keras_bert.pretraining` imports TensorFlow.
     mlm_loss = keras.losses.SparseCategoricalCrossentropy(
         from_logits=True, reduction="mean_with_sample_weight"

@@ -20,15 +20,17 @@ __all__ = [
 
 
 class ConfigError(UserError):
-    """A config key, value, file or device the user asked for is unusable.
+    """A recipe (pre-training or fine-tuning) key, value or file, or a
+    device, the user asked for is unusable.
 
-    `python -m keras_bert.pretrain` prints its message on one line and exits
-    with status 2; from Python it is an ordinary `ValueError`.
+    The commands print its message on one line and exit with status 2; from
+    Python it is an ordinary `ValueError`.
     """
 
 
-class FinetuneConfigError(ConfigError):
-    """A bad fine-tuning config file, override key or value."""
+# The fine-tuning recipe's error before both recipes shared one loader
+# (`keras_bert.training.recipe`); kept as a name for code that catches it.
+FinetuneConfigError = ConfigError
 
 
 class FinetuneError(UserError):

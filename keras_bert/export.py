@@ -11,19 +11,11 @@ vocabulary comes from the backbone inside the archive unless `--vocab`.
 """
 
 import argparse
-import os
 import sys
 
 from keras_bert.paths import PathFlag
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
-
-# The exported graph must be TensorFlow; weights from any backend load here.
-# Set before Keras loads (after the arguments are parsed), so the command
-# runs under TensorFlow whatever KERAS_BACKEND says. A process whose Keras
-# came up under another backend first (a notebook calling `main`) has
-# export_for_serving re-run the command in a child process, which gets this.
-os.environ["KERAS_BACKEND"] = "tensorflow"
 
 
 def main(argv=None):
@@ -95,8 +87,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     def export():
-        from keras_bert.run_dir import check_export_folder
         from keras_bert.serving.serving_export import export_for_serving, find_model_file
+        from keras_bert.training.output_guard import check_export_folder
 
         check_export_folder("--output", args.output)
         model = args.model or find_model_file(args.model_dir)
@@ -120,7 +112,12 @@ def main(argv=None):
     # serving_export raises `ExportError` (a `UserError`) for bad input; a
     # child process under another backend reads back the line it prints.
     return run_command(
-        export, output=args.output, error_prefix=f"{parser.prog}: error: ", verbose=args.verbose
+        export,
+        output=args.output,
+        # The exported graph is TensorFlow's, whatever KERAS_BACKEND says.
+        backend="tensorflow",
+        error_prefix=f"{parser.prog}: error: ",
+        verbose=args.verbose,
     )
 
 

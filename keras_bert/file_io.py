@@ -147,6 +147,26 @@ def is_dir(path):
     return False
 
 
+def same_file(a, b):
+    """Whether paths `a` and `b` name one file: through any spelling, a
+    symlink, a hard link or a mount seen under two names locally; by
+    normalised path on a remote file system."""
+    if is_local(a) and is_local(b):
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
+        try:
+            return os.path.samefile(a, b)
+        except OSError:
+            return False
+    return normalized(a) == normalized(b)
+
+
+def normalized(path):
+    """`path` with `.`, `..` and doubled separators resolved, scheme kept."""
+    scheme, sep, rest = os.fspath(path).partition("://")
+    return scheme + sep + posixpath.normpath(rest) if sep else posixpath.normpath(scheme)
+
+
 def listdir(path):
     """Names in the directory `path`. Object stores list a sub-directory
     as `name/`; the slash is dropped, as a local listing has none."""

@@ -4,10 +4,10 @@
         --init_checkpoint minilm.keras --model_dir runs/sst2 \
         [--vocab vocab.txt] [--config my.yaml] [--set optimizer.learning_rate=3e-5]
 
-Tasks: sst2 cola mrpc rte stsb qnli qqp mnli wnli (GLUE TSVs), squad_v1
-squad_v2 (JSON), conll2003, swag, and classification / pair_classification
-/ regression for CSV/TSV/JSONL files with named columns. Defaults come from
-`configs/finetune/`. Unless `KERAS_BACKEND` is set, it trains on the backend
+The tasks are `--task`'s choices (`finetuning.task_registry.TASKS`: GLUE,
+SQuAD, CoNLL-2003, SWAG, and classification, pair classification and
+regression over files with named columns; docs/finetuning.md). Defaults
+come from `configs/finetune/`. Unless `KERAS_BACKEND` is set, it trains on the backend
 measured fastest on this machine, as `pretrain` does (`keras_bert.runtime.
 backend`). Input errors print one line and exit with status 2.
 """

@@ -46,7 +46,7 @@ def normal_path(path):
 def file_output(path):
     """`normal_path` for a flag naming a file to write: a trailing
     separator says the user means a folder, so it is refused here, before
-    any work, rather than dropped (`run_dir.check_output` refuses it too,
+    any work, rather than dropped (`output_guard.check_output` refuses it too,
     for callers from Python)."""
     if path.endswith(("/", os.sep)):
         raise argparse.ArgumentTypeError(

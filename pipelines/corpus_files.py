@@ -223,7 +223,13 @@ def split_files(file_pattern, holdout_fraction=0.05, *, seed=0, corpus_format="s
     Example:
 
     >>> train, heldout = split_files("data/corpus/*/*.txt", 0.05)
-    >>> ds = pretraining_dataset(train, vocab, corpus_format="text")
+    >>> len(train), len(heldout)
+    (122, 11)
+
+    Either part then feeds `pretraining_dataset`:
+
+        ds = pretraining_dataset(train, "data/vocab/bert_uncased_vocab.txt",
+                                 corpus_format="text")
     """
     if not 0.0 < holdout_fraction < 1.0:
         raise ValueError(

@@ -315,12 +315,15 @@ def pretraining_dataset(
         pipelines.CorpusError: no usable corpus file.
         ValueError: an argument out of range (the message echoes it).
 
-    Example:
+    Example (building the pipeline takes seconds, so it is not run as a
+    doctest):
 
-    >>> ds = pretraining_dataset("data/corpus/*/*.txt",
-    ...                          "data/vocab/bert_uncased_vocab.txt",
-    ...                          corpus_format="text", seed=0)
-    >>> features, labels, weights = next(iter(ds))
+        ds = pretraining_dataset("data/corpus/*/*.txt",
+                                 "data/vocab/bert_uncased_vocab.txt",
+                                 corpus_format="text", seed=0)
+        features, labels, weights = next(iter(ds))
+        features["token_ids"].shape  # (32, 128)
+        labels["mlm"].shape  # (32, 20)
     """
     _check(
         isinstance(seq_len, int) and seq_len >= MIN_SEQ_LEN,

@@ -17,12 +17,14 @@ def contract_breaches(protocol, cls):
 
     A method must take the call the contract describes: its arguments
     without a default by position, those with one by keyword (as the
-    callers make it). A property must be a property; an annotated
-    attribute, a class attribute."""
+    callers make it); a class method, a class (or static) method, which
+    the callers call on the class. A property must be a property; an
+    annotated attribute, a class attribute."""
     breaches = []
     for name in protocol_members(protocol):
         expected = inspect.getattr_static(protocol, name, None)
         actual = inspect.getattr_static(cls, name, None)
+        on_class = isinstance(expected, classmethod)
         if actual is None or (name == "__init__" and actual is object.__init__):
             breaches.append(f"{name}: missing")
         elif expected is None:
@@ -31,14 +33,20 @@ def contract_breaches(protocol, cls):
         elif isinstance(expected, property):
             if not isinstance(actual, property):
                 breaches.append(f"{name}: not a property")
-        elif not callable(actual):
+        elif on_class and not isinstance(actual, (classmethod, staticmethod)):
+            breaches.append(f"{name}: not a class method")
+        elif not on_class and not callable(actual):
             breaches.append(f"{name}: not a method")
         else:
+            if on_class:  # Called on the class: `cls` is bound, no `self`.
+                expected, actual, bound = expected.__func__, getattr(cls, name), ()
+            else:
+                bound = ("self",)
             parameters = list(inspect.signature(expected).parameters.values())[1:]
             args = [p.name for p in parameters if p.default is p.empty]
             kwargs = {p.name: p.default for p in parameters if p.default is not p.empty}
             try:
-                inspect.signature(actual).bind("self", *args, **kwargs)
+                inspect.signature(actual).bind(*bound, *args, **kwargs)
             except TypeError as error:
                 breaches.append(f"{name}: {error}")
     return breaches

@@ -1,32 +1,59 @@
 """Docs that cannot drift (CONTRIBUTING.md, "Tests": docs are checked like code):
 every relative link and its anchor, every `keras_bert.*` / `pipelines.*`
-name, every repository path in backticks, and every flag of a `python -m
-keras_bert.X` line in the Markdown files resolve; names and paths in YAML
-comments and docstrings too. A rename then fails here, not for a reader."""
+name (and every name a Markdown `from ... import` line takes), every
+repository path in backticks, and every flag of a `python -m keras_bert.X`
+line in the Markdown files resolve; names and paths in YAML comments and
+docstrings too, and a Markdown heading anchor cited in code, YAML,
+requirements or the notebook. Each command's page has a synopsis with every
+flag its parser takes, the README's map names every top-level module of
+`keras_bert/`, and the run-folder tables list the files a run writes. A
+rename then fails here, not for a reader."""
 
 import argparse
 import importlib
+import itertools
 import os
 import pathlib
 import re
+from fnmatch import fnmatch
 
 import pytest
 
 pytestmark = pytest.mark.backend_independent
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-MARKDOWN = sorted(
-    p for p in REPO.rglob("*.md") if not any(part.startswith(".") for part in p.parts)
-)
+
+
+def _repo_files(*patterns):
+    """The repository's files whose names match one of `patterns`, hidden
+    folders (`.git`, `.venv`) and caches left out."""
+    found = []
+    for folder, subfolders, files in os.walk(REPO):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d != "__pycache__"]
+        found += [pathlib.Path(folder, f) for f in files if any(fnmatch(f, p) for p in patterns)]
+    return sorted(found)
+
+
+MARKDOWN = _repo_files("*.md")
 SOURCES = sorted(
     [*REPO.glob("keras_bert/**/*.py"), *REPO.glob("pipelines/**/*.py"), *REPO.glob("bench/*.py")]
     + [*REPO.glob("configs/**/*.yaml")]
 )
+# Where code points a reader at a heading: comments, docstrings, messages.
+POINTING = [
+    p
+    for p in _repo_files("*.py", "*.yaml", "*.yml", "requirements*.txt", "*.ipynb")
+    if not str(p.relative_to(REPO)).startswith(("runs", "build"))
+]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 NAME = re.compile(r"`((?:keras_bert|pipelines)(?:\.[A-Za-z_]\w*)+)")
 PATH = re.compile(r"`((?:keras_bert|pipelines|configs|tests|bench|docs|data|notebooks)/[\w./*-]+)`")
 COMMAND = re.compile(r"python -m keras_bert\.(\w+)((?:[^\n`]|\\\n)*)")
 FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z_-]*)")
+IMPORT = re.compile(r"^from ((?:keras_bert|pipelines)[\w.]*) import ([\w, ]+)$", re.M)
+ANCHORED = re.compile(r"([\w./-]+\.md)#([\w-]+)")
+# A command's synopsis: a plain ``` block that opens with its invocation.
+SYNOPSIS = re.compile(r"^```\n(python -m keras_bert\.(\w+)\b.*?)^```$", re.M | re.S)
 
 
 def _relative(path):
@@ -82,9 +109,11 @@ def test_names_and_paths_resolve(source):
     text = source.read_text()
     if source.suffix == ".yaml":  # Its comments only.
         text = "\n".join(line.partition("#")[2] for line in text.splitlines())
-    problems = [
-        f"`{n}` does not resolve" for n in sorted(set(NAME.findall(text))) if not _resolves(n)
-    ]
+    names = set(NAME.findall(text))
+    if source.suffix == ".md":
+        for module, imported in IMPORT.findall(text):
+            names.update(f"{module}.{name.strip()}" for name in imported.split(","))
+    problems = [f"`{n}` does not resolve" for n in sorted(names) if not _resolves(n)]
     for text_path in sorted(set(PATH.findall(text))):
         problem = _path_problem(text_path)
         if problem:
@@ -98,7 +127,26 @@ class _Parsed(Exception):
         self.parser = parser
 
 
-COMMANDS = ("pretrain", "finetune", "evaluate", "predict", "data", "vocab", "convert", "export")
+@pytest.mark.parametrize("source", POINTING, ids=_relative)
+def test_anchors_cited_in_code_resolve(source):
+    problems = []
+    for file, anchor in sorted(set(ANCHORED.findall(source.read_text(encoding="utf-8")))):
+        path = next((b / file for b in (source.parent, REPO) if (b / file).is_file()), None)
+        if path is None:
+            problems.append(f"{file}#{anchor}: no such file")
+        elif anchor not in _anchors(path):
+            problems.append(f"{file}#{anchor}: no such heading in {_relative(path)}")
+    assert not problems, f"{_relative(source)}: {problems}"
+
+
+# The commands: the modules of keras_bert/ that run as `python -m`.
+COMMANDS = tuple(
+    sorted(
+        p.stem
+        for p in (REPO / "keras_bert").glob("*.py")
+        if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8")
+    )
+)
 
 
 def _parser(command, monkeypatch):
@@ -136,3 +184,96 @@ def test_every_documented_flag_is_in_its_commands_parser(monkeypatch):
 def test_every_flag_has_help(command, monkeypatch):
     actions = _parser(command, monkeypatch)._actions
     assert not [a.option_strings or a.dest for a in actions if not a.help]
+
+
+def _section(path, heading):
+    """The text under `## heading` in `path`, up to the next `## `."""
+    text = path.read_text()
+    assert f"\n## {heading}\n" in text, f"{_relative(path)}: no heading `## {heading}`"
+    return text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _command_pages():
+    """Each command's page: the docs link that ends its row of the README's
+    command table (`| `name` | ... | [page](docs/page.md) |`)."""
+    rows = re.findall(
+        r"^\| `(\w+)` \|.*\]\((docs/[\w.]+\.md)[^)]*\) \|$",
+        (REPO / "README.md").read_text(),
+        flags=re.M,
+    )
+    return {command: REPO / page for command, page in rows}
+
+
+def test_the_readme_command_table_lists_every_command():
+    listed = set(_command_pages())
+    assert listed == set(COMMANDS), (
+        f"README.md's command table (a row ending in a docs link) lacks "
+        f"{sorted(set(COMMANDS) - listed)}; names no command {sorted(listed - set(COMMANDS))}"
+    )
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_flag_is_in_its_pages_synopsis(command, monkeypatch):
+    page = _command_pages().get(command)
+    assert page, f"{command}: no row in the README's command table"
+    synopses = {name: text for text, name in SYNOPSIS.findall(page.read_text())}
+    assert command in synopses, (
+        f"{_relative(page)}: no synopsis (a plain ``` block opening "
+        f"`python -m keras_bert.{command}`)"
+    )
+    parser = _parser(command, monkeypatch)
+    shown = set(FLAG.findall(synopses[command]))
+    flags = [
+        next(o for o in action.option_strings if o.startswith("--"))
+        for action in parser._actions
+        if action.option_strings and not isinstance(action, argparse._HelpAction)
+    ]
+    missing = [flag for flag in flags if flag not in shown]
+    unknown = sorted(shown - set(parser._option_string_actions))
+    assert not missing and not unknown, (
+        f"{_relative(page)}, {command}'s synopsis: lacks {missing}; no such flag {unknown}"
+    )
+
+
+def test_every_top_level_module_is_in_the_readme_map():
+    code_map = re.search(
+        r"```\nkeras_bert/\n(.*?)```", _section(REPO / "README.md", "Where the code lives"), re.S
+    )
+    assert code_map, "README.md, Where the code lives: no map opening `keras_bert/`"
+    named = set()  # A line's first column: the names before its description.
+    for line in itertools.takewhile(lambda l: l.startswith(" "), code_map.group(1).splitlines()):
+        named.update(line.strip().split("  ")[0].split())
+    package = REPO / "keras_bert"
+    modules = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    modules |= {f"{p.parent.name}/" for p in package.glob("*/__init__.py")}
+    assert named == modules, (
+        f"README.md's map lacks {sorted(modules - named)}; names no module {sorted(named - modules)}"
+    )
+
+
+def _run_files(kind):
+    from keras_bert.training.run_folder import FINETUNING_FILES, pretraining_files
+    from keras_bert.training.run_lock import FINETUNE_LOCK_FILE, LOCK_FILE
+
+    if kind == "pretraining":
+        return pretraining_files() | {LOCK_FILE}
+    return FINETUNING_FILES | {FINETUNE_LOCK_FILE}
+
+
+@pytest.mark.parametrize(
+    "page, heading, kind, every_file",
+    [
+        ("docs/pretraining.md", "Outputs", "pretraining", True),
+        ("docs/finetuning.md", "Outputs", "finetuning", True),
+        ("README.md", "Quick start", "pretraining", False),  # The default run's.
+    ],
+)
+def test_run_folder_tables_list_the_runs_files(page, heading, kind, every_file):
+    listed = set()
+    for first_cell in re.findall(r"^\|([^|\n]*)\|", _section(REPO / page, heading), re.M):
+        listed.update(path.split("/")[0] for path in re.findall(r"`([^`]+)`", first_cell))
+    files = _run_files(kind)
+    missing = sorted(files - listed) if every_file else []
+    assert not missing and listed <= files, (
+        f"{page}, {heading}: lacks {missing}; not a {kind} run's file {sorted(listed - files)}"
+    )

@@ -64,8 +64,17 @@ class BertCheckpoint:
             optimizer slots, dtype casts).
 
     Example:
+    >>> import numpy as np
+    >>> from keras_bert import BertBackbone
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=32)
     >>> checkpoint = BertCheckpoint.from_model(backbone)
-    >>> model = checkpoint.to_model()  # A fresh, identical `BertBackbone`.
+    >>> checkpoint.weights["bert/embeddings/word_embeddings"].shape
+    (100, 8)
+    >>> model = checkpoint.to_model()  # A fresh `BertBackbone`, same weights.
+    >>> all(np.array_equal(a, b)
+    ...     for a, b in zip(model.get_weights(), backbone.get_weights()))
+    True
     """
 
     config: dict

@@ -35,7 +35,7 @@ from keras_bert.file_io import (
 )
 from keras_bert.layers.bert_encoder_block import ACTIVATIONS
 from keras_bert.paths import normal_path
-from keras_bert.run_dir import check_output, claimed_output
+from keras_bert.training.output_guard import check_output, claimed_output
 
 _ACTIVATION_FORMS = {
     "gelu": "exact GELU, x * Phi(x) with erf",
@@ -219,7 +219,7 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
             if not overwrite:
                 raise CheckpointError(f"{dst}: already exists; pass --overwrite to replace it")
             _check_replaceable(dst)
-        # Never the source, nor a run folder's own files (`run_dir.check_output`).
+        # Never the source, nor a run folder's own files (`output_guard.check_output`).
         inputs = [src, *([vocab] if vocab else [])]
         inputs += [os.path.join(src, name) for name in HUGGING_FACE_FILES]
         targets = (

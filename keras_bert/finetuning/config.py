@@ -11,25 +11,17 @@ import math
 import os
 import typing
 
-import yaml
-
-from keras_bert.config_tree import Schema, config_file_exists, parse_override, read_yaml
-from keras_bert.errors import FinetuneConfigError
+from keras_bert.config_tree import Schema, parse_override
+from keras_bert.errors import ConfigError
 from keras_bert.finetuning.task_registry import CONFIG_DIR, TASKS, default_config_file
-from keras_bert.optimization.optimizer_config import DECAY_STARTS, OPTIMIZERS, OptimizerConfig
-from pipelines.limits import MIN_SEQ_LEN
-
-# The optimizer keys fine-tuning takes, in the order config.yaml lists
-# them: the warmup is a share of the run, the rest as in pre-training.
-OPTIMIZER_KEYS = (
-    "name",
-    "decay_start",
-    "learning_rate",
-    "warmup_fraction",
-    "weight_decay",
-    "epsilon",
-    "global_clipnorm",
+from keras_bert.optimization.optimizer_config import (
+    DECAY_STARTS,
+    OPTIMIZERS,
+    OptimizerConfig,
+    optimizer_keys,
 )
+from keras_bert.training.recipe import read_recipe, resolve_recipe
+from pipelines.limits import MIN_SEQ_LEN
 
 
 @dataclasses.dataclass
@@ -111,16 +103,16 @@ def load_finetune_config(task, config_file=None, overrides=()):
     `squad.yaml` for `squad_v1`)."""
     if config_file is None:
         if task not in TASKS:
-            raise FinetuneConfigError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
+            raise ConfigError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
         config_file = default_config_file(task)
-    config_file = resolve_config_path(config_file)
+    config_file = resolve_recipe(config_file, CONFIG_DIR, "fine-tuning")
     config = FinetuneConfig(task=task)
-    tree = _read_tree(config_file)
+    tree = read_recipe(config_file)
     tree.pop("task", None)
     SCHEMA.merge(config, tree, where=str(config_file))
     _refuse_another_tasks_section(task, "squad" in tree, config_file)
     for item in overrides:
-        key, value = parse_override(item, FinetuneConfigError)
+        key, value = parse_override(item, ConfigError)
         _refuse_another_tasks_section(task, key.split(".")[0] == "squad", "--set")
         SCHEMA.set(config, key, value, where="--set")
     SCHEMA.check(config)
@@ -134,26 +126,11 @@ def _refuse_another_tasks_section(task, sets_squad, where):
     if not sets_squad or task not in TASKS:
         return
     own_config = default_config_file(task)
-    if "squad" not in _read_tree(own_config):
-        raise FinetuneConfigError(
+    if "squad" not in read_recipe(own_config):
+        raise ConfigError(
             f"{where}: sets `squad`, which task {task!r} does not read (it is the SQuAD "
             f"tasks'); use the task's own config, {own_config.stem!r}, or drop the section"
         )
-
-
-def resolve_config_path(name_or_path):
-    """A YAML path (local or remote), or a name in `configs/finetune/`
-    (`glue`)."""
-    path = os.fspath(name_or_path)
-    if path.endswith((".yaml", ".yml")):
-        return path
-    bundled = CONFIG_DIR / f"{path}.yaml"
-    if not bundled.is_file():
-        shipped = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
-        raise FinetuneConfigError(
-            f"No fine-tuning config {path!r} (a YAML path, or one of: {', '.join(shipped)})"
-        )
-    return str(bundled)
 
 
 def load_saved_config(model_dir):
@@ -162,42 +139,24 @@ def load_saved_config(model_dir):
     checkpoint came from, the backend and precision it trained under) is
     in `model_dir`."""
     path = os.path.join(model_dir, "config.yaml")
-    tree = _read_tree(path)
+    tree = read_recipe(path)
     task = tree.get("task")
     if not isinstance(task, str) or "phases" in tree:
-        raise FinetuneConfigError(f"{path}: not a fine-tuning run's config")
+        raise ConfigError(f"{path}: not a fine-tuning run's config")
     config = FinetuneConfig(task=task)
     SCHEMA.merge(
         config,
-        {
-            k: v
-            for k, v in tree.items()
-            if k not in ("task", "init_checkpoint", "data_dir", "trained_under")
-        },
+        {k: v for k, v in tree.items() if k not in ("task", "init_checkpoint", "data_dir")},
         where=path,
     )
     SCHEMA.check(config)
     return task, config
 
 
-def _read_tree(path):
-    path = os.fspath(path)
-    if not config_file_exists(path):
-        raise FinetuneConfigError(f"{path}: no such config file")
-    try:
-        tree = read_yaml(path, FinetuneConfigError)
-    except yaml.YAMLError as error:
-        first = str(error).strip().splitlines()[0]
-        raise FinetuneConfigError(f"{path}: not a YAML file: {first}") from None
-    if not isinstance(tree, dict):
-        raise FinetuneConfigError(f"{path}: expected a mapping of sections")
-    return tree
-
-
 # What each key may hold (NaN fails every comparison, so it is refused).
 SCHEMA = Schema(
-    error=FinetuneConfigError,
-    keys={"optimizer": OPTIMIZER_KEYS},
+    error=ConfigError,
+    keys={"optimizer": optimizer_keys("finetuning")},
     choices={
         "optimizer.name": OPTIMIZERS,
         "optimizer.decay_start": DECAY_STARTS,

@@ -22,14 +22,9 @@ from keras_bert.file_io import (
 from keras_bert.finetuning.config import load_saved_config
 from keras_bert.finetuning.runner import infer_lower_case, load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
-from keras_bert.run_dir import (
-    EVAL_FILES,
-    check_output,
-    claimed_output,
-    record_outputs,
-    refuse_unfinished_rerun,
-)
 from keras_bert.runtime.progress import StderrProgbar
+from keras_bert.training.output_guard import check_output, claimed_output
+from keras_bert.training.run_folder import EVAL_FILES, FINETUNING, RunFolder
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +51,7 @@ def load_run(model_dir, input_file):
     together."""
     import pipelines
 
-    refuse_unfinished_rerun(model_dir)
+    RunFolder(model_dir, FINETUNING).refuse_unfinished_rerun()
     task, config = load_saved_config(model_dir)
     if not is_file(input_file):
         raise FinetuneError(f"{input_file}: no such file")
@@ -180,7 +175,7 @@ def run_evaluation(model_dir, eval_file, output_dir=None, overwrite=False):
         )
         write_json_atomically(results, results_file)
     if defaulted:  # A rerun sets it aside with the model it scored.
-        record_outputs(model_dir, [os.path.basename(output_dir)])
+        RunFolder(model_dir, FINETUNING).record_outputs([os.path.basename(output_dir)])
     return results
 
 
@@ -261,7 +256,9 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False, ov
             progress.add(len(chunk))
         files = write(rows, output)
     if defaulted:  # A rerun sets it aside with the model that predicted it.
-        record_outputs(model_dir, [os.path.relpath(p, model_dir).split(os.sep)[0] for p in written])
+        RunFolder(model_dir, FINETUNING).record_outputs(
+            [os.path.relpath(p, model_dir).split(os.sep)[0] for p in written]
+        )
     return {"task": task, "input_file": input_file, "examples": len(examples), **files}
 
 

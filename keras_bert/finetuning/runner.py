@@ -7,7 +7,10 @@ Files written into `model_dir`, held with `finetune.lock` while it runs:
 `export/<version>/` (SavedModel) when `keras_bert.export` is available.
 A rerun into the folder sets the previous run's files aside when it starts
 and removes them once it succeeds, or puts them back if it fails
-(`run_dir.PreviousRun`): the folder never mixes two runs.
+(`RunFolder.previous`): the folder never mixes two runs.
+
+`FinetuneRun` is the run as named steps; a command that trains a task
+model another way (distillation) subclasses it and replaces a step.
 """
 
 import logging
@@ -17,7 +20,6 @@ import time
 
 import keras
 import tensorflow as tf
-import yaml
 
 from keras_bert.errors import FinetuneError
 from keras_bert.file_io import (
@@ -34,13 +36,8 @@ from keras_bert.file_io import (
 from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.optimization import create_optimizer
-from keras_bert.run_dir import (
-    FINETUNE_LOCK_FILE,
-    PreviousRun,
-    RunLock,
-    record_outputs,
-    refuse_another_run,
-)
+from keras_bert.training.run_folder import FINETUNING, RunFolder
+from keras_bert.training.run_record import trained_under, write_run_config
 
 logger = logging.getLogger("keras_bert.finetune")
 
@@ -170,12 +167,14 @@ def run_finetune(
     config_file=None,
     overrides=(),
     overwrite=False,
+    run_class=None,
 ):
     """Fine-tunes, evaluates, predicts and exports; returns the results dict.
 
-    A rerun replaces the run in `model_dir` (`PreviousRun`); a run of
-    another task there is refused, or replaced the same way with
-    `overwrite`."""
+    A rerun replaces the run in `model_dir` (`RunFolder.previous`); a run
+    of another task there is refused, or replaced the same way with
+    `overwrite`. `run_class`: the `FinetuneRun` (sub)class whose steps
+    run, None for `FinetuneRun`."""
     if task not in TASKS:
         raise FinetuneError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
     if not is_dir(data_dir):
@@ -183,131 +182,196 @@ def run_finetune(
     config = load_finetune_config(task, config_file, overrides)
     if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
         raise FinetuneError(f"--model_dir {model_dir}: is a file, not a folder")
-    refuse_another_run(model_dir, task, overwrite)
+    folder = RunFolder(model_dir, FINETUNING)
+    folder.refuse_another_run(task, overwrite)
     try:
         created = makedirs(model_dir)
     except FILE_ERRORS as error:
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
-    with removed_if_left_empty(model_dir, created):
-        return _run_in(task, data_dir, init_checkpoint, model_dir, vocab, config)
+    run = (run_class or FinetuneRun)(task, data_dir, init_checkpoint, folder, vocab, config)
+    with removed_if_left_empty(model_dir, created), folder.lock():
+        return _replacing_the_previous_run(folder, run.run)
 
 
-def _run_in(task, data_dir, init_checkpoint, model_dir, vocab, config):
-    """Holds the run lock of `model_dir`, sets a previous run aside, trains;
-    puts the previous run back if this one fails."""
-    with RunLock(model_dir, FINETUNE_LOCK_FILE, "fine-tuning", error=FinetuneError):
-        previous = PreviousRun(model_dir)
-        recovered = previous.recover()
-        if recovered:
-            logger.warning(recovered)
-        if previous.set_aside():
-            logger.info(
-                "A rerun: the previous run's %s set aside in %s until the new model is saved",
-                ", ".join(previous.names),
-                previous.folder,
-            )
-        try:
-            results = _run_locked(
-                task, data_dir, init_checkpoint, model_dir, vocab, config, previous
-            )
-        except BaseException:
-            previous.restore()
-            raise
+def _replacing_the_previous_run(folder, run):
+    """Sets a previous run in `folder` aside, calls `run`; removes the
+    previous run once it has finished, or puts it back if it fails."""
+    previous = folder.previous
+    recovered = previous.recover()
+    if recovered:
+        logger.warning(recovered)
+    if previous.set_aside():
+        logger.info(
+            "A rerun: the previous run's %s set aside in %s until the new model is saved",
+            ", ".join(previous.names),
+            previous.folder,
+        )
+    try:
+        results = run()
+    except BaseException:
         if previous.names:
-            previous.discard()  # Only now: the rerun has finished.
-            logger.info("Removed the previous run's %s", ", ".join(previous.names))
+            previous.restore()
+        else:
+            folder.remove_failed_first_run()
+        raise
+    if previous.names:
+        previous.discard()  # Only now: the rerun has finished.
+        logger.info("Removed the previous run's %s", ", ".join(previous.names))
+    return results
+
+
+class FinetuneRun:
+    """One fine-tuning run as named steps, each a method: `load_backbone`,
+    `record`, `tokenizer`, `task_handler`, `build_model`, `compile`,
+    `fit`, `save`, `evaluate`, `export` (`run` calls them in that order).
+
+    Args:
+        task: str. A key of `TASKS`.
+        data_dir: str. The task's files.
+        init_checkpoint: str. What `load_backbone` reads.
+        folder: `RunFolder`. The run folder, locked, a previous run set aside.
+        vocab: str or None. A vocabulary file; None: the checkpoint's.
+        config: `FinetuneConfig`.
+    """
+
+    def __init__(self, task, data_dir, init_checkpoint, folder, vocab, config):
+        self.task = task
+        self.data_dir = data_dir
+        self.init_checkpoint = init_checkpoint
+        self.folder = folder
+        self.model_dir = folder.model_dir
+        self.vocab = vocab
+        self.config = config
+
+    def run(self):
+        """Every step; returns the results `eval_results.json` holds."""
+        keras.utils.set_random_seed(self.config.training.seed)
+        backbone = self.load_backbone()
+        self.record(backbone)
+        handler = self.task_handler(self.tokenizer(backbone))
+        model = self.build_model(handler, backbone)
+        total_steps = self.compile(model, handler)
+        start = time.time()
+        final_loss = self.fit(model, handler, total_steps)
+        train_seconds = time.time() - start
+        self.save(model)
+        start = time.time()
+        results, predictions_path = self.evaluate(model, handler)
+        results.update(
+            task=self.task,
+            train_examples=handler.num_train_examples,
+            train_steps=total_steps,
+            train_seconds=round(train_seconds, 1),
+            eval_seconds=round(time.time() - start, 1),
+            final_train_loss=final_loss,
+            predictions_file=os.path.basename(predictions_path),
+        )
+        export_path = self.export(model)
+        if export_path:
+            results["export_dir"] = os.path.relpath(export_path, self.model_dir)
+        write_json_atomically(results, os.path.join(self.model_dir, "eval_results.json"))
         return results
 
+    def load_backbone(self):
+        """The checkpoint's backbone at the recipe's dropout; a checkpoint of
+        the run this one replaces is read where it was set aside."""
+        path = self.folder.previous.path(self.init_checkpoint)
+        return with_dropout(load_backbone(path), self.config.training.dropout)
 
-def _run_locked(task, data_dir, init_checkpoint, model_dir, vocab, config, previous):
-    keras.utils.set_random_seed(config.training.seed)
-    backbone = with_dropout(load_backbone(previous.path(init_checkpoint)), config.training.dropout)
-    # What it trains under, as pre-training records it (`trained_under`).
-    trained_under = {"backend": keras.backend.backend(), "precision": backbone.dtype_policy.name}
-    try:  # The first write: an unwritable model_dir fails before training.
-        write_atomically(
-            os.path.join(model_dir, "config.yaml"),
-            lambda f: yaml.safe_dump(
-                {
-                    **config.to_dict(),
-                    "init_checkpoint": init_checkpoint,
-                    "data_dir": data_dir,
-                    "trained_under": trained_under,
-                },
-                f,
-                sort_keys=False,
-            ),
-        )
-        # What predict and evaluate add to the folder by default goes here.
-        record_outputs(model_dir, [])
-    except FILE_ERRORS as error:
-        raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
-    if config.data.max_seq_length > backbone.max_sequence_length:
-        raise FinetuneError(
-            f"data.max_seq_length={config.data.max_seq_length} exceeds the "
-            f"checkpoint's max_sequence_length={backbone.max_sequence_length}"
-        )
-    tokenizer = _tokenizer(
-        backbone, vocab and previous.path(vocab), model_dir, config.data.lower_case
-    )
-    handler_class = TASKS[task]
-    handler = handler_class(task, config, data_dir, tokenizer)
-    if handler.num_train_examples == 0:
-        raise FinetuneError(f"--data_dir {data_dir}: the training file holds no examples")
-    model = handler.build_model(backbone)
+    def record(self, backbone):
+        """The run's `config.yaml` (and an empty outputs record): the first
+        write, so an unwritable folder fails before training."""
+        tree = {
+            **self.config.to_dict(),
+            "init_checkpoint": self.init_checkpoint,
+            "data_dir": self.data_dir,
+        }
+        try:
+            write_run_config(
+                os.path.join(self.model_dir, "config.yaml"), tree, trained_under(backbone)
+            )
+            # What predict and evaluate add to the folder by default goes here.
+            self.folder.record_outputs([])
+        except FILE_ERRORS as error:
+            raise FinetuneError(f"--model_dir {self.model_dir}: cannot write: {error}") from None
+        max_seq_length = self.config.data.max_seq_length
+        if max_seq_length > backbone.max_sequence_length:
+            raise FinetuneError(
+                f"data.max_seq_length={max_seq_length} exceeds the "
+                f"checkpoint's max_sequence_length={backbone.max_sequence_length}"
+            )
 
-    batch_size = config.training.batch_size
-    steps_per_epoch = max(1, math.ceil(handler.num_train_examples / batch_size))
-    total_steps = max(1, math.ceil(config.training.epochs * steps_per_epoch))
-    epochs = max(1, math.ceil(config.training.epochs))
-    model.compile(
-        optimizer=create_optimizer(config.optimizer, total_steps),
-        **handler.compile_args(),
-    )
-    logger.info(
-        "%s: %d training examples, %d steps (batch %d), lr %g",
-        task,
-        handler.num_train_examples,
-        total_steps,
-        batch_size,
-        config.optimizer.learning_rate,
-    )
-    start = time.time()
-    history = model.fit(
-        handler.train_dataset().repeat(),
-        epochs=epochs,
-        steps_per_epoch=math.ceil(total_steps / epochs),
-        verbose=config.training.verbose,
-        callbacks=[keras.callbacks.TerminateOnNaN()],
-    )
-    train_seconds = time.time() - start
-    final_loss = float(history.history["loss"][-1])
-    # A diverged model is neither saved nor scored: its predictions are NaN.
-    if not math.isfinite(final_loss):
-        raise FinetuneError(
-            f"training loss became {final_loss} in epoch "
-            f"{len(history.history['loss'])}; nothing saved. Check the labels "
-            "or lower optimizer.learning_rate. Received: "
-            f"optimizer.learning_rate={config.optimizer.learning_rate}"
-        )
-    # Saved before evaluation, so a failing evaluation keeps the training.
-    save_keras_atomically(model, os.path.join(model_dir, "model.keras"))
+    def tokenizer(self, backbone):
+        """The tokenizer of the run's vocabulary, copied into the folder."""
+        vocab = self.vocab and self.folder.previous.path(self.vocab)
+        return _tokenizer(backbone, vocab, self.model_dir, self.config.data.lower_case)
 
-    logger.info("%s: scoring the dev set", task)
-    start = time.time()
-    results, predictions_path = handler.evaluate(model, model_dir)
-    results.update(
-        task=task,
-        train_examples=handler.num_train_examples,
-        train_steps=total_steps,
-        train_seconds=round(train_seconds, 1),
-        eval_seconds=round(time.time() - start, 1),
-        final_train_loss=final_loss,
-        predictions_file=os.path.basename(predictions_path),
-    )
-    if config.export.enabled:
-        export_path = _export(model, model_dir, config)
-        if export_path:
-            results["export_dir"] = os.path.relpath(export_path, model_dir)
-    write_json_atomically(results, os.path.join(model_dir, "eval_results.json"))
-    return results
+    def task_handler(self, tokenizer):
+        """The task's `FinetuningTask`: its data, head, losses and scores."""
+        handler = TASKS[self.task](self.task, self.config, self.data_dir, tokenizer)
+        if handler.num_train_examples == 0:
+            raise FinetuneError(f"--data_dir {self.data_dir}: the training file holds no examples")
+        return handler
+
+    def build_model(self, handler, backbone):
+        """The model trained: the task's head on `backbone`."""
+        return handler.build_model(backbone)
+
+    def compile(self, model, handler):
+        """Compiles `model` with the recipe's optimizer over the run's
+        length; returns that length in updates."""
+        training = self.config.training
+        steps_per_epoch = max(1, math.ceil(handler.num_train_examples / training.batch_size))
+        total_steps = max(1, math.ceil(training.epochs * steps_per_epoch))
+        model.compile(
+            optimizer=create_optimizer(self.config.optimizer, total_steps),
+            **handler.compile_args(),
+        )
+        logger.info(
+            "%s: %d training examples, %d steps (batch %d), lr %g",
+            self.task,
+            handler.num_train_examples,
+            total_steps,
+            training.batch_size,
+            self.config.optimizer.learning_rate,
+        )
+        return total_steps
+
+    def fit(self, model, handler, total_steps):
+        """Trains `total_steps` updates; returns the last epoch's loss. A
+        diverged model is neither saved nor scored: its predictions are
+        NaN."""
+        epochs = max(1, math.ceil(self.config.training.epochs))
+        history = model.fit(
+            handler.train_dataset().repeat(),
+            epochs=epochs,
+            steps_per_epoch=math.ceil(total_steps / epochs),
+            verbose=self.config.training.verbose,
+            callbacks=[keras.callbacks.TerminateOnNaN()],
+        )
+        final_loss = float(history.history["loss"][-1])
+        if not math.isfinite(final_loss):
+            raise FinetuneError(
+                f"training loss became {final_loss} in epoch "
+                f"{len(history.history['loss'])}; nothing saved. Check the labels "
+                "or lower optimizer.learning_rate. Received: "
+                f"optimizer.learning_rate={self.config.optimizer.learning_rate}"
+            )
+        return final_loss
+
+    def save(self, model):
+        """`model.keras`, before evaluation: a failing evaluation keeps the
+        training."""
+        save_keras_atomically(model, os.path.join(self.model_dir, "model.keras"))
+
+    def evaluate(self, model, handler):
+        """`(official scores, predictions file)` on the dev set."""
+        logger.info("%s: scoring the dev set", self.task)
+        return handler.evaluate(model, self.model_dir)
+
+    def export(self, model):
+        """The TF-Serving export (`export/<version>`), or None when the
+        recipe turns it off or the serving package is unavailable."""
+        if not self.config.export.enabled:
+            return None
+        return _export(model, self.model_dir, self.config)

@@ -40,7 +40,7 @@ class BertEmbeddings(keras.layers.Layer):
 
     Example:
     >>> layer = BertEmbeddings(vocabulary_size=100, hidden_dim=8)
-    >>> layer(keras.ops.ones((2, 5), "int32"), keras.ops.zeros((2, 5), "int32")).shape
+    >>> tuple(layer(keras.ops.ones((2, 5), "int32"), keras.ops.zeros((2, 5), "int32")).shape)
     (2, 5, 8)
     """
 

@@ -100,7 +100,7 @@ class BertEncoderBlock(keras.layers.Layer):
 
     Example:
     >>> block = BertEncoderBlock(num_heads=2, intermediate_dim=32)
-    >>> block(keras.ops.ones((2, 5, 8)), keras.ops.ones((2, 5))).shape
+    >>> tuple(block(keras.ops.ones((2, 5, 8)), keras.ops.ones((2, 5))).shape)
     (2, 5, 8)
     """
 

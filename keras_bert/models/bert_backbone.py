@@ -73,11 +73,11 @@ class BertBackbone(keras.Model):
     >>> import numpy as np
     >>> model = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
     ...                      hidden_dim=8, intermediate_dim=32)
-    >>> out = model({"token_ids": np.ones((1, 4), "int32"),
-    ...              "segment_ids": np.zeros((1, 4), "int32"),
-    ...              "padding_mask": np.ones((1, 4), "int32")})
-    >>> out["pooled_output"].shape
-    (1, 8)
+    >>> out = model({"token_ids": np.ones((2, 5), "int32"),
+    ...              "segment_ids": np.zeros((2, 5), "int32"),
+    ...              "padding_mask": np.ones((2, 5), "int32")})
+    >>> tuple(out["sequence_output"].shape), tuple(out["pooled_output"].shape)
+    ((2, 5, 8), (2, 8))
     """
 
     def __init__(

@@ -41,9 +41,10 @@ class BertClassifier(BertTaskModel):
     >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
     ...                         hidden_dim=8, intermediate_dim=32)
     >>> model = BertClassifier(backbone, num_classes=3)
-    >>> model({"token_ids": np.ones((2, 5), "int32"),
-    ...        "segment_ids": np.zeros((2, 5), "int32"),
-    ...        "padding_mask": np.ones((2, 5), "int32")}).shape
+    >>> logits = model({"token_ids": np.ones((2, 5), "int32"),
+    ...                 "segment_ids": np.zeros((2, 5), "int32"),
+    ...                 "padding_mask": np.ones((2, 5), "int32")})
+    >>> tuple(logits.shape)
     (2, 3)
     """
 

@@ -51,11 +51,12 @@ class BertMultipleChoice(BertTaskModel):
     >>> from keras_bert import BertBackbone
     >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
     ...                         hidden_dim=8, intermediate_dim=32)
-    >>> model = BertMultipleChoice(backbone, num_choices=4)
-    >>> model({"token_ids": np.ones((2, 4, 6), "int32"),
-    ...        "segment_ids": np.zeros((2, 4, 6), "int32"),
-    ...        "padding_mask": np.ones((2, 4, 6), "int32")}).shape
-    (2, 4)
+    >>> model = BertMultipleChoice(backbone, num_choices=2)
+    >>> logits = model({"token_ids": np.ones((1, 2, 5), "int32"),
+    ...                 "segment_ids": np.zeros((1, 2, 5), "int32"),
+    ...                 "padding_mask": np.ones((1, 2, 5), "int32")})
+    >>> tuple(logits.shape)
+    (1, 2)
     """
 
     def __init__(self, backbone, num_choices, dropout=0.1, dtype=None, **kwargs):

@@ -70,12 +70,12 @@ class BertPretrainer(BertTaskModel):
     >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
     ...                         hidden_dim=8, intermediate_dim=32)
     >>> model = BertPretrainer(backbone)
-    >>> out = model({"token_ids": np.ones((1, 6), "int32"),
-    ...              "segment_ids": np.zeros((1, 6), "int32"),
-    ...              "padding_mask": np.ones((1, 6), "int32"),
-    ...              "mask_positions": np.array([[1, 3]], "int32")})
-    >>> out["mlm"].shape, out["nsp"].shape
-    ((1, 2, 100), (1, 2))
+    >>> out = model({"token_ids": np.ones((2, 5), "int32"),
+    ...              "segment_ids": np.zeros((2, 5), "int32"),
+    ...              "padding_mask": np.ones((2, 5), "int32"),
+    ...              "mask_positions": np.array([[1, 3], [2, 4]], "int32")})
+    >>> tuple(out["mlm"].shape), tuple(out["nsp"].shape)
+    ((2, 2, 100), (2, 2))
     """
 
     def __init__(self, backbone, sampled_softmax_candidates=None, dtype=None, **kwargs):

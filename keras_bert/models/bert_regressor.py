@@ -36,9 +36,10 @@ class BertRegressor(BertTaskModel):
     >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
     ...                         hidden_dim=8, intermediate_dim=32)
     >>> model = BertRegressor(backbone)
-    >>> model({"token_ids": np.ones((2, 5), "int32"),
-    ...        "segment_ids": np.zeros((2, 5), "int32"),
-    ...        "padding_mask": np.ones((2, 5), "int32")}).shape
+    >>> scores = model({"token_ids": np.ones((2, 5), "int32"),
+    ...                 "segment_ids": np.zeros((2, 5), "int32"),
+    ...                 "padding_mask": np.ones((2, 5), "int32")})
+    >>> tuple(scores.shape)
     (2,)
     """
 

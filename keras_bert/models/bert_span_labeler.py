@@ -42,7 +42,7 @@ class BertSpanLabeler(BertTaskModel):
     ...     {"token_ids": np.ones((2, 5), "int32"),
     ...      "segment_ids": np.zeros((2, 5), "int32"),
     ...      "padding_mask": np.ones((2, 5), "int32")})
-    >>> out["start_logits"].shape, out["end_logits"].shape
+    >>> tuple(out["start_logits"].shape), tuple(out["end_logits"].shape)
     ((2, 5), (2, 5))
     """
 

@@ -38,11 +38,12 @@ class BertTokenClassifier(BertTaskModel):
     >>> from keras_bert import BertBackbone
     >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
     ...                         hidden_dim=8, intermediate_dim=32)
-    >>> model = BertTokenClassifier(backbone, num_labels=5)
-    >>> model({"token_ids": np.ones((2, 7), "int32"),
-    ...        "segment_ids": np.zeros((2, 7), "int32"),
-    ...        "padding_mask": np.ones((2, 7), "int32")}).shape
-    (2, 7, 5)
+    >>> model = BertTokenClassifier(backbone, num_labels=3)
+    >>> logits = model({"token_ids": np.ones((2, 5), "int32"),
+    ...                 "segment_ids": np.zeros((2, 5), "int32"),
+    ...                 "padding_mask": np.ones((2, 5), "int32")})
+    >>> tuple(logits.shape)
+    (2, 5, 3)
     """
 
     def __init__(

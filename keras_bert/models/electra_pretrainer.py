@@ -71,17 +71,17 @@ class ElectraPretrainer(BertTaskModel):
     Example:
     >>> import numpy as np
     >>> from keras_bert import BertBackbone
-    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=4,
-    ...                         hidden_dim=16, intermediate_dim=32)
+    >>> backbone = BertBackbone(vocabulary_size=100, num_layers=2, num_heads=2,
+    ...                         hidden_dim=8, intermediate_dim=32)
     >>> model = ElectraPretrainer(backbone)
-    >>> out = model({"token_ids": np.ones((1, 6), "int32"),
-    ...              "segment_ids": np.zeros((1, 6), "int32"),
-    ...              "padding_mask": np.ones((1, 6), "int32"),
-    ...              "mask_positions": np.array([[1, 3]], "int32"),
-    ...              "masked_lm_ids": np.array([[7, 9]], "int32"),
-    ...              "masked_lm_weights": np.ones((1, 2), "float32")})
-    >>> out["mlm"].shape, out["rtd"].shape
-    ((1, 2, 100), (1, 6, 2))
+    >>> out = model({"token_ids": np.ones((2, 5), "int32"),
+    ...              "segment_ids": np.zeros((2, 5), "int32"),
+    ...              "padding_mask": np.ones((2, 5), "int32"),
+    ...              "mask_positions": np.array([[1, 3], [2, 4]], "int32"),
+    ...              "masked_lm_ids": np.array([[7, 9], [8, 6]], "int32"),
+    ...              "masked_lm_weights": np.ones((2, 2), "float32")})
+    >>> tuple(out["mlm"].shape), tuple(out["rtd"].shape)
+    ((2, 2, 100), (2, 5, 2))
     """
 
     def __init__(

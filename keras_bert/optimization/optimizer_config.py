@@ -21,9 +21,8 @@ class OptimizerConfig:
 
     Pre-training gives the warmup in steps (`warmup_steps`), fine-tuning as
     a share of the run (`warmup_fraction`, turned into steps by
-    `create_schedule` once the run's length is known). Each recipe lists
-    the keys it takes (`OPTIMIZER_KEYS` in `pretraining/config.py` and
-    `finetuning/config.py`); an unknown one is an error there.
+    `create_schedule` once the run's length is known). Each recipe takes
+    the keys `optimizer_keys` gives it; an unknown one is an error there.
     """
 
     name: str = "adamw"
@@ -43,3 +42,20 @@ class OptimizerConfig:
     gradient_accumulation_steps: int = 1
     # Set: the warmup is this share of the run's steps, not `warmup_steps`.
     warmup_fraction: typing.Optional[float] = None
+
+
+# What each recipe leaves out: pre-training gives its warmup in steps;
+# fine-tuning gives it as a share of the run and accumulates no gradients
+# (its run length is counted in batches).
+_NOT_TAKEN = {
+    "pretraining": ("warmup_fraction",),
+    "finetuning": ("warmup_steps", "gradient_accumulation_steps"),
+}
+
+
+def optimizer_keys(recipe):
+    """The `optimizer:` keys `recipe` (`"pretraining"` or `"finetuning"`)
+    takes, in `OptimizerConfig`'s order."""
+    return tuple(
+        f.name for f in dataclasses.fields(OptimizerConfig) if f.name not in _NOT_TAKEN[recipe]
+    )

@@ -13,33 +13,36 @@ _PUBLIC = {
     "CheckpointManager": "keras_bert.pretraining.checkpoint_manager",
     "ConfigError": "keras_bert.errors",
     "DataConfig": "keras_bert.pretraining.config",
-    "ElectraConfig": "keras_bert.pretraining.config",
+    "ElectraConfig": "keras_bert.pretraining.electra_config",
     "OBJECTIVES": "keras_bert.pretraining.objective_registry",
     "OptimizerConfig": "keras_bert.optimization.optimizer_config",
     "PhaseConfig": "keras_bert.pretraining.config",
-    "Pretraining": "keras_bert.pretraining.pretraining",
+    "Pretraining": "keras_bert.pretraining.run_setup",
     "PretrainingCheckpoint": "keras_bert.pretraining.pretraining_checkpoint",
     "PretrainingConfig": "keras_bert.pretraining.config",
     "PretrainingObjective": "keras_bert.pretraining.objective",
-    "PretrainingPhase": "keras_bert.pretraining.pretraining",
+    "PretrainingPhase": "keras_bert.pretraining.run_setup",
     "TrainingDistribution": "keras_bert.pretraining.training_distribution",
     "TrainingMonitor": "keras_bert.pretraining.training_monitor",
     "TrainingState": "keras_bert.pretraining.training_state",
-    "build_backbone": "keras_bert.pretraining.pretraining",
-    "build_pretraining": "keras_bert.pretraining.pretraining",
+    "build_backbone": "keras_bert.pretraining.run_setup",
+    "build_pretraining": "keras_bert.pretraining.run_setup",
     "compile_pretrainer": "keras_bert.pretraining.masked_lm_objective",
     "create_distribution": "keras_bert.pretraining.training_distribution",
     "load_pretraining_config": "keras_bert.pretraining.config",
-    "plan_phases": "keras_bert.pretraining.pretraining",
-    "pretraining_losses": "keras_bert.pretraining.masked_lm_objective",
-    "pretraining_metrics": "keras_bert.pretraining.masked_lm_objective",
+    "plan_phases": "keras_bert.pretraining.run_setup",
+    "masked_lm_losses": "keras_bert.pretraining.masked_lm_objective",
+    "masked_lm_metrics": "keras_bert.pretraining.masked_lm_objective",
     "run_pretraining": "keras_bert.pretraining.runner",
     "to_keras_batch": "keras_bert.pretraining.masked_lm_objective",
 }
+# Names before the masked LM's helpers were named after it (issue 68).
+_ALIASES = {"pretraining_losses": "masked_lm_losses", "pretraining_metrics": "masked_lm_metrics"}
 __all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name):
+    name = _ALIASES.get(name, name)
     if name in _PUBLIC:
         return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module 'keras_bert.pretraining' has no attribute {name!r}")

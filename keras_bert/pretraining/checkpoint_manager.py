@@ -8,7 +8,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.file_io import atomic_directory, listdir, makedirs, remove
+from keras_bert.errors import ConfigError
+from keras_bert.file_io import FILE_ERRORS, atomic_directory, listdir, makedirs, remove
+from keras_bert.pretraining.training_state import TrainingState
 
 WEIGHTS_FILE = "model.weights.h5"
 SEEDS_FILE = "seeds.json"
@@ -62,6 +64,33 @@ class CheckpointManager:
             if match and _complete(path):
                 found.append((int(match.group(1)), path))
         return sorted(found)
+
+    def restore_newest(self, model, distribution):
+        """`(path, TrainingState)` of the newest checkpoint that loads into
+        `model` (under `distribution`), or `(None, TrainingState())` if
+        there is none.
+
+        A checkpoint cut short or damaged on disk (a full disk, a bad copy)
+        is skipped with a warning for the one before it: losing
+        `checkpoint.every_steps` updates beats a run that cannot resume."""
+        checkpoints = [path for _, path in self.checkpoints()]
+        for path in reversed(checkpoints):
+            try:
+                with distribution.scope():
+                    return path, TrainingState(**CheckpointManager.restore(model, path))
+            except (*FILE_ERRORS, ValueError, KeyError, TypeError) as error:
+                print(
+                    f"warning: checkpoint {path} is unreadable "
+                    f"({type(error).__name__}: {error}); trying the one "
+                    "before it.",
+                    flush=True,
+                )
+        if checkpoints:
+            raise ConfigError(
+                f"No readable checkpoint in {self.directory} (tried "
+                f"{len(checkpoints)}). Move them away to start afresh."
+            )
+        return None, TrainingState()
 
     def latest(self):
         """Path of the newest complete checkpoint, or None."""

@@ -12,27 +12,27 @@ import math
 import os
 import typing
 
-import yaml
-
-from keras_bert.config_tree import Schema, config_file_exists, parse_override, read_yaml
+from keras_bert.config_tree import Schema, parse_override
 from keras_bert.errors import ConfigError
 from keras_bert.model_configs import check_model_sizes, read_model_config
-from keras_bert.optimization.optimizer_config import DECAY_STARTS, OPTIMIZERS, OptimizerConfig
+from keras_bert.optimization.optimizer_config import (
+    DECAY_STARTS,
+    OPTIMIZERS,
+    OptimizerConfig,
+    optimizer_keys,
+)
 from keras_bert.paths import CONFIGS, bundled
-from keras_bert.pretraining.objective_registry import OBJECTIVES
+from keras_bert.pretraining.objective_registry import (
+    DEFAULT_OBJECTIVE,
+    OBJECTIVES,
+    config_sections,
+)
+from keras_bert.training.recipe import read_recipe, resolve_recipe
 from pipelines.limits import MIN_SEQ_LEN
 
 CONFIG_DIR = CONFIGS / "pretrain"
 STRATEGIES = ("auto", "cpu", "gpu", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_bfloat16", "mixed_float16")
-# `config.yaml`'s record of what the run trained under (the Keras backend,
-# the precision `auto` resolved to): not a setting, so a config read from
-# a run's `config.yaml` ignores it.
-TRAINED_UNDER = "trained_under"
-# Pre-training gives the warmup in steps; `warmup_fraction` is fine-tuning's.
-OPTIMIZER_KEYS = tuple(
-    f.name for f in dataclasses.fields(OptimizerConfig) if f.name != "warmup_fraction"
-)
 
 
 @dataclasses.dataclass
@@ -102,34 +102,15 @@ class CheckpointConfig:
 
 
 @dataclasses.dataclass
-class ElectraConfig:
-    """`objective: electra`'s knobs (`ElectraPretrainer`, `ElectraObjective`).
-
-    Args:
-        generator_size: float in (0, 1]. The generator's width as a share of
-            the backbone's; the paper's best is 1/4 to 1/3.
-        discriminator_weight: float. The discriminator loss's weight against
-            the generator's masked-LM loss (50 in the paper).
-        sampling_temperature: float > 0. The generator's samples are drawn
-            from its softmax at this temperature: above 1, rarer
-            replacements than its own guesses. 1 in the paper; 2 here,
-            where at 1 the discriminator of a CPU budget learns nothing
-            (BENCHMARKS.md#pre-training-on-your-own-text).
-    """
-
-    generator_size: float = 0.25
-    discriminator_weight: float = 50.0
-    sampling_temperature: float = 2.0
-
-
-@dataclasses.dataclass
 class PretrainingConfig:
     """Everything one pre-training run needs.
 
     Args:
-        objective: str. `masked_lm` (BERT's masked LM and next sentence,
-            the default) or `electra` (replaced-token detection); a key of
-            `objective_registry.OBJECTIVES` (docs/pretraining.md).
+        objective: str. A key of `objective_registry.OBJECTIVES`, by
+            default `DEFAULT_OBJECTIVE` (BERT's masked LM and next
+            sentence; docs/objectives.md). Each registered objective's
+            own section is a top-level key of its name (`<name>:`), in
+            every config whichever trains (`objective_sections`).
         model: str. A name in `configs/model/` or a YAML path.
         model_overrides: dict. `BertBackbone` arguments that replace the
             named config's, e.g. `{dropout: 0.0}`.
@@ -145,7 +126,7 @@ class PretrainingConfig:
             schedule (learning rate, phases) by the share of this many
             minutes spent, from its start to its last update, and stops at
             its end (`keras_bert.pretraining.time_budget`;
-            docs/pretraining.md, "A time budget").
+            docs/pretraining.md#a-time-budget).
         budget_stops_at_train_steps: bool. A budgeted run only. False: it
             trains until its deadline, however many updates that makes
             (`train_steps` sets only its schedule's shape), so a fast
@@ -159,16 +140,15 @@ class PretrainingConfig:
             drawn from the vocabulary (`sampled_softmax_logits`): at BERT-Tiny
             the full softmax is most of a step. None: the full softmax.
             Held-out evaluation, fill-mask and export use the full softmax
-            either way. The masked_lm objective only: ELECTRA's generator
-            samples from its full softmax.
+            either way. An objective that does not read it says so when
+            the run starts (`PretrainingObjective.check_config`).
         output_bias_init: `"zeros"` (the paper) or `"unigram"`: the masked
             LM's output bias starts at each token's log-frequency among
             the first tokens of the training documents
             (`unigram_log_prior`), so the model predicts word frequencies
-            from its first update and its updates go to context (docs/
-            pretraining.md, "A unigram output bias"). A resumed run or an
+            from its first update and its updates go to context
+            (docs/objectives.md#a-unigram-output-bias). A resumed run or an
             `init_checkpoint` keeps the bias it loads.
-        electra: `ElectraConfig`, read by `objective: electra`.
         optimizer: `OptimizerConfig`.
         checkpoint: `CheckpointConfig`.
         precision: `"float32"`, `"mixed_bfloat16"` or `"mixed_float16"`
@@ -197,7 +177,7 @@ class PretrainingConfig:
         model_dir: str. Checkpoints, logs, resolved config and exports.
     """
 
-    objective: str = "masked_lm"
+    objective: str = DEFAULT_OBJECTIVE
     model: str = "bert_tiny"
     model_overrides: dict = dataclasses.field(default_factory=dict)
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
@@ -213,7 +193,6 @@ class PretrainingConfig:
     budget_stops_at_train_steps: bool = True
     sampled_softmax_candidates: typing.Optional[int] = None
     output_bias_init: str = "zeros"
-    electra: ElectraConfig = dataclasses.field(default_factory=ElectraConfig)
     optimizer: OptimizerConfig = dataclasses.field(default_factory=OptimizerConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
     precision: str = "float32"
@@ -227,6 +206,30 @@ class PretrainingConfig:
     profile_steps: typing.Optional[str] = None
     init_checkpoint: typing.Optional[str] = None
     model_dir: str = "runs/pretrain_default"
+
+    def __post_init__(self):
+        # Each registered objective's own section is an attribute of its
+        # name (`config.<name>`), made here rather than declared as a
+        # field: this class names no objective, and one may be registered
+        # at run time. `SCHEMA` reads, sets, checks and writes them as it
+        # does the sections above (`_RecipeSchema`).
+        sections = config_sections()
+        shared = {f.name for f in dataclasses.fields(self)}
+        for name, section in sections.items():
+            if name in shared or hasattr(type(self), name):
+                raise ConfigError(
+                    f"Objective {name!r} cannot have a config section: `{name}` is a "
+                    "shared key of the pre-training recipe. Register it under another name."
+                )
+            setattr(self, name, section)
+        self._sections = tuple(sections)
+
+    def objective_sections(self):
+        """`{objective name: its section}` of the registered objectives
+        that have one (`PretrainingObjective.config_section`), in
+        registration order. An objective reads its own as
+        `config.objective_sections()[config.objective]`."""
+        return {name: getattr(self, name) for name in self._sections if name in OBJECTIVES}
 
     def phase_steps(self):
         """Optimizer updates per phase: fractions are rounded, the last
@@ -248,7 +251,9 @@ class PretrainingConfig:
 
     def validate(self):
         """Raises `ConfigError` naming the first bad value: `SCHEMA`'s
-        tables, then what needs more than one key."""
+        tables (the objectives' sections' included), then what needs more
+        than one key, the chosen objective's own checks among them
+        (`PretrainingObjective.check_config`)."""
         SCHEMA.check(self)
 
         def check(ok, message):
@@ -272,12 +277,7 @@ class PretrainingConfig:
             "Every `fill_mask_probes` entry must be a string with [MASK]. "
             f"Received: {self.fill_mask_probes!r}",
         )
-        check(
-            self.objective != "electra" or self.data.next_sentence_rate == 0,
-            "objective=electra has no next-sentence task: set "
-            "`data.next_sentence_rate: 0`. Received: "
-            f"data.next_sentence_rate={self.data.next_sentence_rate!r}",
-        )
+        OBJECTIVES[self.objective].check_config(self)  # Its notes are the run's to print.
         check(
             not self.data.pack_documents or self.data.next_sentence_rate == 0,
             "`data.pack_documents` fills sequences across documents, so it "
@@ -369,13 +369,43 @@ def _share(low, high, closed):
 
 OUTPUT_BIAS_INITS = ("zeros", "unigram")
 
+
+class _RecipeSchema(Schema):
+    """`Schema` with the objectives' sections among the top-level keys
+    (`PretrainingConfig.objective_sections`), before `optimizer` where a
+    shipped objective's section has always been written, each one's
+    `config_ranges` checked whichever objective trains."""
+
+    def fields(self, config, path):
+        names = super().fields(config, path)
+        if isinstance(config, PretrainingConfig):
+            at = names.index("optimizer")
+            names[at:at] = config.objective_sections()
+        return names
+
+    def check(self, config):
+        super().check(config)
+        sections = config.objective_sections()
+        # The sections as one dataclass, so that the messages name each key
+        # in full (`<name>.<key>`) and every number in them is
+        # bounded as the shared ones are.
+        fields = [(name, type(section)) for name, section in sections.items()]
+        view = dataclasses.make_dataclass("ObjectiveSections", fields)(**sections)
+        ranges = {
+            f"{name}.{key}": rule
+            for name in sections
+            for key, rule in OBJECTIVES[name].config_ranges.items()
+        }
+        Schema(error=self.error, backticks=self.backticks, ranges=ranges).check(view)
+
+
 # What each key may hold; `validate` adds the checks across keys.
-SCHEMA = Schema(
+SCHEMA = _RecipeSchema(
     error=ConfigError,
     backticks=True,
-    keys={"optimizer": OPTIMIZER_KEYS},
+    keys={"optimizer": optimizer_keys("pretraining")},
     choices={
-        "objective": tuple(OBJECTIVES),
+        "objective": OBJECTIVES,  # Read at each check: a registration counts.
         "output_bias_init": OUTPUT_BIAS_INITS,
         "strategy": STRATEGIES,
         "precision": PRECISIONS,
@@ -399,26 +429,8 @@ SCHEMA = Schema(
         "data.next_sentence_rate": _share(0, 1, closed=True),
         "optimizer.learning_rate": (lambda v: v > 0, "> 0"),
         "train_budget_minutes": (lambda v: v > 0, "> 0 (null: step-based)"),
-        "electra.generator_size": (lambda v: 0 < v <= 1, "in (0, 1]"),
-        "electra.discriminator_weight": (lambda v: v > 0, "> 0"),
-        "electra.sampling_temperature": (lambda v: v > 0, "> 0"),
     },
 )
-
-
-def resolve_config_path(name_or_path):
-    """A YAML path (local or remote), or a name in `configs/pretrain/`
-    (`bert_base`)."""
-    path = os.fspath(name_or_path)
-    if not path.endswith((".yaml", ".yml")):
-        path = str(CONFIG_DIR / f"{name_or_path}.yaml")
-    if not config_file_exists(path):
-        shipped = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
-        raise ConfigError(
-            f"No pre-training config {str(name_or_path)!r} (looked for "
-            f"{path}). Shipped: {', '.join(shipped)}"
-        )
-    return path
 
 
 def load_pretraining_config(name_or_path="default", overrides=()):
@@ -439,25 +451,11 @@ def load_pretraining_config(name_or_path="default", overrides=()):
     >>> config.optimizer.learning_rate
     0.0003
     """
-    path = resolve_config_path(name_or_path)
-    try:
-        values = read_yaml(path)
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from None
-    if isinstance(values, dict):
-        values.pop(TRAINED_UNDER, None)
-    config = SCHEMA.merge(PretrainingConfig(), values, where=path)
+    path = resolve_recipe(name_or_path, CONFIG_DIR, "pre-training")
+    config = SCHEMA.merge(PretrainingConfig(), read_recipe(path), where=path)
     pairs = overrides.items() if isinstance(overrides, dict) else map(parse_override, overrides)
     for key, value in pairs:
         SCHEMA.set(config, key, value)
-    config.validate()
-    _find_bundled_data(config.data)
-    return config
-
-
-def config_from_dict(values):
-    """A validated `PretrainingConfig` from a plain dict (e.g. saved JSON)."""
-    config = SCHEMA.merge(PretrainingConfig(), values)
     config.validate()
     _find_bundled_data(config.data)
     return config

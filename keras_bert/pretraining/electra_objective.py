@@ -1,68 +1,26 @@
 """ELECTRA's objective: replaced-token detection with a jointly trained
 generator (Clark et al. 2020, https://arxiv.org/abs/2003.10555).
 
+Keras is imported inside the methods that build and compile: the recipe
+reads this class's section, ranges and checks before the backend is chosen
+(`objective.PretrainingObjective`).
+
 Shape legend: B batch, T sequence length, P masked positions.
 """
 
 import warnings
 
-import keras
-from keras import ops
-
-from keras_bert.models import ElectraPretrainer
-from keras_bert.pretraining.masked_lm_objective import pretraining_losses
-
-
-class ReplacedTokenDetectionLoss(keras.losses.Loss):
-    """Sigmoid cross-entropy of the discriminator at every real token, its
-    mean over them (`sample_weight`: the padding mask).
-
-    `y_pred` is `ElectraPretrainer`'s `rtd` output (B, T, 2): the logit and
-    the label drawn with it; `y_true` is not read (the pipeline cannot know
-    what the generator will sample).
-    """
-
-    def __init__(self, name="rtd", reduction="mean_with_sample_weight", **kwargs):
-        super().__init__(name=name, reduction=reduction, **kwargs)
-
-    def call(self, y_true, y_pred):
-        logits, replaced = y_pred[..., 0], y_pred[..., 1]  # (B, T) each
-        return ops.binary_crossentropy(replaced, logits, from_logits=True)
-
-
-class ReplacedTokenAccuracy(keras.metrics.Metric):
-    """The discriminator's accuracy (logit > 0 means "replaced") over real
-    tokens or, with `replaced_only`, over the replaced ones (its recall of
-    the generator's replacements). Reads `rtd` as the loss does."""
-
-    def __init__(self, replaced_only=False, name="accuracy", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.replaced_only = replaced_only
-        self.correct = self.add_variable((), initializer="zeros", name="correct")
-        self.count = self.add_variable((), initializer="zeros", name="count")
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        logits, replaced = y_pred[..., 0], y_pred[..., 1]  # (B, T) each
-        weight = ops.ones_like(replaced) if sample_weight is None else sample_weight
-        weight = ops.cast(weight, "float32")
-        if self.replaced_only:
-            weight = weight * replaced
-        hit = ops.cast(ops.equal(ops.cast(logits > 0, "float32"), replaced), "float32")
-        self.correct.assign_add(ops.sum(hit * weight))
-        self.count.assign_add(ops.sum(weight))
-
-    def result(self):
-        return ops.divide_no_nan(self.correct, self.count)
-
-    def get_config(self):
-        return {**super().get_config(), "replaced_only": self.replaced_only}
+from keras_bert.errors import ConfigError
+from keras_bert.pretraining.electra_config import ElectraConfig
+from keras_bert.pretraining.masked_lm_objective import masked_lm_losses
 
 
 class ElectraObjective:
     """`objective: electra`: an `ElectraPretrainer` (generator of
     `electra.generator_size`, the backbone the discriminator) trained on
     the generator's masked-LM loss plus `electra.discriminator_weight`
-    (50 in the paper) times the discriminator's loss.
+    (50 in the paper) times the discriminator's loss
+    (`ReplacedTokenDetectionLoss`).
 
     Logged: `mlm_accuracy` (the generator's), `rtd_accuracy` (every real
     token) and `rtd_replaced_accuracy` (the replaced ones). The masked LM
@@ -70,6 +28,12 @@ class ElectraObjective:
     backbone (`.keras`, SavedModel) and the whole `electra_pretrainer.keras`.
     """
 
+    config_ranges = {
+        "generator_size": (lambda v: 0 < v <= 1, "in (0, 1]"),
+        "discriminator_weight": (lambda v: v > 0, "> 0"),
+        "sampling_temperature": (lambda v: v > 0, "> 0"),
+    }
+    export_stems = ("backbone", "electra_pretrainer")
     logged = (
         "loss",
         "mlm_loss",
@@ -80,12 +44,35 @@ class ElectraObjective:
     )
     fill_mask_note = "the generator's"
 
+    @classmethod
+    def config_section(cls):
+        return ElectraConfig()
+
+    @classmethod
+    def check_config(cls, config):
+        if config.data.next_sentence_rate != 0:
+            raise ConfigError(
+                f"objective={config.objective} has no next-sentence task: set "
+                "`data.next_sentence_rate: 0`. Received: "
+                f"data.next_sentence_rate={config.data.next_sentence_rate!r}"
+            )
+        if config.sampled_softmax_candidates is not None:
+            # The generator samples its replacements from its full softmax.
+            return [
+                "sampled_softmax_candidates is for objective masked_lm; "
+                f"{config.objective} trains its masked LM on the full softmax."
+            ]
+        return []
+
     def __init__(self, config):
-        self.generator_size = config.electra.generator_size
-        self.discriminator_weight = config.electra.discriminator_weight
-        self.sampling_temperature = config.electra.sampling_temperature
+        electra = config.objective_sections()[config.objective]
+        self.generator_size = electra.generator_size
+        self.discriminator_weight = electra.discriminator_weight
+        self.sampling_temperature = electra.sampling_temperature
 
     def build_model(self, backbone):
+        from keras_bert.models import ElectraPretrainer
+
         # The discriminator reads the sequence output only: the backbone's
         # pooler, kept for fine-tuning, gets no gradient (as in ELECTRA's
         # own code), and the optimizer would warn of it at every run.
@@ -103,8 +90,15 @@ class ElectraObjective:
         )
 
     def compile_args(self):
+        import keras
+
+        from keras_bert.pretraining.replaced_token_accuracy import ReplacedTokenAccuracy
+        from keras_bert.pretraining.replaced_token_detection_loss import (
+            ReplacedTokenDetectionLoss,
+        )
+
         return {
-            "loss": {"mlm": pretraining_losses()["mlm"], "rtd": ReplacedTokenDetectionLoss()},
+            "loss": {"mlm": masked_lm_losses()["mlm"], "rtd": ReplacedTokenDetectionLoss()},
             "loss_weights": {"mlm": 1.0, "rtd": self.discriminator_weight},
             "weighted_metrics": {
                 "mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
@@ -132,10 +126,24 @@ class ElectraObjective:
             {"mlm": sample_weights["mlm"], "rtd": tf.cast(padding_mask, tf.float32)},
         )
 
+    def output_bias(self, model):
+        return model.masked_lm_output_bias  # The generator's.
+
+    def fill_mask_inputs(self, inputs):
+        """The probes with no original tokens and nothing replaced: the
+        generator answers them as it reads a training batch."""
+        import numpy as np
+
+        return {
+            **inputs,
+            "masked_lm_ids": np.zeros_like(inputs["mask_positions"]),  # (B, P)
+            "masked_lm_weights": np.zeros(np.shape(inputs["mask_positions"]), "float32"),
+        }
+
     def exports(self, model):
         # The whole model has no serving signature (`serving/`): the
         # discriminator is what a user fine-tunes and serves.
-        return {"backbone": (model.backbone, True), "electra_pretrainer": (model, False)}
+        return dict(zip(self.export_stems, [(model.backbone, True), (model, False)], strict=True))
 
     def report(self, metrics):
         return " ".join(

@@ -8,27 +8,28 @@ initialised model's answers.
 
 import numpy as np
 
+from pipelines.tasks.features import tokenize_texts
 
-def fill_mask(model, tokenizer, sentences, top_k=5):
+
+def fill_mask(model, tokenizer, sentences, top_k=5, objective=None):
     """Top-`top_k` fillers for each `[MASK]` of each sentence.
 
     Args:
-        model: a pre-training model with an `mlm` output (a
-            `BertPretrainer`; an `ElectraPretrainer`, whose generator
-            answers).
+        model: a pre-training model with an `mlm` output, built by
+            `objective` (a `BertPretrainer`; an `ElectraPretrainer`, whose
+            generator answers).
         tokenizer: `pipelines.BertTokenizer` of the model's vocabulary.
         sentences: list of str, each with one or more literal `[MASK]`s
             (the text around them is tokenized as usual).
         top_k: int.
+        objective: the `PretrainingObjective` that built `model`: it
+            completes the probes' inputs (`fill_mask_inputs`). None: the
+            model takes the probes' inputs alone (a `BertPretrainer`).
 
     Returns:
         One list per sentence, one entry per `[MASK]`: a list of
         `(token, probability)` pairs, best first.
     """
-    # Imported here: `import keras_bert` must work where tensorflow-text is
-    # absent (a serving or GPU box); only the probes need the pipeline.
-    from pipelines.tasks.features import tokenize_texts
-
     if not sentences:
         return []
     sequences, positions = [], []
@@ -57,10 +58,9 @@ def fill_mask(model, tokenizer, sentences, top_k=5):
         "segment_ids": np.zeros_like(token_ids),
         "padding_mask": (token_ids != tokenizer.pad_id).astype("int32"),
         "mask_positions": mask_positions,
-        # ELECTRA's: no original tokens, nothing replaced.
-        "masked_lm_ids": np.zeros_like(mask_positions),
-        "masked_lm_weights": np.zeros(mask_positions.shape, "float32"),
     }
+    if objective is not None:
+        inputs = objective.fill_mask_inputs(inputs)
     outputs = model.predict_on_batch({key: inputs[key] for key in model.input})
     logits = np.asarray(outputs["mlm"], "float64")  # (N, slots, V)
     probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))

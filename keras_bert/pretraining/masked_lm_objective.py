@@ -1,14 +1,14 @@
 """BERT's objective: masked LM + next sentence (paper §3.1), the default.
 
+Keras is imported inside the functions that use it: the recipe reads
+`MaskedLmObjective`'s members before the backend is chosen
+(`objective.PretrainingObjective`).
+
 Shape legend: B batch, T sequence length, P masked positions, V vocabulary.
 """
 
-import keras
 
-from keras_bert.models import BertPretrainer
-
-
-def pretraining_losses():
+def masked_lm_losses():
     """Losses for `BertPretrainer`'s `{"mlm", "nsp"}` outputs.
 
     The masked-LM loss is the cross-entropy averaged over the real
@@ -20,6 +20,8 @@ def pretraining_losses():
     loss is "the sum of the mean masked LM likelihood and the mean next
     sentence prediction likelihood". Both take logits, in float32.
     """
+    import keras
+
     return {
         "mlm": keras.losses.SparseCategoricalCrossentropy(
             from_logits=True, reduction="mean_with_sample_weight", name="mlm"
@@ -28,13 +30,15 @@ def pretraining_losses():
     }
 
 
-def pretraining_metrics(next_sentence_prediction=True):
+def masked_lm_metrics(next_sentence_prediction=True):
     """`weighted_metrics` logged as `mlm_accuracy` and `nsp_accuracy`
     (the latter only with the next-sentence task).
 
     Passed as `weighted_metrics` so the masked-LM accuracy counts only real
     predictions (weight 1); the next-sentence weights are all 1.
     """
+    import keras
+
     metrics = {"mlm": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
     if next_sentence_prediction:
         metrics["nsp"] = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
@@ -66,13 +70,13 @@ def to_keras_batch(features, labels, sample_weights, sampled_softmax=False):
     return features, labels, sample_weights
 
 
-def pretraining_compile_args(next_sentence_prediction=True):
+def masked_lm_compile_args(next_sentence_prediction=True):
     """`model.compile`'s loss, loss weights and metrics for a
     `BertPretrainer` (see `compile_pretrainer`)."""
     return {
-        "loss": pretraining_losses(),
+        "loss": masked_lm_losses(),
         "loss_weights": {"mlm": 1.0, "nsp": 1.0 if next_sentence_prediction else 0.0},
-        "weighted_metrics": pretraining_metrics(next_sentence_prediction),
+        "weighted_metrics": masked_lm_metrics(next_sentence_prediction),
     }
 
 
@@ -97,7 +101,7 @@ def compile_pretrainer(
     """
     model.compile(
         optimizer=optimizer,
-        **pretraining_compile_args(next_sentence_prediction),
+        **masked_lm_compile_args(next_sentence_prediction),
         jit_compile=jit_compile,
         steps_per_execution=steps_per_execution,
     )
@@ -106,18 +110,31 @@ def compile_pretrainer(
 
 class MaskedLmObjective:
     """`objective: masked_lm`: a `BertPretrainer` on the paper's losses
-    (`pretraining_losses`), the masked LM on a sampled softmax in training
+    (`masked_lm_losses`), the masked LM on a sampled softmax in training
     where `sampled_softmax_candidates` says so, the next-sentence loss
-    weighted 0 without the next-sentence task (`compile_pretrainer`)."""
+    weighted 0 without the next-sentence task (`compile_pretrainer`).
+    Reads shared keys only: no section of its own."""
 
+    config_ranges = {}
+    export_stems = ("backbone", "pretrainer")
     logged = ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy")
     fill_mask_note = ""
+
+    @classmethod
+    def config_section(cls):
+        return None
+
+    @classmethod
+    def check_config(cls, config):
+        return []  # Every shared key is its own.
 
     def __init__(self, config):
         self.sampled_softmax_candidates = config.sampled_softmax_candidates
         self.next_sentence_prediction = config.data.next_sentence_rate > 0
 
     def build_model(self, backbone):
+        from keras_bert.models import BertPretrainer
+
         return BertPretrainer(
             backbone,
             sampled_softmax_candidates=self.sampled_softmax_candidates,
@@ -125,14 +142,20 @@ class MaskedLmObjective:
         )
 
     def compile_args(self):
-        return pretraining_compile_args(self.next_sentence_prediction)
+        return masked_lm_compile_args(self.next_sentence_prediction)
 
     def to_keras_batch(self, features, labels, sample_weights, training=True):
         sampled = training and self.sampled_softmax_candidates is not None
         return to_keras_batch(features, labels, sample_weights, sampled_softmax=sampled)
 
+    def output_bias(self, model):
+        return model.masked_lm_output_bias
+
+    def fill_mask_inputs(self, inputs):
+        return inputs
+
     def exports(self, model):
-        return {"backbone": (model.backbone, True), "pretrainer": (model, True)}
+        return dict(zip(self.export_stems, [(model.backbone, True), (model, True)], strict=True))
 
     def report(self, metrics):
         return " ".join(

@@ -1,8 +1,7 @@
-"""A pre-training run's record of itself: the `config.yaml` it writes
-before step 0, what it trained under, and the check that a rerun on the
-same `model_dir` changes only what may change (`RERUN_MAY_CHANGE`).
-
-The recipe itself (the config's keys and their checks) is `config.py`.
+"""A pre-training run's `config.yaml` (`training.run_record`): written
+before its first checkpoint (`record_config`); a rerun on the folder once it
+has checkpoints must continue the run it records: the same recipe but for
+what may change (`RERUN_MAY_CHANGE`), under the same backend and precision.
 """
 
 import os
@@ -11,9 +10,13 @@ import yaml
 
 from keras_bert.config_tree import diff, read_yaml
 from keras_bert.errors import ConfigError
-from keras_bert.file_io import write_atomically
+from keras_bert.file_io import is_file
 from keras_bert.paths import DATA, bundled
-from keras_bert.pretraining.config import DATA_PATH_KEYS, SCHEMA, TRAINED_UNDER, PretrainingConfig
+from keras_bert.pretraining.checkpoint_manager import CheckpointManager
+from keras_bert.pretraining.config import DATA_PATH_KEYS, SCHEMA, PretrainingConfig
+from keras_bert.training.recipe import TRAINED_UNDER
+from keras_bert.training.run_folder import PRETRAINING, RunFolder
+from keras_bert.training.run_record import write_run_config
 
 
 def _same_files(value):
@@ -44,6 +47,24 @@ RERUN_MAY_CHANGE = (
     "strategy",
     "tpu",
 )
+
+
+def record_config(config, allow_longer_train_steps, trained_under):
+    """Writes `<model_dir>/config.yaml` once, before the first checkpoint,
+    with `trained_under`; once checkpoints exist a rerun must match it
+    (`check_rerun_config`, `check_trained_under`), so the file always
+    describes what was trained."""
+    path = os.path.join(config.model_dir, "config.yaml")
+    RunFolder(config.model_dir, PRETRAINING).refuse_another_run()
+    trained = CheckpointManager(
+        os.path.join(config.model_dir, "checkpoints"), is_chief=False
+    ).checkpoints()
+    if trained and is_file(path):
+        extended = check_rerun_config(config, path, allow_longer_train_steps)
+        check_trained_under(config, path, trained_under)
+        if not extended:
+            return
+    write_run_config(path, config.to_dict(), trained_under)
 
 
 def check_rerun_config(config, path, allow_longer_train_steps=False):
@@ -108,17 +129,6 @@ def check_rerun_config(config, path, allow_longer_train_steps=False):
             "--allow_longer_train_steps."
         )
     return extended
-
-
-def write_config(config, path, trained_under=None):
-    """Writes the resolved config as YAML (sorted keys, one file), whole
-    or not at all, into an existing folder; `trained_under` (a dict:
-    `backend`, `precision`) as its `TRAINED_UNDER` record."""
-    tree = config.to_dict()
-    if trained_under is not None:
-        tree[TRAINED_UNDER] = dict(trained_under)
-    text = yaml.safe_dump(tree, sort_keys=False)
-    write_atomically(path, lambda f: f.write(text))
 
 
 def check_trained_under(config, path, trained_under):

@@ -5,42 +5,22 @@ import os
 import signal
 import time
 
-import keras
 import tensorflow as tf
 
 from keras_bert.errors import ConfigError
-from keras_bert.file_io import (
-    FILE_ERRORS,
-    atomic_directory,
-    error_reason,
-    listdir,
-    makedirs,
-    remove,
-    removed_if_left_empty,
-    save_keras_atomically,
-)
+from keras_bert.file_io import FILE_ERRORS, error_reason, makedirs, removed_if_left_empty
 from keras_bert.pretraining.checkpoint_manager import CheckpointManager
-from keras_bert.pretraining.fill_mask import fill_mask
-from keras_bert.pretraining.pretraining import (
-    build_backbone,
-    build_pretraining,
-    load_initial_weights,
-)
 from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
-from keras_bert.pretraining.run_record import (
-    check_rerun_config,
-    check_trained_under,
-    write_config,
-)
-from keras_bert.pretraining.time_budget import BudgetClock, describe_end, describe_plan
+from keras_bert.pretraining.recorded_config import record_config
+from keras_bert.pretraining.replaced_run import ReplacedRun
+from keras_bert.pretraining.run_clock import run_clock
+from keras_bert.pretraining.run_outputs import export_models, fill_mask_report
+from keras_bert.pretraining.run_setup import build_pretraining, load_initial_weights
 from keras_bert.pretraining.training_monitor import TrainingMonitor
-from keras_bert.pretraining.training_state import TrainingState
-from keras_bert.run_dir import PRETRAINING_FILES, PreviousRun, RunLock, refuse_another_run
+from keras_bert.training.run_folder import PRETRAINING, RunFolder
+from keras_bert.training.run_record import trained_under
 from pipelines import CorpusError
 from pipelines.corpus import NO_DOCUMENT
-
-# A budgeted phase's `fit` runs until its clock stops it.
-UNBOUNDED_EPOCHS = 10**9
 
 
 def run_pretraining(
@@ -106,12 +86,8 @@ def run_pretraining(
             f"while the chief sets it aside. Empty {config.model_dir} first, or use a new "
             "model_dir."
         )
-    if config.objective != "masked_lm" and config.sampled_softmax_candidates is not None:
-        print(
-            f"note: sampled_softmax_candidates is for objective masked_lm; {config.objective}"
-            " trains its masked LM on the full softmax.",
-            flush=True,
-        )
+    for note in type(pretraining.objective).check_config(config):
+        print(f"note: {note}", flush=True)
     # Workers of one multi-worker run share `model_dir`; only the chief
     # writes, so only the chief locks.
     lock = contextlib.nullcontext()
@@ -125,90 +101,14 @@ def run_pretraining(
                 f"Cannot create model_dir: {error_reason(error)}"
                 f". Received: model_dir={config.model_dir!r}"
             ) from None
-        lock = RunLock(config.model_dir)
+        lock = RunFolder(config.model_dir, PRETRAINING).lock()
     with removed_if_left_empty(config.model_dir, created), lock, replaced:
         if pretraining.distribution.is_chief:
             replaced.start()
-            record_config(config, allow_longer_train_steps, training_record(pretraining))
+            record_config(config, allow_longer_train_steps, trained_under(pretraining.backbone))
         return _resume_and_train(
             pretraining, verbose, callbacks, started, run_started, clock, replaced
         )
-
-
-class ReplacedRun:
-    """The run a pre-training rerun replaces (`overwrite`), kept until the
-    new one can be resumed on its own.
-
-    `start` first puts right what an earlier `overwrite` run killed before
-    its first checkpoint left (`PreviousRun.recover`: the run it was
-    replacing comes back), on every rerun; then, with `overwrite`, sets the
-    run in `model_dir` aside (`PreviousRun`: `.previous-run/` and its
-    journal) after checking the folder is a pre-training run's. The first
-    checkpoint the new run saves discards it (`saved`); until then an
-    error, a Ctrl-C or SIGTERM (`stopping`: the stop saves nothing) puts
-    it back, and so does the next rerun after a `kill -9`. Warm-starting
-    from a file of the replaced run (`--init_checkpoint
-    <model_dir>/backbone.keras`) reads it where it was set aside (`path`).
-
-    A first run in the folder (no run there, or the replaced one set aside)
-    that fails before its first checkpoint removes what it wrote (its
-    config, logs, an empty `checkpoints/`): there is nothing to resume, and
-    a rerun with other settings would be refused as a changed config.
-    """
-
-    def __init__(self, model_dir, overwrite):
-        self.model_dir = model_dir
-        self.overwrite = overwrite
-        self.previous = PreviousRun(model_dir, own_files=PRETRAINING_FILES)
-        self.kept = False
-        self.first = False
-
-    def start(self):
-        recovered = self.previous.recover()
-        if recovered:
-            print(f"warning: {recovered}.", flush=True)
-        if self.overwrite:
-            refuse_another_run(self.model_dir, overwrite=True)
-            names = self.previous.set_aside()
-            if names:
-                self.kept = True
-                print(
-                    f"--overwrite: the run in {self.model_dir} ({', '.join(names)}) set aside "
-                    f"in {self.previous.folder} until this run saves its first checkpoint.",
-                    flush=True,
-                )
-        self.first = not self.kept and not PRETRAINING_FILES & set(listdir(self.model_dir))
-
-    def path(self, path):
-        return self.previous.path(path)
-
-    def saved(self):
-        """After each checkpoint: the first one discards the replaced run."""
-        self.first = False
-        if self.kept:
-            self.previous.discard()
-            self.kept = False
-            print(f"Removed the replaced run's {', '.join(self.previous.names)}.", flush=True)
-
-    def stopping(self):
-        """Before a stop's checkpoint (Ctrl-C, SIGTERM): while the replaced
-        run is kept, the stop saves nothing and puts it back (`__exit__`)."""
-        if self.kept:
-            print("Stopped before this run's first checkpoint; nothing of it is kept.", flush=True)
-            raise KeyboardInterrupt
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, traceback):
-        if exc_type is None:
-            return
-        if self.kept:
-            self.previous.restore()
-            print(f"The replaced run is back in {self.model_dir}.", flush=True)
-        elif self.first:
-            for name in sorted(PRETRAINING_FILES):
-                remove(os.path.join(self.model_dir, name))
 
 
 def _resume_and_train(pretraining, verbose, callbacks, started, run_started, clock, replaced):
@@ -230,24 +130,23 @@ def _resume_and_train(pretraining, verbose, callbacks, started, run_started, clo
             flush=True,
         )
         return results
-    accumulation = config.optimizer.gradient_accumulation_steps
     checkpointer = PretrainingCheckpoint(
         manager,
         state,
         config.checkpoint.every_steps,
-        accumulation,
+        config.optimizer.gradient_accumulation_steps,
         after_save=replaced.saved,
         before_stop=replaced.stopping,
     )
     # A run killed after its last phase resumes straight into evaluation
     # and export, with no `fit` to hand the callback its model.
     checkpointer.set_model(pretraining.model)
-    budget = _budget_clock(pretraining, state, latest, started, run_started, clock)
-    monitor = _training_monitor(pretraining, state, budget, verbose, started, clock)
+    run = run_clock(pretraining, state, latest is not None, started, run_started, clock)
+    monitor = _training_monitor(pretraining, state, run, verbose, started, clock)
     previous_handlers = checkpointer.install_signal_handlers()
     try:
         for phase in pretraining.phases[state.phase :]:
-            _train_phase(pretraining, phase, state, budget, checkpointer, monitor, callbacks)
+            _train_phase(pretraining, phase, state, run, checkpointer, monitor, callbacks)
             if checkpointer.preempted:
                 print(
                     f"Stopped at step {state.step}; checkpoint saved. "
@@ -256,22 +155,16 @@ def _resume_and_train(pretraining, verbose, callbacks, started, run_started, clo
                 )
                 results["preempted"] = True
                 return results
-            if not budget:
+            if run.evaluates_each_phase:
                 results["eval"][phase.index] = evaluate(
                     pretraining, phase.index, monitor, state.step
                 )
             state.phase += 1
             state.phase_micro_step = 0
-        if budget:
-            end = describe_end(
-                config,
-                state.step,
-                state.budget_seconds_spent,
-                budget.start_up_seconds,
-                budget.switch_seconds,
-                before_run_seconds=budget.before_run_seconds,
-            )
+        end = run.describe_end(state.step)
+        if end:
             print(end, flush=True)
+        if not run.evaluates_each_phase:
             # Off the clock: the final model at every phase's length, after
             # the last update (between phases it would cost updates).
             for phase in pretraining.phases:
@@ -296,7 +189,7 @@ def _restore_or_start(pretraining, manager, moved_path):
     loaded (read where `moved_path` says it is now); a finished step-based
     run whose `train_steps` was extended reopened in its last phase."""
     config = pretraining.config
-    latest, state = restore_newest_readable(manager, pretraining.model, pretraining.distribution)
+    latest, state = manager.restore_newest(pretraining.model, pretraining.distribution)
     if latest:
         print(
             f"Resuming from {latest}: step {state.step}, phase "
@@ -318,31 +211,10 @@ def _restore_or_start(pretraining, manager, moved_path):
     return latest, state
 
 
-def _budget_clock(pretraining, state, latest, started, run_started, clock):
-    """The `BudgetClock` of a budgeted run (its plan printed), else None."""
+def _training_monitor(pretraining, state, run, verbose, started, clock):
+    """The console, TensorBoard and profiler callback; its learning rate,
+    length and time left come from the run's clock."""
     config = pretraining.config
-    if config.train_budget_minutes is None:
-        return None
-    print(describe_plan(config, resumed_state=state if latest else None), flush=True)
-    return BudgetClock(
-        pretraining.schedule,
-        config.train_steps,
-        [p.first_step + p.steps for p in pretraining.phases],
-        state,
-        config.train_budget_minutes * 60,
-        started,
-        clock,
-        config.optimizer.gradient_accumulation_steps,
-        stops_at_train_steps=config.budget_stops_at_train_steps,
-        run_started=run_started,
-    )
-
-
-def _training_monitor(pretraining, state, budget, verbose, started, clock):
-    """The console, TensorBoard and profiler callback; its learning rate
-    and time left come from the budget's clock when there is one."""
-    config = pretraining.config
-    accumulation = config.optimizer.gradient_accumulation_steps
     profile = None
     if config.profile_steps:
         profile = tuple(int(s) for s in config.profile_steps.split(","))
@@ -350,15 +222,9 @@ def _training_monitor(pretraining, state, budget, verbose, started, clock):
         os.path.join(config.model_dir, "logs"),
         state,
         logged=pretraining.objective.logged,
-        learning_rate_fn=(
-            (lambda step: budget.learning_rate)
-            if budget
-            else lambda step: float(
-                keras.ops.convert_to_numpy(pretraining.schedule(step * accumulation))
-            )
-        ),
-        total_steps=None if budget else config.train_steps,
-        seconds_left_fn=budget.seconds_left if budget else None,
+        learning_rate_fn=run.learning_rate,
+        total_steps=run.total_steps,
+        seconds_left_fn=run.seconds_left if run.total_steps is None else None,
         profile_steps=profile,
         enabled=pretraining.distribution.is_chief,
         verbose=bool(verbose),
@@ -367,48 +233,30 @@ def _training_monitor(pretraining, state, budget, verbose, started, clock):
     )
 
 
-def _train_phase(pretraining, phase, state, budget, checkpointer, monitor, callbacks):
+def _train_phase(pretraining, phase, state, run, checkpointer, monitor, callbacks):
     """Trains what is left of `phase` (`fit`, one Keras epoch per
-    `steps_per_loop` updates; a budgeted phase until its clock stops it),
-    then saves a checkpoint at its last step. Returns early, the
-    checkpoint saved, when SIGTERM or Ctrl-C stopped it
-    (`checkpointer.preempted`)."""
+    `steps_per_loop` updates, until `run`'s clock ends the phase), then
+    saves a checkpoint at its last step. Returns early, the checkpoint
+    saved, when SIGTERM or Ctrl-C stopped it (`checkpointer.preempted`)."""
     config = pretraining.config
     seq = phase.config
-    end = phase.first_step + phase.steps
     print(
         f"Phase {phase.index}: seq_len={seq.seq_len}, "
         f"max_predictions={seq.max_predictions}, global batch "
-        f"{seq.batch_size}, "
-        + (
-            f"recipe steps {phase.first_step:,}..{end:,} of {config.train_steps:,} on the clock"
-            if budget
-            else f"steps {phase.first_step}..{end}"
-        ),
+        f"{seq.batch_size}, {run.describe_phase(phase)}",
         flush=True,
     )
-    phase_done = (
-        budget.phase_over(phase.index) if budget else state.phase_micro_step >= phase.micro_steps
-    )
-    if phase_done:
+    if run.phase_over(phase):
         return
-    done = state.phase_micro_step
-    loop = config.steps_per_loop * config.optimizer.gradient_accumulation_steps
-    fit_kwargs = phase.fit_kwargs(loop, done)
-    if budget:
-        # The clock ends a budgeted phase, after more or fewer updates
-        # than the recipe's (`BudgetClock`).
-        fit_kwargs["epochs"] = UNBOUNDED_EPOCHS
-    checkpointer.start_phase(None if budget else phase.micro_steps)
+    checkpointer.start_phase(run.phase_batches(phase))
     monitor.start_phase(phase.index, seq.batch_size, seq.seq_len)
-    # The clock first: the checkpoint saved at a step carries its progress.
-    clocks = [budget] if budget else []
     with _no_document_is_a_corpus_error(config):
         pretraining.model.fit(
-            phase.dataset(skip_batches=done),
-            **fit_kwargs,
-            **({} if budget else held_out_kwargs(pretraining, phase, state.step)),
-            callbacks=[*clocks, checkpointer, monitor, *callbacks],
+            phase.dataset(skip_batches=state.phase_micro_step),
+            **run.fit_kwargs(phase, state.step),
+            # The clock first: the checkpoint saved at a step carries its
+            # progress.
+            callbacks=[*run.callbacks, checkpointer, monitor, *callbacks],
             verbose=0,  # TrainingMonitor prints a line a window.
             shuffle=False,  # The pipeline shuffles, seeded.
         )
@@ -428,86 +276,6 @@ def _no_document_is_a_corpus_error(config):
         raise CorpusError(f"{config.data.train_files!r}: {NO_DOCUMENT}.") from None
 
 
-def training_record(pretraining):
-    """What `config.yaml` records beside the config: the Keras backend and
-    the precision the model computes in (`precision: auto` resolved)."""
-    return {
-        "backend": keras.backend.backend(),
-        "precision": pretraining.backbone.dtype_policy.name,
-    }
-
-
-def record_config(config, allow_longer_train_steps, trained_under):
-    """Writes `<model_dir>/config.yaml` once, before the first checkpoint,
-    with `trained_under`; once checkpoints exist a rerun must match it
-    (`check_rerun_config`, `check_trained_under`), so the file always
-    describes what was trained."""
-    path = os.path.join(config.model_dir, "config.yaml")
-    refuse_another_run(config.model_dir)
-    trained = CheckpointManager(
-        os.path.join(config.model_dir, "checkpoints"), is_chief=False
-    ).checkpoints()
-    if trained and tf.io.gfile.exists(path):
-        extended = check_rerun_config(config, path, allow_longer_train_steps)
-        check_trained_under(config, path, trained_under)
-        if not extended:
-            return
-    write_config(config, path, trained_under)
-
-
-def restore_newest_readable(manager, model, distribution):
-    """`(path, TrainingState)` of the newest checkpoint that loads, or
-    `(None, TrainingState())` if there is none.
-
-    A checkpoint cut short or damaged on disk (a full disk, a bad copy)
-    is skipped with a warning for the one before it: losing
-    `checkpoint.every_steps` updates beats a run that cannot resume."""
-    checkpoints = [path for _, path in manager.checkpoints()]
-    for path in reversed(checkpoints):
-        try:
-            with distribution.scope():
-                return path, TrainingState(**CheckpointManager.restore(model, path))
-        except (*FILE_ERRORS, ValueError, KeyError, TypeError) as error:
-            print(
-                f"warning: checkpoint {path} is unreadable "
-                f"({type(error).__name__}: {error}); trying the one "
-                "before it.",
-                flush=True,
-            )
-    if checkpoints:
-        raise ConfigError(
-            f"No readable checkpoint in {manager.directory} (tried "
-            f"{len(checkpoints)}). Move them away to start afresh."
-        )
-    return None, TrainingState()
-
-
-def held_out_kwargs(pretraining, phase, step):
-    """`fit` arguments that evaluate held-out data at every multiple of
-    `eval_every_steps` inside the phase (its end is evaluated anyway).
-
-    Windows (Keras epochs) are `steps_per_loop` updates from `step`, so
-    the evaluated windows are listed by number (`validation_freq`)."""
-    config = pretraining.config
-    every = config.eval_every_steps
-    if not every or not config.eval_steps:
-        return {}
-    loop = config.steps_per_loop
-    end = phase.first_step + phase.steps
-    epochs = [
-        e
-        for e in range(1, (end - step) // loop + 1)
-        if (step + e * loop) % every == 0 and step + e * loop < end
-    ]
-    if not epochs:
-        return {}
-    return {
-        "validation_data": pretraining.eval_dataset(phase.index),
-        "validation_steps": config.eval_steps,
-        "validation_freq": epochs,
-    }
-
-
 def evaluate(pretraining, phase_index, monitor, step):
     """Held-out loss and accuracies at phase `phase_index`'s shape."""
     config = pretraining.config
@@ -525,83 +293,3 @@ def evaluate(pretraining, phase_index, monitor, step):
     )
     monitor.write_scalars("eval", {f"{k}_seq{seq.seq_len}": v for k, v in metrics.items()}, step)
     return metrics
-
-
-def fill_mask_report(pretraining):
-    """Prints the top-5 fillers of `config.fill_mask_probes` by the trained
-    model and by a freshly initialised one (the objective's masked LM: for
-    ELECTRA the generator's); returns both."""
-    import pipelines
-
-    config = pretraining.config
-    tokenizer = pipelines.BertTokenizer(config.data.vocab_file, lower_case=config.data.lower_case)
-    untrained = pretraining.objective.build_model(build_backbone(config))
-    report = {
-        name: fill_mask(model, tokenizer, config.fill_mask_probes)
-        for name, model in (("trained", pretraining.model), ("untrained", untrained))
-    }
-    note = pretraining.objective.fill_mask_note
-    print(
-        f"Fill-mask, top 5{f' ({note} masked LM)' if note else ''} "
-        "(trained model | freshly initialised model):",
-        flush=True,
-    )
-    for i, sentence in enumerate(config.fill_mask_probes):
-        print(f"  {sentence}")
-        for name in ("trained", "untrained"):
-            for fillers in report[name][i]:
-                words = ", ".join(f"{t} {p:.3f}" for t, p in fillers)
-                print(f"    {name:>9}: {words}")
-    return report
-
-
-def export_models(pretraining, model_dir):
-    """What the objective exports (`PretrainingObjective.exports`: for the
-    masked LM `backbone.keras` and `pretrainer.keras`) and, where the
-    backend can, their SavedModels under `saved_model/<name>`.
-
-    Each is written to a hidden temporary sibling and moved into place; a
-    run killed mid-export leaves those siblings, removed here when the
-    rerun exports again."""
-    leftovers = tf.io.gfile.glob(os.path.join(model_dir, ".*.tmp.keras")) + tf.io.gfile.glob(
-        os.path.join(model_dir, "saved_model", ".tmp-*")
-    )
-    for path in leftovers:
-        remove(path)
-    start = time.time()
-    exports = pretraining.objective.exports(pretraining.model)
-    print(f"Exporting {' and '.join(exports)} to {model_dir} ...", flush=True)
-    for name, (model, _) in exports.items():
-        save_keras_atomically(model, os.path.join(model_dir, f"{name}.keras"))
-    if keras.backend.backend() == "torch":
-        print(
-            "SavedModel export needs the tensorflow or jax backend; wrote the .keras files only.",
-            flush=True,
-        )
-        return
-    kwargs = {}
-    for name, (model, with_saved_model) in exports.items():
-        if not with_saved_model:
-            continue
-        if keras.backend.backend() == "jax":
-            # jax2tf cannot trace keras-hub's PositionEmbedding with a
-            # symbolic sequence length: export at the longest phase's.
-            seq_len = max(p.seq_len for p in pretraining.config.phases)
-            kwargs["input_signature"] = [
-                {
-                    key: tf.TensorSpec(
-                        (None, None if key == "mask_positions" else seq_len), tf.int32, name=key
-                    )
-                    for key in model.input
-                }
-            ]
-        with atomic_directory(
-            os.path.join(model_dir, "saved_model", name), last="saved_model.pb"
-        ) as temp:
-            model.export(temp, format="tf_saved_model", verbose=False, **kwargs)
-    served = [name for name, (_, with_saved_model) in exports.items() if with_saved_model]
-    print(
-        f"Exported {' and '.join(exports)} (.keras; SavedModel: {', '.join(served)}) to "
-        f"{model_dir} in {time.time() - start:.0f}s.",
-        flush=True,
-    )

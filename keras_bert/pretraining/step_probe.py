@@ -17,7 +17,7 @@ import tensorflow as tf
 from keras_bert.optimization import create_schedule
 from keras_bert.pretraining.config import load_pretraining_config
 from keras_bert.pretraining.objective_registry import OBJECTIVES
-from keras_bert.pretraining.pretraining import compiled_model
+from keras_bert.pretraining.run_setup import compiled_model
 
 
 def probe_seconds_per_step(warmup_steps, timed_steps, config, shapes=None):

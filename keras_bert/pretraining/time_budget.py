@@ -23,7 +23,7 @@ the imports, the one-time backend choice, model building and every phase's
 start-up (tracing or compiling, filling the input pipeline) are inside it,
 so the command ends on time however long they took on this machine; the
 held-out evaluation (after the last update, at every phase's length), the
-export and the fill-mask report are not (docs/pretraining.md, "A time budget"). The
+export and the fill-mask report are not (docs/pretraining.md#a-time-budget). The
 progress and the budget spent are saved with every checkpoint
 (`TrainingState`), so a resumed run continues the same schedule over what
 is left of the budget.

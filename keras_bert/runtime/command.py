@@ -71,6 +71,7 @@ def run_command(
     output,
     *,
     choose_backend=False,
+    backend=None,
     log_format=None,
     full_disk_advice=RERUN_ADVICE,
     interrupted="Interrupted.",
@@ -88,6 +89,12 @@ def run_command(
             `body` has read its config). What a full disk names.
         choose_backend: bool. Measure the fastest Keras backend first
             (`python -m keras_bert.pretrain`, `python -m keras_bert.finetune`).
+        backend: str or None. The Keras backend the command runs under,
+            whatever `KERAS_BACKEND` says (`export`: the exported graph is
+            TensorFlow's; weights from any backend load there). Set before
+            Keras loads; a process whose Keras came up under another backend
+            first (a notebook calling `main`) has the library re-run the
+            command in a child process, which gets it.
         log_format: str or None. `logging` format for keras_bert's and
             pipelines' INFO lines; None leaves logging alone.
         full_disk_advice: str. Follows "no space left on device in <output>".
@@ -105,6 +112,8 @@ def run_command(
     """
     if verbose:
         os.environ["KERAS_BERT_VERBOSE"] = "1"
+    if backend is not None:
+        os.environ["KERAS_BACKEND"] = backend
     # The commands that choose a backend are the ones that train.
     problem = backend_variable_problem(training=choose_backend)
     if problem is not None:

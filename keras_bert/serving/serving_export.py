@@ -36,7 +36,7 @@ from keras_bert.file_io import (
     makedirs,
     removed_if_left_empty,
 )
-from keras_bert.run_dir import refuse_unfinished_rerun
+from keras_bert.training.run_folder import FINETUNING, RunFolder
 from pipelines.text_files import read_text
 
 logger = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ def find_model_file(model_dir):
     then `backbone.keras`. A folder whose fine-tuning rerun has not
     finished holds no one run: refused.
     """
-    refuse_unfinished_rerun(model_dir, error=ExportError)
+    RunFolder(model_dir, FINETUNING).refuse_unfinished_rerun(error=ExportError)
     for name in MODEL_FILES:
         path = os.path.join(model_dir, name)
         if tf.io.gfile.exists(path):
@@ -172,9 +172,9 @@ def export_for_serving(
     Returns:
         str, the path of the version directory written.
 
-    Example:
-    >>> export_for_serving(classifier, "/models/sst2")  # doctest: +SKIP
-    '/models/sst2/1'
+    Example (`classifier` a fine-tuned `BertClassifier`):
+
+        export_for_serving(classifier, "/models/sst2")  # "/models/sst2/1"
     """
     options = dict(
         seq_len=seq_len,

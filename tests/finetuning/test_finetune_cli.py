@@ -566,7 +566,7 @@ def _write(path, data):
             {"data/train.tsv": bytes(range(256))},
             "{tmp}/data/train.tsv: line 3 is not UTF-8 (byte 0x80 at column 115)",
         ),
-        ({"bad.yaml": b"training: {batch_size: 8\n"}, "{tmp}/bad.yaml: not a YAML file: "),
+        ({"bad.yaml": b"training: {batch_size: 8\n"}, "{tmp}/bad.yaml: not valid YAML: "),
         ({"bad.yaml": b"\xff\xfe"}, "{tmp}/bad.yaml: line 1 is not UTF-8 (byte 0xff at column 1)"),
         ({"out": b"mine"}, "--model_dir {tmp}/out: is a file, not a folder"),
         ({"file": b"mine"}, "--model_dir {tmp}/file/out: cannot write: [Errno 20] Not a directory"),

@@ -1,8 +1,8 @@
 """A fine-tuning run folder stays whole: `predict` and `evaluate` write
-over no file the user did not name for writing (`run_dir.check_output`),
+over no file the user did not name for writing (`output_guard.check_output`),
 score only a folder whose config, model and vocabulary belong together
 (`inference.check_run_parts`), and a rerun never leaves the old run's
-outputs beside the new model (`run_dir.PreviousRun`).
+outputs beside the new model (`RunFolder.previous`).
 
 Run once, under TensorFlow: what these check is file and folder handling;
 fine-tuning, saving and loading under each backend are checked by
@@ -353,10 +353,12 @@ def test_rerun_continues_from_the_folders_own_model(run_copy, fixtures):
 def test_killed_rerun_leaves_no_model_to_score_and_is_taken_up(
     run_copy, fixtures, checkpoint, capsys
 ):
-    from keras_bert.run_dir import PreviousRun
+    from keras_bert.training.run_folder import FINETUNING, RunFolder
 
     before = files(run_copy)
-    PreviousRun(str(run_copy)).set_aside()  # What a rerun does first; then kill -9.
+    RunFolder(
+        str(run_copy), FINETUNING
+    ).previous.set_aside()  # What a rerun does first; then kill -9.
     (run_copy / "config.yaml").write_text("task: sst2\ndata:\n  max_seq_length: 16\n")
     err = one_line_error(
         evaluate,
@@ -386,7 +388,7 @@ def test_rerun_killed_after_saving_its_model_is_undone(
     # dev scoring, a rerun's unfinished run was kept and the set-aside
     # complete one deleted by the next rerun.
     from keras_bert.finetuning.task_registry import TASKS
-    from keras_bert.run_dir import PreviousRun
+    from keras_bert.training.previous_run import PreviousRun
 
     before = files(run_copy)
 
@@ -414,13 +416,13 @@ def test_rerun_killed_after_saving_its_model_is_undone(
 def test_unfinished_rerun_of_one_task_refuses_another(run_copy, fixtures, checkpoint, capsys):
     # Issue 49, item 3 (c): killed before its config.yaml was written, the
     # folder took a run of another task, which then deleted the set-aside run.
-    from keras_bert.run_dir import PreviousRun
+    from keras_bert.training.run_folder import FINETUNING, RunFolder
 
     before = files(run_copy)
-    PreviousRun(str(run_copy)).set_aside()
+    RunFolder(str(run_copy), FINETUNING).previous.set_aside()
     args = finetune_args(fixtures, checkpoint, run_copy)
     args[1] = "cola"
     err = one_line_error(finetune_main, args, capsys)
     assert "holds a fine-tuning run of task 'sst2'" in err
-    PreviousRun(str(run_copy)).recover()  # What the next sst2 rerun does first.
+    RunFolder(str(run_copy), FINETUNING).previous.recover()  # What the next sst2 rerun does first.
     assert files(run_copy) == before

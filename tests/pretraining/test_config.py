@@ -106,7 +106,7 @@ def test_unknown_key_in_yaml(tmp_path):
 
 
 def test_unknown_config_name():
-    with pytest.raises(ConfigError, match="Shipped: .*bert_base"):
+    with pytest.raises(ConfigError, match=r"a YAML path, or one of: .*bert_base"):
         load_pretraining_config("bert_huge")
 
 
@@ -206,14 +206,15 @@ def test_bundled_data_is_found_from_another_directory(monkeypatch, tmp_path):
 
 def test_rerun_from_another_directory_is_the_same_config(monkeypatch, tmp_path):
     from keras_bert.paths import ROOT
-    from keras_bert.pretraining.run_record import check_rerun_config, write_config
+    from keras_bert.pretraining.recorded_config import check_rerun_config
+    from keras_bert.training.run_record import write_run_config
 
     monkeypatch.chdir(ROOT)
-    write_config(load_pretraining_config("default"), str(tmp_path / "config.yaml"))
+    write_run_config(str(tmp_path / "config.yaml"), load_pretraining_config("default").to_dict())
     monkeypatch.chdir(tmp_path)
     config = load_pretraining_config("default")
     assert check_rerun_config(config, str(tmp_path / "config.yaml")) is False
-    write_config(config, str(tmp_path / "elsewhere.yaml"))  # Absolute paths.
+    write_run_config(str(tmp_path / "elsewhere.yaml"), config.to_dict())  # Absolute paths.
     monkeypatch.chdir(ROOT)
     config = load_pretraining_config("default")
     assert check_rerun_config(config, str(tmp_path / "elsewhere.yaml")) is False

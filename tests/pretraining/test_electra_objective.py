@@ -10,10 +10,8 @@ import numpy as np
 import pytest
 
 from keras_bert.pretraining import CheckpointManager, run_pretraining
-from keras_bert.pretraining.electra_objective import (
-    ReplacedTokenAccuracy,
-    ReplacedTokenDetectionLoss,
-)
+from keras_bert.pretraining.replaced_token_accuracy import ReplacedTokenAccuracy
+from keras_bert.pretraining.replaced_token_detection_loss import ReplacedTokenDetectionLoss
 from tests.pretraining.conftest import tiny_config
 from tests.pretraining.test_runner import SignalAt, read_scalars
 
@@ -122,3 +120,15 @@ def test_the_discriminator_fine_tunes_as_any_backbone(electra_run, tmp_path):
     )
     assert code == 0
     assert os.path.exists(tmp_path / "ft" / "model.keras")
+
+
+def test_the_generator_answers_the_fill_mask_probes(electra_run):
+    from keras_bert.pretraining.fill_mask import fill_mask
+    from pipelines import BertTokenizer
+
+    config, results, _ = electra_run
+    pretraining = results["pretraining"]
+    tokenizer = BertTokenizer(config.data.vocab_file)
+    probes = ["the [MASK] of the [MASK] ."]
+    answers = fill_mask(pretraining.model, tokenizer, probes, 3, pretraining.objective)
+    assert [len(fillers) for fillers in answers[0]] == [3, 3]

@@ -1,7 +1,7 @@
 import keras
 import numpy as np
 
-from keras_bert.pretraining import pretraining_losses, pretraining_metrics
+from keras_bert.pretraining import masked_lm_losses, masked_lm_metrics
 
 
 def numpy_cross_entropy(labels, logits):
@@ -15,13 +15,13 @@ def test_mlm_loss_averages_over_real_predictions_only():
     logits = rng.normal(size=(3, 4, 7)).astype("float32")  # (B, P, V)
     labels = rng.integers(0, 7, (3, 4)).astype("int32")
     weights = np.array([[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]], "float32")
-    loss = pretraining_losses()["mlm"](labels, logits, sample_weight=weights)
+    loss = masked_lm_losses()["mlm"](labels, logits, sample_weight=weights)
     ce = numpy_cross_entropy(labels, logits)
     expected = (ce * weights).sum() / weights.sum()
     np.testing.assert_allclose(float(keras.ops.convert_to_numpy(loss)), expected, rtol=1e-5)
     # Padded slots (weight 0) must not change it, whatever their labels.
     labels[weights == 0] = 0
-    again = pretraining_losses()["mlm"](labels, logits, sample_weight=weights)
+    again = masked_lm_losses()["mlm"](labels, logits, sample_weight=weights)
     np.testing.assert_allclose(float(keras.ops.convert_to_numpy(again)), expected, rtol=1e-5)
 
 
@@ -29,7 +29,7 @@ def test_nsp_loss_is_batch_mean():
     rng = np.random.default_rng(1)
     logits = rng.normal(size=(5, 2)).astype("float32")
     labels = rng.integers(0, 2, (5,)).astype("int32")
-    loss = pretraining_losses()["nsp"](labels, logits, sample_weight=np.ones(5))
+    loss = masked_lm_losses()["nsp"](labels, logits, sample_weight=np.ones(5))
     np.testing.assert_allclose(
         float(keras.ops.convert_to_numpy(loss)),
         numpy_cross_entropy(labels, logits).mean(),
@@ -38,7 +38,7 @@ def test_nsp_loss_is_batch_mean():
 
 
 def test_mlm_accuracy_is_weighted():
-    metric = pretraining_metrics()["mlm"][0]
+    metric = masked_lm_metrics()["mlm"][0]
     logits = np.zeros((1, 4, 3), "float32")
     logits[0, :, 1] = 1.0  # predicts 1 everywhere
     labels = np.array([[1, 1, 0, 0]], "int32")

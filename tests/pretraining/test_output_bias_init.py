@@ -6,8 +6,8 @@ import pytest
 
 from keras_bert.errors import ConfigError
 from keras_bert.pretraining import build_pretraining
-from keras_bert.pretraining import pretraining as pretraining_module
-from keras_bert.pretraining.pretraining import split_corpus, unigram_log_prior
+from keras_bert.pretraining import run_setup as pretraining_module
+from keras_bert.pretraining.run_setup import split_corpus, unigram_log_prior
 from tests.pipelines.reference_tokenizer import ReferenceTokenizer
 from tests.pretraining.conftest import VOCAB, tiny_config
 

@@ -15,13 +15,14 @@ from keras_bert.errors import ConfigError
 from keras_bert.optimization.warmup_linear_decay import WarmupLinearDecay
 from keras_bert.pretraining import CheckpointManager, ConfigError, run_pretraining
 from keras_bert.pretraining.config import load_pretraining_config
-from keras_bert.pretraining.run_record import check_rerun_config, write_config
+from keras_bert.pretraining.recorded_config import check_rerun_config
 from keras_bert.pretraining.time_budget import (
     BudgetClock,
     describe_end,
     describe_plan,
 )
 from keras_bert.pretraining.training_state import TrainingState
+from keras_bert.training.run_record import write_run_config
 from tests.pretraining.conftest import tiny_config
 
 
@@ -455,7 +456,7 @@ def test_bad_budget_values_are_refused(overrides, message):
 
 def test_longer_train_steps_is_refused_for_a_budgeted_run(tmp_path):
     path = str(tmp_path / "config.yaml")
-    write_config(load_pretraining_config("default"), path)
+    write_run_config(path, load_pretraining_config("default").to_dict())
     with pytest.raises(ConfigError, match="extends a step-based run"):
         check_rerun_config(
             load_pretraining_config("default", {"train_steps": 4000}),
@@ -467,7 +468,7 @@ def test_longer_train_steps_is_refused_for_a_budgeted_run(tmp_path):
 def test_a_run_of_the_older_step_plan_is_refused(tmp_path):
     path = tmp_path / "config.yaml"
     config = load_pretraining_config("default")
-    write_config(config, str(path))
+    write_run_config(str(path), config.to_dict())
     recorded = yaml.safe_load(path.read_text())
     recorded["budget_plan"] = {"phase_steps": [405, 151], "warmup_steps": 93}
     path.write_text(yaml.safe_dump(recorded))
@@ -479,7 +480,7 @@ def test_a_run_recorded_before_budget_stops_at_train_steps_resumes_as_it_ran(tmp
     # Such a run stopped at train_steps: the key's default.
     path = tmp_path / "config.yaml"
     config = load_pretraining_config("default", {"budget_stops_at_train_steps": True})
-    write_config(config, str(path))
+    write_run_config(str(path), config.to_dict())
     recorded = yaml.safe_load(path.read_text())
     del recorded["budget_stops_at_train_steps"]
     path.write_text(yaml.safe_dump(recorded))

@@ -1,6 +1,7 @@
-"""`refuse_another_run`: which run a `model_dir` holds, checked before a
-pre-training or fine-tuning run writes into it. (`RunLock` is tested through
-the runners: tests/pretraining/test_runner.py, tests/finetuning.)"""
+"""`RunFolder`: which run a `model_dir` holds, checked before a pre-training
+or fine-tuning run writes into it; the rerun's set-aside run
+(`PreviousRun`), the lock and the output guard. (The runners' use of them is
+tested in tests/pretraining/test_runner.py and tests/finetuning.)"""
 
 import errno
 import os
@@ -9,9 +10,15 @@ import socket
 import pytest
 
 from keras_bert.errors import ConfigError, ExportError, FinetuneError
-from keras_bert.run_dir import refuse_another_run
+from keras_bert.file_io import write_json_atomically
+from keras_bert.training.run_folder import FINETUNING, PRETRAINING, RunFolder
 
 pytestmark = pytest.mark.backend_independent
+
+
+def refuse_another_run(model_dir, task=None, overwrite=False):
+    """What a pre-training (`task` None) or fine-tuning run checks first."""
+    RunFolder(model_dir, FINETUNING if task else PRETRAINING).refuse_another_run(task, overwrite)
 
 
 def folder(tmp_path, config=None, lock=False, checkpoints=False, model=False):
@@ -107,7 +114,7 @@ def test_a_character_device_or_fifo_is_written_through(tmp_path):
     import stat
 
     from keras_bert.file_io import write_atomically
-    from keras_bert.run_dir import check_output
+    from keras_bert.training.output_guard import check_output
 
     # /dev/null, directly and through a symlink: no --overwrite needed, and
     # it stays the device (as root, a rename would replace the machine's).
@@ -132,7 +139,7 @@ def test_a_socket_or_a_folder_to_be_is_refused_before_any_work(tmp_path):
     import socket
 
     from keras_bert.errors import UserError
-    from keras_bert.run_dir import check_output
+    from keras_bert.training.output_guard import check_output
 
     path = tmp_path / "s"
     server = socket.socket(socket.AF_UNIX)
@@ -163,7 +170,7 @@ def test_a_keras_archive_goes_through_a_fifo_whole(tmp_path):
 def test_only_a_keras_bert_run_folder_guards_its_files(tmp_path):
     # Issue 49, item 9: any project may hold a config.yaml of its own.
     from keras_bert.errors import UserError
-    from keras_bert.run_dir import check_output
+    from keras_bert.training.output_guard import check_output
 
     project = tmp_path / "proj"
     (project / "logs").mkdir(parents=True)
@@ -178,7 +185,7 @@ def test_only_a_keras_bert_run_folder_guards_its_files(tmp_path):
 def test_a_claimed_output_refuses_a_second_writer_and_leaves_no_lock(tmp_path):
     # Issue 49, item 6: two commands onto one new output both passed the check.
     from keras_bert.errors import UserError
-    from keras_bert.run_dir import check_output, claimed_output
+    from keras_bert.training.output_guard import check_output, claimed_output
 
     output = str(tmp_path / "out.jsonl")
     checks = []
@@ -202,7 +209,7 @@ def test_a_claimed_output_refuses_a_second_writer_and_leaves_no_lock(tmp_path):
 
 
 def test_a_device_output_is_written_through_without_a_lock_beside_it():
-    from keras_bert.run_dir import claimed_output
+    from keras_bert.training.output_guard import claimed_output
 
     before = set(os.listdir("/dev"))
     with claimed_output("/dev/null", lambda: None, "predict"):
@@ -243,9 +250,8 @@ def contents(model_dir):
 def rerun(model_dir, fail=False):
     """What `finetuning.runner` does to the folder: recover, set aside, write
     the new run, then discard the previous run (or restore it on failure)."""
-    from keras_bert.run_dir import PreviousRun, write_json_atomically
 
-    previous = PreviousRun(str(model_dir))
+    previous = RunFolder(str(model_dir), FINETUNING).previous
     previous.recover()
     previous.set_aside()
     for name in ("config.yaml", "vocab.txt", "model.keras", "eval_results.json"):
@@ -257,10 +263,10 @@ def rerun(model_dir, fail=False):
 
 
 def operations(monkeypatch, kill_at=None):
-    """Counts the file operations of `run_dir` (moves, removals, JSON
+    """Counts the file operations of `PreviousRun` (moves, removals, JSON
     writes), raising `Killed` before operation `kill_at`; returns the
     count so far as a one-item list."""
-    from keras_bert import run_dir
+    from keras_bert.training import previous_run
 
     count = [0]
 
@@ -274,13 +280,12 @@ def operations(monkeypatch, kill_at=None):
         return operation
 
     for name in ("_move", "remove", "write_json_atomically"):
-        monkeypatch.setattr(run_dir, name, counted(getattr(run_dir, name)))
+        monkeypatch.setattr(previous_run, name, counted(getattr(previous_run, name)))
     return count
 
 
 @pytest.mark.parametrize("fail", [False, True], ids=["finishing", "restoring"])
 def test_a_rerun_killed_at_any_file_operation_is_put_right(tmp_path, monkeypatch, fail):
-    from keras_bert.run_dir import PreviousRun
 
     reference = tmp_path / "reference"
     reference.mkdir()
@@ -299,7 +304,9 @@ def test_a_rerun_killed_at_any_file_operation_is_put_right(tmp_path, monkeypatch
             operations(patch, kill_at)
             with pytest.raises(Killed):
                 rerun(model_dir, fail)
-        PreviousRun(str(model_dir)).recover()  # What the next finetune does first.
+        RunFolder(
+            str(model_dir), FINETUNING
+        ).previous.recover()  # What the next finetune does first.
         # An unfinished rerun is undone, the previous run whole again; once
         # the journal says finished (the last three operations: that write,
         # the removal of the set-aside folder, of the journal), the discard
@@ -312,15 +319,14 @@ def test_a_rerun_killed_at_any_file_operation_is_put_right(tmp_path, monkeypatch
 def test_an_unfinished_rerun_keeps_its_task_and_refuses_readers(tmp_path):
     # Issue 49, item 3 (c): killed before its config.yaml was written, a
     # rerun's folder took any task; predict scored whatever was there.
-    from keras_bert.run_dir import PreviousRun, refuse_unfinished_rerun
     from keras_bert.serving.serving_export import find_model_file
 
     old_run(tmp_path)
-    PreviousRun(str(tmp_path)).set_aside()
+    RunFolder(str(tmp_path), FINETUNING).previous.set_aside()
     with pytest.raises(FinetuneError, match="holds a fine-tuning run of task 'sst2'"):
         refuse_another_run(str(tmp_path), "cola")
     with pytest.raises(FinetuneError) as error:
-        refuse_unfinished_rerun(str(tmp_path))
+        RunFolder(str(tmp_path), FINETUNING).refuse_unfinished_rerun()
     assert f"set aside in {tmp_path / '.previous-run'}" in str(error.value)
     (tmp_path / "model.keras").write_text("the killed rerun's")
     with pytest.raises(ExportError, match="a finetune rerun has not finished there"):
@@ -328,14 +334,13 @@ def test_an_unfinished_rerun_keeps_its_task_and_refuses_readers(tmp_path):
 
 
 def test_a_set_aside_folder_from_before_the_journal_is_put_back(tmp_path):
-    from keras_bert.run_dir import PreviousRun
 
     old_run(tmp_path)
     before = contents(tmp_path)
-    PreviousRun(str(tmp_path)).set_aside()
+    RunFolder(str(tmp_path), FINETUNING).previous.set_aside()
     (tmp_path / ".previous-run.json").unlink()
     (tmp_path / "model.keras").write_text("the killed rerun's")
-    PreviousRun(str(tmp_path)).recover()
+    RunFolder(str(tmp_path), FINETUNING).previous.recover()
     assert contents(tmp_path) == before
 
 
@@ -351,14 +356,13 @@ def test_a_set_aside_folder_from_before_the_journal_is_put_back(tmp_path):
     ],
 )
 def test_a_journal_keras_bert_did_not_write_is_one_line(journal, tmp_path):
-    from keras_bert.run_dir import PreviousRun
 
     old_run(tmp_path)
-    PreviousRun(str(tmp_path)).set_aside()
+    RunFolder(str(tmp_path), FINETUNING).previous.set_aside()
     set_aside = contents(tmp_path / ".previous-run")
     (tmp_path / ".previous-run.json").write_text(journal)
     with pytest.raises(FinetuneError, match="not a rerun journal keras_bert wrote"):
-        PreviousRun(str(tmp_path)).recover()
+        RunFolder(str(tmp_path), FINETUNING).previous.recover()
     assert contents(tmp_path / ".previous-run") == set_aside
 
 
@@ -366,7 +370,7 @@ def test_a_journal_keras_bert_did_not_write_is_one_line(journal, tmp_path):
 def test_an_empty_or_unreadable_lock_is_taken_over_with_one_line(left, tmp_path, capsys):
     # Issue 67 item 6: a full disk while the lock was created left it
     # empty, and it refused every rerun ("held by pid None").
-    from keras_bert.run_dir import RunLock
+    from keras_bert.training.run_lock import RunLock
 
     lock = tmp_path / "pretrain.lock"
     lock.write_bytes(left)
@@ -380,7 +384,7 @@ def test_an_empty_or_unreadable_lock_is_taken_over_with_one_line(left, tmp_path,
 
 
 def test_a_lock_whose_write_fails_leaves_nothing(tmp_path, monkeypatch):
-    from keras_bert.run_dir import RunLock
+    from keras_bert.training.run_lock import RunLock
 
     def disk_full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -396,7 +400,7 @@ def test_a_lock_whose_write_fails_leaves_nothing(tmp_path, monkeypatch):
 
 
 def test_the_lock_falls_back_to_an_exclusive_create_without_hard_links(tmp_path, monkeypatch):
-    from keras_bert.run_dir import RunLock
+    from keras_bert.training.run_lock import RunLock
 
     def no_links(*args, **kwargs):
         raise OSError(errno.EPERM, "Operation not permitted")

@@ -312,11 +312,14 @@ def build_pretraining(config, distribution=None, corpus_split=None):
         input (global batch `phases[i].config.batch_size`, split over
         replicas; sharded by worker).
 
-    Example (the whole recipe with `fit`, as in Colab):
-    >>> pretraining = build_pretraining(load_pretraining_config("default"))
-    >>> for phase in pretraining.phases:
-    ...     pretraining.model.fit(phase.dataset(),
-    ...                           steps_per_epoch=phase.micro_steps, epochs=1)
+    Example (the whole recipe with `fit`, as in Colab; minutes, so not a
+    doctest):
+
+        pretraining = build_pretraining(load_pretraining_config("default"))
+        for phase in pretraining.phases:
+            pretraining.model.fit(
+                phase.dataset(), steps_per_epoch=phase.micro_steps, epochs=1
+            )
     """
     config.validate()
     # One seed for the initial weights, the dropout masks and the data
@@ -339,7 +342,7 @@ def build_pretraining(config, distribution=None, corpus_split=None):
     with distribution.scope():
         model = compiled_model(config, objective, total_steps, schedule)
         if config.output_bias_init == "unigram":
-            model.masked_lm_output_bias.assign(unigram_log_prior(config, train_files))
+            objective.output_bias(model).assign(unigram_log_prior(config, train_files))
     for phase in phases:
         phase.dataset = functools.partial(
             lambda phase_config, skip_batches=0: _distributed_dataset(

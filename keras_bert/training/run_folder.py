@@ -1,0 +1,238 @@
+"""`RunFolder`: what a run's `model_dir` is (a pre-training or a fine-tuning
+run, or neither), the files the run wrote there, its lock, and the run a
+rerun sets aside (`PreviousRun`)."""
+
+import json
+import os
+
+import tensorflow as tf
+import yaml
+
+from keras_bert.errors import ConfigError, FinetuneError
+from keras_bert.file_io import (
+    FILE_ERRORS,
+    is_file,
+    listdir,
+    remove,
+    write_json_atomically,
+)
+from keras_bert.pretraining.objective_registry import exported_file_names
+from keras_bert.training.previous_run import PREVIOUS_RUN, PreviousRun
+from keras_bert.training.run_lock import FINETUNE_LOCK_FILE, LOCK_FILE, RunLock
+
+PRETRAINING = "pretraining"
+FINETUNING = "finetuning"
+
+# What a fine-tuning run scores and predicts on its dev set.
+EVAL_FILES = (
+    "eval_results.json",
+    "predictions.jsonl",
+    "predictions.json",
+    "predictions.txt",
+    "null_odds.json",
+)
+# A fine-tuning run folder's record of what `predict` and `evaluate` wrote
+# into it by default: a rerun sets aside exactly those, not the user's files.
+OUTPUTS_RECORD = "outputs.json"
+# What a fine-tuning run writes into its folder and reads back (besides
+# what `OUTPUTS_RECORD` lists).
+FINETUNING_FILES = frozenset(
+    {"config.yaml", "model.keras", "vocab.txt", *EVAL_FILES, "export", OUTPUTS_RECORD}
+)
+_ABSENT = object()
+
+
+def pretraining_files():
+    """What a pre-training run writes into its folder: a rerun with
+    --overwrite sets aside exactly these, never a file of the user's beside
+    them. The models are what the registered objectives export, an
+    objective registered at run time included."""
+    return frozenset({"config.yaml", "checkpoints", "logs", "saved_model", *exported_file_names()})
+
+
+def run_files():
+    """Every run's own files: no other command writes over them."""
+    return pretraining_files() | FINETUNING_FILES | {LOCK_FILE, FINETUNE_LOCK_FILE}
+
+
+class RunFolder:
+    """A run's `model_dir`, as the run of `kind` that writes it sees it.
+
+    Args:
+        model_dir: str. The folder, local or remote; it may not exist yet.
+        kind: `PRETRAINING` or `FINETUNING`.
+
+    Attributes:
+        previous: `PreviousRun`, the run a rerun sets aside (fine-tuning's
+            on every rerun, pre-training's under `--overwrite`).
+    """
+
+    def __init__(self, model_dir, kind):
+        if kind not in (PRETRAINING, FINETUNING):
+            raise ValueError(f"kind must be {PRETRAINING!r} or {FINETUNING!r}. Received: {kind!r}")
+        self.model_dir = model_dir
+        self.kind = kind
+        self.previous = PreviousRun(model_dir, self.run_files)
+
+    def lock(self):
+        """The `RunLock` a run holds while it writes the folder."""
+        if self.kind == PRETRAINING:
+            return RunLock(self.model_dir)
+        return RunLock(self.model_dir, FINETUNE_LOCK_FILE, "fine-tuning", error=FinetuneError)
+
+    def run_files(self, guess_unrecorded=True):
+        """The names in the folder that are the run's, in the order a rerun
+        removes them (`OUTPUTS_RECORD` last: until then it names the
+        rerun's predictions).
+
+        Pre-training: `pretraining_files()`. Fine-tuning: its model, config,
+        vocabulary, scores and predictions, and what `predict` and
+        `evaluate` wrote there by default, as `OUTPUTS_RECORD` lists it; a
+        folder without the record (from before it) by name when
+        `guess_unrecorded` (`predictions_*`, `glue_submission/`, `eval_*`).
+        Not `export/`, whose numbered versions TF Serving keeps side by
+        side."""
+        names = listdir(self.model_dir) if tf.io.gfile.isdir(self.model_dir) else []
+        if self.kind == PRETRAINING:
+            own = pretraining_files()
+            return sorted(name for name in names if name in own)
+        recorded = self._recorded_outputs()
+        if recorded is None and guess_unrecorded:
+            recorded = [
+                n
+                for n in names
+                if n.startswith(("predictions_", "eval_")) or n == "glue_submission"
+            ]
+        own = run_files() - {"export", LOCK_FILE, FINETUNE_LOCK_FILE} | set(recorded or [])
+        return sorted((n for n in names if n in own), key=lambda n: (n == OUTPUTS_RECORD, n))
+
+    def remove_failed_first_run(self):
+        """What a first run that failed before it could be resumed or used
+        wrote (pre-training: before its first checkpoint; fine-tuning:
+        before its model): its config would pass the folder off as a run
+        (refused to another task, scored by `evaluate`, compared on a
+        rerun)."""
+        if self.kind == FINETUNING:
+            if is_file(os.path.join(self.model_dir, "model.keras")):
+                return
+            names = ("config.yaml", "vocab.txt", OUTPUTS_RECORD)
+        else:
+            names = sorted(pretraining_files())
+        for name in names:
+            remove(os.path.join(self.model_dir, name))
+
+    def record_outputs(self, names):
+        """Adds `names` (entries of the folder) to its `OUTPUTS_RECORD`,
+        creating it (empty) when `names` is empty."""
+        path = os.path.join(self.model_dir, OUTPUTS_RECORD)
+        recorded = self._recorded_outputs() or []
+        write_json_atomically(sorted(set(recorded) | set(names)), path)
+
+    def _recorded_outputs(self):
+        """The record's names, or None when the folder has none (a run from
+        before the record, or no run)."""
+        path = os.path.join(self.model_dir, OUTPUTS_RECORD)
+        if not is_file(path):
+            return None
+        try:
+            with tf.io.gfile.GFile(path) as f:
+                names = json.load(f)
+        except (*FILE_ERRORS, ValueError):
+            return []
+        return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+    def config(self):
+        """The run's config.yaml as YAML read it (None when unreadable), or
+        `_ABSENT`: `<model_dir>/config.yaml`, or the set-aside run's while
+        a rerun has not finished (`PreviousRun.pending`)."""
+        path = os.path.join(self.model_dir, "config.yaml")
+        set_aside = os.path.join(self.model_dir, PREVIOUS_RUN, "config.yaml")
+        if self.previous.pending() and is_file(set_aside):
+            path = set_aside
+        if not is_file(path):
+            return _ABSENT
+        try:
+            with tf.io.gfile.GFile(path) as f:
+                return yaml.safe_load(f.read())
+        except (*FILE_ERRORS, UnicodeDecodeError, yaml.YAMLError):
+            return None
+
+    def refuse_another_run(self, task=None, overwrite=False):
+        """Raises if the folder holds a run of another kind, before anything
+        is written into it: a rerun of the same job may continue there
+        (pre-training resumes, fine-tuning replaces its outputs), no other
+        run writes over it.
+
+        Pre-training is refused a fine-tuning run's folder (its config.yaml
+        names a task) with a `ConfigError`, and with `overwrite` any
+        config.yaml that is not a pre-training run's (a project's own: the
+        rerun would set it aside as the run's). Fine-tuning `task` is
+        refused, with a `FinetuneError`, a pre-training run's folder (its
+        lock or checkpoints), a config.yaml that is no fine-tuning run's,
+        and another task's run, unless `overwrite` (that run is then
+        replaced as a rerun's predecessor is).
+        """
+        model_dir, previous = self.model_dir, self.config()
+        if self.kind == PRETRAINING:
+            if isinstance(previous, dict) and "task" in previous and "phases" not in previous:
+                raise ConfigError(
+                    f"model_dir {model_dir!r} holds a fine-tuning run (task "
+                    f"{previous['task']!r}); pre-train into another folder."
+                )
+            if overwrite and previous is not _ABSENT and not _is_pretraining_config(previous):
+                raise ConfigError(
+                    f"model_dir {model_dir!r}: its config.yaml is not a keras_bert pre-training "
+                    "run's, and --overwrite replaces only such a run; pre-train into another "
+                    "folder."
+                )
+            return  # An unreadable config.yaml is `check_rerun_config`'s to report.
+        if tf.io.gfile.exists(os.path.join(model_dir, LOCK_FILE)) or tf.io.gfile.isdir(
+            os.path.join(model_dir, "checkpoints")
+        ):
+            raise FinetuneError(
+                f"--model_dir {model_dir}: holds a pre-training run; fine-tune "
+                "into another folder (--init_checkpoint takes its backbone.keras)"
+            )
+        if previous is _ABSENT:
+            return
+        if not isinstance(previous, dict) or "phases" in previous:
+            raise FinetuneError(
+                f"--model_dir {model_dir}: its config.yaml is not a fine-tuning "
+                "run's; pick another folder"
+            )
+        # A first run killed before it saved its model (`kill -9`) left its
+        # config and vocabulary, no run: another task may take the folder.
+        if (
+            previous.get("task") != task
+            and not overwrite
+            and (is_file(os.path.join(model_dir, "model.keras")) or self.previous.pending())
+        ):
+            raise FinetuneError(
+                f"--model_dir {model_dir}: holds a fine-tuning run of task "
+                f"{previous.get('task')!r}; pick another folder for {task!r}, or pass "
+                "--overwrite to replace that run"
+            )
+
+    def refuse_unfinished_rerun(self, error=FinetuneError):
+        """Raises `error` when a fine-tuning rerun of the folder has not
+        finished (`PreviousRun.pending`): it then holds no one run to
+        score, predict with or export."""
+        if self.previous.pending():
+            raise error(
+                f"{self.model_dir}: a finetune rerun has not finished there (it is running, or "
+                f"was stopped), and the previous run is set aside in {self.previous.folder}: the "
+                "next finetune command on this folder puts it back first; run the same one "
+                "again to finish the rerun"
+            )
+
+
+def is_run_folder(folder):
+    """Whether `folder` holds a keras_bert run: its `config.yaml` is a
+    pre-training config (`phases`) or a fine-tuning one (`task`), not any
+    project's file of that name."""
+    config = RunFolder(folder, FINETUNING).config()
+    return isinstance(config, dict) and ("phases" in config or "task" in config)
+
+
+def _is_pretraining_config(config):
+    return isinstance(config, dict) and "phases" in config
