@@ -11,7 +11,7 @@ import pipelines
 from keras_bert import vocab as vocab_cli
 from keras_bert.conversion.vocabulary import read_vocabulary
 from keras_bert.errors import CheckpointError, ConfigError, ExportError
-from keras_bert.pretraining import pretraining
+from keras_bert.pretraining import run_setup
 from keras_bert.serving import CoreOpsBertTokenizer, serving_export
 from tests.pipelines.common import CORPUS, VOCAB
 
@@ -179,7 +179,7 @@ def test_vocab_to_dev_null_discards_and_leaves_the_device(tmp_path, capsys):
 VOCABULARY_READERS = {
     "load_vocabulary": (pipelines.load_vocabulary, pipelines.VocabularyError),
     "convert": (lambda path: read_vocabulary(path)[0], CheckpointError),
-    "pretrain": (pretraining._read_vocabulary, ConfigError),
+    "pretrain": (run_setup._read_vocabulary, ConfigError),
     "export": (serving_export._read_vocabulary, ExportError),
     "serving_tokenizer": (lambda path: CoreOpsBertTokenizer(path).vocabulary, ExportError),
 }
