@@ -129,7 +129,15 @@ def finetune_args(*extra, data_dir=".", checkpoint="random:bert_tiny"):
             "error: data.vocab_file 'no/vocab.txt' does not exist.",
         ),
         (
-            ["keras_bert.pretrain", "--init_checkpoint", "no/such.keras"],
+            # A folder with no checkpoints: the default run's, left by
+            # `make pretrain`, would resume and never read the file.
+            [
+                "keras_bert.pretrain",
+                "--init_checkpoint",
+                "no/such.keras",
+                "--model_dir",
+                "runs/never",
+            ],
             "error: init_checkpoint 'no/such.keras' does not exist.",
         ),
         (
