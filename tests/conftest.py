@@ -48,6 +48,37 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [item for item in items if not item.get_closest_marker("backend_independent")]
 
 
+def session_folder(tmp_path_factory, name):
+    """`<base>/<name>`, made if missing, where `<base>` is the folder every
+    pytest-xdist worker of this session sees (the workers' common base
+    temporary folder), or this process's own base folder without xdist: for
+    what one worker makes and the others take up."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def jax_compilation_cache(tmp_path_factory):
+    """Under JAX, one persistent compilation cache for the session's test
+    processes, empty when the session starts, as the commands have one
+    (`runtime.compilation_cache`): a program compiled once, by any test in
+    any worker, is loaded wherever it comes again (the tiny models are
+    built, fitted and saved by dozens of tests), where JAX on a CPU spends
+    most of a test compiling. JAX keys a program by its computation, the
+    compiler's options and versions and the platform, so what runs is what
+    compiling would give. Set in this process only: the subprocesses a test
+    starts keep what they set themselves."""
+    if keras.backend.backend() != "jax":
+        return
+    import jax
+
+    folder = session_folder(tmp_path_factory, "jax_compilations")
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+
+
 @pytest.fixture(autouse=True)
 def keep_jax_cache_settings():
     """A command run in-process (`run_command`) turns JAX's compilation

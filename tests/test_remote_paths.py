@@ -12,6 +12,7 @@ import os
 import pytest
 
 from keras_bert.paths import DATA, ROOT
+from tests.finetuning.conftest import checkpoint, fine_tuned  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.backend_independent
 
@@ -111,16 +112,9 @@ CASES = {
 
 
 @pytest.fixture(scope="module")
-def fine_tuned_run(backbone_file, tmp_path_factory):
-    from keras_bert.finetune import main as finetune
-
-    run = tmp_path_factory.mktemp("finetuned") / "run"
-    args = ["--task", "sst2", "--data_dir", FINETUNE_DATA, "--init_checkpoint", backbone_file]
-    args += ["--model_dir", str(run), "--vocab", VOCAB]
-    for item in ("training.epochs=1", "training.batch_size=4", "export.enabled=false"):
-        args += ["--set", item]
-    assert finetune(args) == 0
-    return str(run)
+def fine_tuned_run(fine_tuned):
+    """The session's SST-2 fine-tuning run (tests/finetuning/conftest.py)."""
+    return str(fine_tuned("sst2")[0])
 
 
 UNREACHABLE = {

@@ -15,6 +15,7 @@ from keras_bert.convert import main
 from keras_bert.file_io import is_disk_full
 from tests.conversion.tiny_bert import (
     TINY,
+    VOCAB,
     original_shapes,
     random_weights,
     run_model,
@@ -244,16 +245,13 @@ def test_an_output_folder_spelled_with_a_separator(tmp_path, monkeypatch, capsys
     # Issue 67 item 7: `pout/hf/` put the claim at `pout/hf/..lock` (no such
     # folder), and `--overwrite` refused the folder for "also holding
     # ..lock"; item 13: a missing parent folder was refused, where predict
-    # makes it. As a command, on a backbone another process wrote.
+    # makes it. As a command, on a backbone another process (this one) wrote.
+    from keras_bert import BertBackbone
+
     env = dict(os.environ, PYTHONPATH=ROOT)
-    write = (
-        "import sys; from keras_bert import BertBackbone; "
-        "from tests.conversion.tiny_bert import TINY, VOCAB; "
-        "backbone = BertBackbone(**TINY); backbone.vocabulary = VOCAB; "
-        "backbone.save(sys.argv[1])"
-    )
-    source = tmp_path / "backbone.keras"
-    subprocess.run([sys.executable, "-c", write, str(source)], cwd=ROOT, env=env, check=True)
+    backbone = BertBackbone(**TINY)
+    backbone.vocabulary = VOCAB
+    backbone.save(tmp_path / "backbone.keras")
     result = subprocess.run(
         [sys.executable, "-m", "keras_bert.convert", "backbone.keras", "pout/hf/"],
         capture_output=True,

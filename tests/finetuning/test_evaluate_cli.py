@@ -10,37 +10,30 @@ import pytest
 
 from keras_bert.evaluate import main as evaluate
 from keras_bert.finetuning.inference import default_eval_dir
-from tests.finetuning.test_finetune_cli import finetune
 
-FAMILIES = [
-    ("sst2", "glue", "SST-2/dev.tsv", "predictions.jsonl", []),
-    ("stsb", "glue", "STS-B/dev.tsv", "predictions.jsonl", []),
-    ("classification", "generic", "dev.csv", "predictions.jsonl", []),
-    (
-        "squad_v1",
-        "squad",
-        "dev-v1.1.json",
-        "predictions.json",
-        ["data.max_seq_length=64", "data.doc_stride=16"],
-    ),
-    ("conll2003", "conll", "valid.txt", "predictions.txt", []),
-    ("swag", "swag", "val.csv", "predictions.jsonl", []),
+# Each family's dev file and the predictions file fine-tuning wrote for it.
+DEV_FILES = [
+    ("sst2", "glue/SST-2/dev.tsv", "predictions.jsonl"),
+    ("stsb", "glue/STS-B/dev.tsv", "predictions.jsonl"),
+    ("classification", "generic/dev.csv", "predictions.jsonl"),
+    ("squad_v1", "squad/dev-v1.1.json", "predictions.json"),
+    ("conll2003", "conll/valid.txt", "predictions.txt"),
+    ("swag", "swag/val.csv", "predictions.jsonl"),
 ]
 
 
-@pytest.mark.parametrize("task, folder, dev_file, predictions, overrides", FAMILIES)
+@pytest.mark.parametrize("task, dev_file, predictions", DEV_FILES)
 def test_scores_the_dev_file_as_fine_tuning_did(
-    checkpoint, fixtures, tmp_path, capsys, task, folder, dev_file, predictions, overrides
+    fine_tuned, fixtures, capsys, task, dev_file, predictions
 ):
-    run = tmp_path / "run"
-    trained = finetune(task, fixtures / folder, checkpoint, run, *overrides)
+    run, trained = fine_tuned(task)
     before = {p: (run / p).read_bytes() for p in os.listdir(run) if (run / p).is_file()}
     capsys.readouterr()
-    assert evaluate(["--model_dir", str(run), "--input", str(fixtures / folder / dev_file)]) == 0
+    assert evaluate(["--model_dir", str(run), "--input", str(fixtures / dev_file)]) == 0
     out, err = capsys.readouterr()
     printed = json.loads(out)  # Progress goes to stderr: stdout is the JSON.
     assert re.search(r"(\d+)/\1", err), err
-    out = run / os.path.basename(default_eval_dir(str(run), str(fixtures / folder / dev_file)))
+    out = run / os.path.basename(default_eval_dir(str(run), str(fixtures / dev_file)))
     written = json.loads((out / "eval_results.json").read_text())
     assert written == printed
     assert written["task"] == task and written["predictions_file"] == predictions
@@ -61,10 +54,8 @@ def test_scores_the_dev_file_as_fine_tuning_did(
 
 
 @pytest.fixture(scope="module")
-def sst2_run(checkpoint, fixtures, tmp_path_factory):
-    run = tmp_path_factory.mktemp("sst2") / "run"
-    finetune("sst2", fixtures / "glue", checkpoint, run)
-    return run
+def sst2_run(fine_tuned):
+    return fine_tuned("sst2")[0]
 
 
 def one_line_error(args, capsys):
@@ -101,9 +92,8 @@ def test_missing_input_is_one_line(sst2_run, tmp_path, capsys):
 
 
 @pytest.mark.backend_independent
-def test_tags_the_model_never_saw_are_one_line(checkpoint, fixtures, tmp_path, capsys):
-    run = tmp_path / "run"
-    finetune("conll2003", fixtures / "conll", checkpoint, run)
+def test_tags_the_model_never_saw_are_one_line(fine_tuned, tmp_path, capsys):
+    run, _ = fine_tuned("conll2003")
     path = tmp_path / "other.txt"
     path.write_text("Paris B-CITY\nis O\n")
     err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
@@ -111,16 +101,8 @@ def test_tags_the_model_never_saw_are_one_line(checkpoint, fixtures, tmp_path, c
 
 
 @pytest.mark.backend_independent
-def test_bad_squad_files_are_one_line(checkpoint, fixtures, tmp_path, capsys):
-    run = tmp_path / "run"
-    finetune(
-        "squad_v1",
-        fixtures / "squad",
-        checkpoint,
-        run,
-        "data.max_seq_length=64",
-        "data.doc_stride=16",
-    )
+def test_bad_squad_files_are_one_line(fine_tuned, fixtures, tmp_path, capsys):
+    run, _ = fine_tuned("squad_v1")
 
     def without_answers(questions):
         for question in questions:
@@ -154,10 +136,9 @@ def test_bad_squad_files_are_one_line(checkpoint, fixtures, tmp_path, capsys):
 
 
 @pytest.mark.backend_independent
-def test_a_label_the_classifier_never_saw_says_so(checkpoint, fixtures, tmp_path, capsys):
+def test_a_label_the_classifier_never_saw_says_so(fine_tuned, tmp_path, capsys):
     # Issue 49: data.label_names cannot add a class to a fine-tuned model.
-    run = tmp_path / "run"
-    finetune("classification", fixtures / "generic", checkpoint, run)
+    run, _ = fine_tuned("classification")
     path = tmp_path / "more.csv"
     path.write_text("text,label\ngood,pos\nso-so,mixed\n")
     err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)

@@ -16,30 +16,12 @@ import yaml
 
 from keras_bert.finetune import main
 from keras_bert.models import BertBackbone
+from tests.finetuning.conftest import QUICK, finetune
 
 tensorflow_only = pytest.mark.skipif(
     keras.backend.backend() != "tensorflow",
     reason="SavedModel export tests run on the TensorFlow backend",
 )
-
-QUICK = ["training.epochs=1", "training.batch_size=4", "training.verbose=0"]
-
-
-def finetune(task, data_dir, checkpoint, model_dir, *overrides, export=False):
-    args = [
-        "--task",
-        task,
-        "--data_dir",
-        str(data_dir),
-        "--init_checkpoint",
-        checkpoint,
-        "--model_dir",
-        str(model_dir),
-    ]
-    for item in QUICK + [f"export.enabled={str(export).lower()}"] + list(overrides):
-        args += ["--set", item]
-    assert main(args) == 0
-    return json.loads((model_dir / "eval_results.json").read_text())
 
 
 @tensorflow_only
@@ -60,15 +42,15 @@ def test_classification_end_to_end_with_export(checkpoint, fixtures, tmp_path):
     assert out["label"].numpy()[0].decode() in ("0", "1")
 
 
-def test_regression_end_to_end(checkpoint, fixtures, tmp_path):
-    results = finetune("stsb", fixtures / "glue", checkpoint, tmp_path)
+def test_regression_end_to_end(fine_tuned):
+    run, results = fine_tuned("stsb")
     assert set(results) >= {"pearson", "spearman"}
     # What it trained under, beside the config (evaluate reads past it).
-    assert yaml.safe_load((tmp_path / "config.yaml").read_text())["trained_under"] == {
+    assert yaml.safe_load((run / "config.yaml").read_text())["trained_under"] == {
         "backend": keras.backend.backend(),
         "precision": "float32",
     }
-    rows = [json.loads(l) for l in (tmp_path / "predictions.jsonl").read_text().splitlines()]
+    rows = [json.loads(l) for l in (run / "predictions.jsonl").read_text().splitlines()]
     assert all(isinstance(r["prediction"], float) for r in rows)
     # A fresh interpreter loads the compiled model (optimizer and its
     # learning-rate schedule included) after nothing but `import keras_bert`.
@@ -77,41 +59,34 @@ def test_regression_end_to_end(checkpoint, fixtures, tmp_path):
         "m = keras.saving.load_model(sys.argv[1]); print(type(m).__name__)"
     )
     done = subprocess.run(
-        [sys.executable, "-c", load, str(tmp_path / "model.keras")], capture_output=True, text=True
+        [sys.executable, "-c", load, str(run / "model.keras")], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-1] == "BertRegressor"
 
 
-def test_generic_csv_classification(checkpoint, fixtures, tmp_path):
-    results = finetune("classification", fixtures / "generic", checkpoint, tmp_path)
+def test_generic_csv_classification(fine_tuned):
+    run, results = fine_tuned("classification")
     assert set(results) >= {"accuracy", "matthews_corrcoef", "f1"}
-    assert keras.saving.load_model(tmp_path / "model.keras").label_names == ["neg", "pos"]
+    assert keras.saving.load_model(run / "model.keras").label_names == ["neg", "pos"]
 
 
-def test_squad_end_to_end(checkpoint, fixtures, tmp_path):
-    results = finetune(
-        "squad_v1",
-        fixtures / "squad",
-        checkpoint,
-        tmp_path,
-        "data.max_seq_length=64",
-        "data.doc_stride=16",
-    )
+def test_squad_end_to_end(fine_tuned):
+    run, results = fine_tuned("squad_v1")  # max_seq_length 64, doc_stride 16.
     assert set(results) >= {"exact_match", "f1"} and results["eval_examples"] == 4
-    predictions = json.loads((tmp_path / "predictions.json").read_text())
+    predictions = json.loads((run / "predictions.json").read_text())
     assert set(predictions) == {"q1", "q2", "q3", "q4"}
 
 
-def test_ner_end_to_end(checkpoint, fixtures, tmp_path):
-    results = finetune("conll2003", fixtures / "conll", checkpoint, tmp_path)
+def test_ner_end_to_end(fine_tuned):
+    run, results = fine_tuned("conll2003")
     assert set(results) >= {"f1", "precision", "recall"}
-    lines = (tmp_path / "predictions.txt").read_text().split("\n\n")
+    lines = (run / "predictions.txt").read_text().split("\n\n")
     assert lines[0].splitlines()[0].startswith("John B-PER ")
 
 
-def test_multiple_choice_end_to_end(checkpoint, fixtures, tmp_path):
-    results = finetune("swag", fixtures / "swag", checkpoint, tmp_path)
+def test_multiple_choice_end_to_end(fine_tuned):
+    run, results = fine_tuned("swag")
     assert results["eval_examples"] == 3 and 0.0 <= results["accuracy"] <= 1.0
 
 
@@ -346,10 +321,10 @@ def test_model_dir_of_another_run_is_left_alone(
 
 
 @pytest.mark.backend_independent
-def test_same_task_reruns_into_its_folder(checkpoint, fixtures, tmp_path):
-    finetune("sst2", fixtures / "glue", checkpoint, tmp_path)
-    finetune("sst2", fixtures / "glue", checkpoint, tmp_path, "training.seed=1")
-    assert not (tmp_path / "finetune.lock").exists()
+def test_same_task_reruns_into_its_folder(checkpoint, fixtures, fine_tuned):
+    run, _ = fine_tuned("sst2")
+    finetune("sst2", fixtures / "glue", checkpoint, run, "training.seed=1")
+    assert not (run / "finetune.lock").exists()
 
 
 @pytest.mark.backend_independent
@@ -444,6 +419,7 @@ def _regression_data(tmp_path, fixtures, bad):
 REGRESSION = ["--set", "data.label_column=score", "--set", "export.enabled=false"]
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("bad", ["nan", "inf", "-Infinity"])
 def test_non_finite_regression_labels_are_one_line(checkpoint, fixtures, tmp_path, capsys, bad):
     data = _regression_data(tmp_path, fixtures, bad)
@@ -463,6 +439,7 @@ def test_non_finite_regression_labels_are_one_line(checkpoint, fixtures, tmp_pat
     assert not (tmp_path / "out" / "eval_results.json").exists()
 
 
+@pytest.mark.backend_independent
 def test_non_finite_glue_score_is_one_line(checkpoint, fixtures, tmp_path, capsys):
     data = tmp_path / "data"
     data.mkdir()
@@ -513,6 +490,7 @@ def test_nan_loss_stops_the_run(checkpoint, fixtures, tmp_path, capsys, monkeypa
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.backend_independent
 def test_non_finite_predictions_are_not_scored():
     import tensorflow as tf
 
@@ -528,6 +506,7 @@ def test_non_finite_predictions_are_not_scored():
         predict_batches(Model(), dataset)
 
 
+@pytest.mark.backend_independent
 def test_prediction_progress_counts_batches_on_stderr(capsys):
     import tensorflow as tf
 
@@ -551,6 +530,7 @@ def _write(path, data):
     path.write_bytes(data)
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "setup, message",
     [
@@ -597,6 +577,7 @@ def test_bad_files_are_one_line(checkpoint, fixtures, tmp_path, capsys, setup, m
         assert (tmp_path / "out").read_bytes() == b"mine"
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize("kept", [0.5, 10], ids=["half", "ten_bytes"])
 def test_truncated_checkpoint_is_named_as_such(checkpoint, fixtures, tmp_path, capsys, kept):
     # Ten bytes: shorter than a zip's end record, a traceback from GFile's seek.
@@ -619,6 +600,7 @@ def test_truncated_checkpoint_is_named_as_such(checkpoint, fixtures, tmp_path, c
     )
 
 
+@pytest.mark.backend_independent
 def test_empty_training_file_of_any_task_is_one_line(checkpoint, fixtures, tmp_path, capsys):
     data = tmp_path / "data"
     _write(data / "train.txt", b"-DOCSTART- -X- -X- O\n\n")
@@ -707,6 +689,7 @@ def test_export_into_a_model_dir_on_a_remote_file_system(checkpoint, fixtures, r
     assert out["probabilities"].shape == (1, 2)
 
 
+@pytest.mark.backend_independent
 def test_finetune_takes_the_measured_backend(monkeypatch, tmp_path, capsys):
     # As `pretrain` does: `use_fastest_backend` (which keeps a KERAS_BACKEND
     # the user set, and measures once per machine otherwise).

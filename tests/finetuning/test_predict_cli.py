@@ -16,24 +16,6 @@ from keras_bert.finetuning.metrics import squad_v1_scores
 from keras_bert.finetuning.prediction_formats import PredictionFormat
 from keras_bert.finetuning.sentence_task import SentenceTask
 from keras_bert.predict import main as predict
-from tests.finetuning.test_finetune_cli import finetune
-
-SQUAD = ["data.max_seq_length=64", "data.doc_stride=16"]
-
-
-@pytest.fixture(scope="module")
-def runs(checkpoint, fixtures, tmp_path_factory):
-    """One fine-tuning run per family, made when first asked for."""
-    made = {}
-
-    def run(task, folder, *overrides):
-        if task not in made:
-            model_dir = tmp_path_factory.mktemp(task) / "run"
-            finetune(task, fixtures / folder, checkpoint, model_dir, *overrides)
-            made[task] = model_dir
-        return made[task]
-
-    return run
 
 
 def run_predict(args, capsys):
@@ -47,8 +29,8 @@ def jsonl(path):
     return [json.loads(line) for line in open(path, encoding="utf-8")]
 
 
-def test_glue_submission_from_the_official_test_layout(runs, fixtures, tmp_path, capsys):
-    run = runs("sst2", "glue")
+def test_glue_submission_from_the_official_test_layout(fine_tuned, fixtures, tmp_path, capsys):
+    run, _ = fine_tuned("sst2")
     dev = list(csv.reader(open(fixtures / "glue" / "SST-2" / "dev.tsv"), delimiter="\t"))[1:]
     test = tmp_path / "test.tsv"
     test.write_text(
@@ -71,8 +53,8 @@ def test_glue_submission_from_the_official_test_layout(runs, fixtures, tmp_path,
     assert not list(path.parent.glob("*.partial"))
 
 
-def test_classification_rows_carry_probabilities(runs, fixtures, tmp_path, capsys):
-    run = runs("classification", "generic")
+def test_classification_rows_carry_probabilities(fine_tuned, fixtures, tmp_path, capsys):
+    run, _ = fine_tuned("classification")
     texts = [r["text"] for r in csv.DictReader(open(fixtures / "generic" / "dev.csv"))]
     unlabelled = tmp_path / "new.csv"
     unlabelled.write_text("text\n" + "".join(f"{t}\n" for t in texts))
@@ -89,8 +71,8 @@ def test_classification_rows_carry_probabilities(runs, fixtures, tmp_path, capsy
         assert row["prediction"] == max(probabilities, key=probabilities.get)
 
 
-def test_regression_rows_carry_scores(runs, fixtures, tmp_path, capsys):
-    run = runs("stsb", "glue")
+def test_regression_rows_carry_scores(fine_tuned, fixtures, tmp_path, capsys):
+    run, _ = fine_tuned("stsb")
     written = run_predict(
         ["--model_dir", str(run), "--input", str(fixtures / "glue" / "STS-B" / "dev.tsv")], capsys
     )
@@ -101,8 +83,8 @@ def test_regression_rows_carry_scores(runs, fixtures, tmp_path, capsys):
     )
 
 
-def test_squad_answers_for_the_official_script_with_offsets(runs, fixtures, tmp_path, capsys):
-    run = runs("squad_v1", "squad", *SQUAD)
+def test_squad_answers_for_the_official_script_with_offsets(fine_tuned, fixtures, tmp_path, capsys):
+    run, _ = fine_tuned("squad_v1")
     squad = json.loads((fixtures / "squad" / "dev-v1.1.json").read_text())
     gold, contexts = {}, {}
     for article in squad["data"]:
@@ -123,8 +105,8 @@ def test_squad_answers_for_the_official_script_with_offsets(runs, fixtures, tmp_
             assert context[row["answer_start"] : row["answer_end"]] == row["answer"]
 
 
-def test_conll_text_gets_a_tag_per_word(runs, fixtures, tmp_path, capsys):
-    run = runs("conll2003", "conll")
+def test_conll_text_gets_a_tag_per_word(fine_tuned, fixtures, tmp_path, capsys):
+    run, _ = fine_tuned("conll2003")
     sentences = [
         [line.split()[0] for line in block.splitlines()]
         for block in (fixtures / "conll" / "valid.txt").read_text().split("\n\n")
@@ -147,8 +129,8 @@ def test_conll_text_gets_a_tag_per_word(runs, fixtures, tmp_path, capsys):
     assert [[t for _, t in s] for s in tagged] == [[t for _, _, t in s] for s in fine_tuned]
 
 
-def test_swag_without_labels_gets_the_chosen_ending(runs, fixtures, tmp_path, capsys):
-    run = runs("swag", "swag")
+def test_swag_without_labels_gets_the_chosen_ending(fine_tuned, fixtures, tmp_path, capsys):
+    run, _ = fine_tuned("swag")
     rows = list(csv.DictReader(open(fixtures / "swag" / "val.csv")))
     unlabelled = tmp_path / "test.csv"
     with open(unlabelled, "w", newline="") as f:
@@ -179,8 +161,9 @@ def one_line_error(args, capsys):
     return err
 
 
-def test_submission_needs_the_official_test_file(runs, fixtures, tmp_path, capsys):
-    run = runs("sst2", "glue")
+@pytest.mark.backend_independent
+def test_submission_needs_the_official_test_file(fine_tuned, fixtures, tmp_path, capsys):
+    run, _ = fine_tuned("sst2")
     dev = fixtures / "glue" / "SST-2" / "dev.tsv"
     err = one_line_error(
         [
@@ -198,8 +181,9 @@ def test_submission_needs_the_official_test_file(runs, fixtures, tmp_path, capsy
     assert os.listdir(tmp_path) == []
 
 
-def test_submission_of_a_task_outside_glue_is_one_line(runs, fixtures, capsys):
-    run = runs("classification", "generic")
+@pytest.mark.backend_independent
+def test_submission_of_a_task_outside_glue_is_one_line(fine_tuned, fixtures, capsys):
+    run, _ = fine_tuned("classification")
     err = one_line_error(
         [
             "--model_dir",
@@ -213,8 +197,9 @@ def test_submission_of_a_task_outside_glue_is_one_line(runs, fixtures, capsys):
     assert err == "error: --glue_submission: classification is not a GLUE task"
 
 
-def test_bad_test_header_is_one_line(runs, tmp_path, capsys):
-    run = runs("sst2", "glue")
+@pytest.mark.backend_independent
+def test_bad_test_header_is_one_line(fine_tuned, tmp_path, capsys):
+    run, _ = fine_tuned("sst2")
     path = tmp_path / "test.tsv"
     path.write_text("index\ttext\n0\ta film\n")
     err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
@@ -224,8 +209,9 @@ def test_bad_test_header_is_one_line(runs, tmp_path, capsys):
     )
 
 
-def test_failure_midway_leaves_no_output(runs, fixtures, tmp_path, monkeypatch):
-    run = runs("stsb", "glue")
+@pytest.mark.backend_independent
+def test_failure_midway_leaves_no_output(fine_tuned, fixtures, tmp_path, monkeypatch):
+    run, _ = fine_tuned("stsb")
     output = tmp_path / "out.jsonl"
 
     def fail(rows, f):
@@ -246,9 +232,10 @@ def test_failure_midway_leaves_no_output(runs, fixtures, tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
-def test_repeated_squad_ids_are_one_line(runs, fixtures, tmp_path, capsys):
+@pytest.mark.backend_independent
+def test_repeated_squad_ids_are_one_line(fine_tuned, fixtures, tmp_path, capsys):
     # The answers file is `{id: answer}`: a repeated id would keep one answer.
-    run = runs("squad_v1", "squad", *SQUAD)
+    run, _ = fine_tuned("squad_v1")
     squad = json.loads((fixtures / "squad" / "dev-v1.1.json").read_text())
     squad["data"][1]["paragraphs"][0]["qas"][1]["id"] = "q2"
     path = tmp_path / "test.json"
@@ -264,8 +251,9 @@ def test_repeated_squad_ids_are_one_line(runs, fixtures, tmp_path, capsys):
     assert os.listdir(tmp_path) == ["test.json"]
 
 
-def test_a_tab_inside_a_test_sentence_is_one_line(runs, tmp_path, capsys):
-    run = runs("sst2", "glue")
+@pytest.mark.backend_independent
+def test_a_tab_inside_a_test_sentence_is_one_line(fine_tuned, tmp_path, capsys):
+    run, _ = fine_tuned("sst2")
     path = tmp_path / "test.tsv"
     path.write_text("index\tsentence\n0\ta moving\tfilm\n")
     err = one_line_error(["--model_dir", str(run), "--input", str(path)], capsys)
@@ -275,8 +263,8 @@ def test_a_tab_inside_a_test_sentence_is_one_line(runs, tmp_path, capsys):
     )
 
 
-def test_tsv_rows_may_leave_off_an_unused_trailing_column(runs, fixtures, tmp_path, capsys):
-    run = runs("classification", "generic")
+def test_tsv_rows_may_leave_off_an_unused_trailing_column(fine_tuned, fixtures, tmp_path, capsys):
+    run, _ = fine_tuned("classification")
     texts = [r["text"] for r in csv.DictReader(open(fixtures / "generic" / "dev.csv"))]
     unlabelled = tmp_path / "short_rows.tsv"
     # The first row has the unused column, the others end at their text.
@@ -288,8 +276,8 @@ def test_tsv_rows_may_leave_off_an_unused_trailing_column(runs, fixtures, tmp_pa
     assert [r["prediction"] for r in rows] == [r["prediction"] for r in fine_tuned]
 
 
-def test_conll_words_past_max_seq_length_are_counted(runs, tmp_path, capsys, caplog):
-    run = runs("conll2003", "conll")
+def test_conll_words_past_max_seq_length_are_counted(fine_tuned, tmp_path, capsys, caplog):
+    run, _ = fine_tuned("conll2003")
     text = tmp_path / "long_sentence.txt"
     # 200 one-piece words: 126 fit in max_seq_length 128 with [CLS] and [SEP].
     text.write_text("John\n" * 200 + "\nParis\n.\n")
@@ -304,19 +292,22 @@ def test_conll_words_past_max_seq_length_are_counted(runs, tmp_path, capsys, cap
 
 
 @pytest.mark.backend_independent
-def test_an_unreachable_bucket_is_one_line_naming_it(runs, capsys):
+def test_an_unreachable_bucket_is_one_line_naming_it(fine_tuned, capsys):
     # Issue 49, item 5; without network, the name does not resolve.
-    run = runs("classification", "generic")
+    run, _ = fine_tuned("classification")
     err = one_line_error(
         ["--model_dir", str(run), "--input", "gs://keras-bert-no-such-bucket/dev.csv"], capsys
     )
     assert err.startswith("error: gs://keras-bert-no-such-bucket/dev.csv: ")
 
 
-def test_two_predictions_onto_one_new_output_cannot_both_write(runs, fixtures, tmp_path, capsys):
+@pytest.mark.backend_independent
+def test_two_predictions_onto_one_new_output_cannot_both_write(
+    fine_tuned, fixtures, tmp_path, capsys
+):
     # Issue 49 item 6: both passed the existence check, and the second's
     # file replaced the first's without --overwrite.
-    run = runs("stsb", "glue")
+    run, _ = fine_tuned("stsb")
     output = tmp_path / "out.jsonl"
     args = ["--model_dir", str(run), "--input", str(fixtures / "glue" / "STS-B" / "dev.tsv")]
     args += ["--output", str(output)]

@@ -17,16 +17,14 @@ import yaml
 from keras_bert.evaluate import main as evaluate
 from keras_bert.finetune import main as finetune_main
 from keras_bert.predict import main as predict
-from tests.finetuning.test_finetune_cli import QUICK, finetune
+from tests.finetuning.conftest import QUICK
 
 pytestmark = pytest.mark.backend_independent
 
 
 @pytest.fixture(scope="module")
-def sst2_run(checkpoint, fixtures, tmp_path_factory):
-    run = tmp_path_factory.mktemp("sst2") / "run"
-    finetune("sst2", fixtures / "glue", checkpoint, run)
-    return run
+def sst2_run(fine_tuned):
+    return fine_tuned("sst2")[0]
 
 
 @pytest.fixture
@@ -259,41 +257,34 @@ def test_overwrite_replaces_a_run_of_another_task(run_copy, fixtures, checkpoint
     assert not (run_copy / ".previous-run").exists()
 
 
-def test_rerun_removes_the_old_models_outputs(run_copy, fixtures, checkpoint, tmp_path):
+def test_rerun_removes_the_old_models_outputs_and_keeps_the_users_files(
+    run_copy, fixtures, checkpoint
+):
     dev = str(fixtures / "glue" / "SST-2" / "dev.tsv")
-    assert predict(["--model_dir", str(run_copy), "--input", dev]) == 0
-    assert evaluate(["--model_dir", str(run_copy), "--input", dev]) == 0
+    assert predict(["--model_dir", str(run_copy), "--input", dev]) == 0  # predictions_dev.jsonl
+    assert evaluate(["--model_dir", str(run_copy), "--input", dev]) == 0  # eval_dev_tsv_*/
     test = run_copy.parent / "test.tsv"  # The official layout: a submission.
     test.write_text("index\tsentence\n0\ta fine film .\n")
     assert predict(["--model_dir", str(run_copy), "--input", str(test), "--glue_submission"]) == 0
     assert (run_copy / "glue_submission" / "SST-2.tsv").is_file()
     (run_copy / "notes.txt").write_text("the user's\n")
+    # Issue 49, item 2: names starting eval_ or predictions_ that the user
+    # wrote, or asked predict to write, were taken for the run's.
+    (run_copy / "eval_plan.md").write_text("plan\n")
+    mine = run_copy / "predictions_final.jsonl"
+    assert predict(["--model_dir", str(run_copy), "--input", dev, "--output", str(mine)]) == 0
     assert finetune_main(finetune_args(fixtures, checkpoint, run_copy, "training.seed=1")) == 0
     assert sorted(os.listdir(run_copy)) == [
         "config.yaml",
+        "eval_plan.md",
         "eval_results.json",
         "model.keras",
         "notes.txt",
         "outputs.json",
         "predictions.jsonl",
+        "predictions_final.jsonl",
         "vocab.txt",
     ]
-
-
-def test_rerun_keeps_the_users_files_whatever_their_names(run_copy, fixtures, checkpoint):
-    # Issue 49, item 2: names starting eval_ or predictions_ that the user
-    # wrote, or asked predict to write, were taken for the run's.
-    dev = str(fixtures / "glue" / "SST-2" / "dev.tsv")
-    (run_copy / "eval_plan.md").write_text("plan\n")
-    mine = run_copy / "predictions_final.jsonl"
-    assert predict(["--model_dir", str(run_copy), "--input", dev, "--output", str(mine)]) == 0
-    assert predict(["--model_dir", str(run_copy), "--input", dev]) == 0  # predictions_dev.jsonl
-    assert evaluate(["--model_dir", str(run_copy), "--input", dev]) == 0  # eval_dev_tsv_*/
-    assert finetune_main(finetune_args(fixtures, checkpoint, run_copy, "training.seed=1")) == 0
-    names = sorted(os.listdir(run_copy))
-    assert "eval_plan.md" in names and "predictions_final.jsonl" in names
-    assert "predictions_dev.jsonl" not in names
-    assert not [n for n in names if n.startswith("eval_dev_tsv_")]
 
 
 def test_failed_rerun_puts_the_previous_run_back(run_copy, fixtures, checkpoint, capsys):

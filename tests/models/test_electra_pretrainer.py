@@ -69,6 +69,8 @@ def test_discriminator_loss_does_not_reach_the_generator():
     )
 
 
+# Arithmetic on the backbone's sizes: nothing the backend computes.
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "size, expected",
     [(0.25, (3, 192, 768)), (1 / 3, (4, 256, 1024)), (1.0, (12, 768, 3072))],

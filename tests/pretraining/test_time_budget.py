@@ -4,6 +4,7 @@ Nothing here times anything: the clocks are counters."""
 
 import json
 import os
+import shutil
 import signal
 
 import keras
@@ -346,27 +347,6 @@ def test_the_commands_start_up_is_spent_from_the_budget(tmp_path, tiny_corpus, c
     assert "Of it, 3 s before the run started (the imports and the backend choice" in out
 
 
-# The learning rate reaches the step by another path on each backend.
-def test_a_machine_fast_enough_runs_the_recipe_as_a_step_based_run_does(
-    full_run, tmp_path, tiny_corpus
-):
-    # `tiny_config` step-based from seed 7 (its evaluation touches no weights).
-    stepped = full_run[1]
-    keras.utils.set_random_seed(7)
-    clock = ManualClock()  # no time passes: the recipe's updates lead
-    budgeted = run_pretraining(
-        budgeted_tiny(tmp_path, tiny_corpus, budget_stops_at_train_steps=True),
-        verbose=0,
-        callbacks=[],
-        clock=clock,
-    )
-    assert budgeted["state"].finished and budgeted["state"].step == 9
-    for a, b in zip(
-        stepped["pretraining"].model.get_weights(), budgeted["pretraining"].model.get_weights()
-    ):
-        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
-
-
 @pytest.mark.backend_independent
 def test_a_budget_spent_before_the_last_phase_skips_it(tmp_path, tiny_corpus):
     config = budgeted_tiny(tmp_path, tiny_corpus)
@@ -381,7 +361,10 @@ def test_a_budget_spent_before_the_last_phase_skips_it(tmp_path, tiny_corpus):
     assert result["state"].finished and result["state"].step == 2
 
 
-def test_a_budget_spent_by_the_first_update_trains_and_saves_nothing(tmp_path, tiny_corpus):
+# The learning rate reaches the step by another path on each backend.
+def test_a_budget_spent_by_the_first_update_saves_nothing_and_a_fast_machine_runs_the_recipe(
+    full_run, tmp_path, tiny_corpus
+):
     config = budgeted_tiny(tmp_path, tiny_corpus)
     clock = ManualClock()
 
@@ -395,10 +378,21 @@ def test_a_budget_spent_by_the_first_update_trains_and_saves_nothing(tmp_path, t
     # checkpoints/, and a rerun with a longer budget was a changed config.
     assert not os.path.exists(config.model_dir)
     config.train_budget_minutes = 5.0
+    # That rerun on a machine fast enough for the recipe (no time passes:
+    # its updates lead) trains as the step-based run does: `full_run`,
+    # `tiny_config` from seed 7 (its evaluation touches no weights).
     config.budget_stops_at_train_steps = True
-    assert run_pretraining(config, verbose=0, clock=ManualClock())["state"].finished
+    keras.utils.set_random_seed(7)
+    budgeted = run_pretraining(config, verbose=0, clock=ManualClock())
+    assert budgeted["state"].finished and budgeted["state"].step == 9
+    stepped = full_run[1]
+    for a, b in zip(
+        stepped["pretraining"].model.get_weights(), budgeted["pretraining"].model.get_weights()
+    ):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
 
 
+@pytest.mark.backend_independent
 def test_plan_line_and_end_line():
     config = load_pretraining_config("default")
     assert describe_plan(config) == (
@@ -431,6 +425,7 @@ def test_plan_line_and_end_line():
     )
 
 
+@pytest.mark.backend_independent
 def test_default_and_own_text_are_budgeted():
     assert load_pretraining_config("default").train_budget_minutes == 8.75
     assert load_pretraining_config("own_text").train_budget_minutes == 30
@@ -441,6 +436,7 @@ def test_default_and_own_text_are_budgeted():
     assert load_pretraining_config("own_text").budget_stops_at_train_steps
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "overrides, message",
     [
@@ -454,6 +450,7 @@ def test_bad_budget_values_are_refused(overrides, message):
         load_pretraining_config("default", {"train_budget_minutes": 7.5, **overrides})
 
 
+@pytest.mark.backend_independent
 def test_longer_train_steps_is_refused_for_a_budgeted_run(tmp_path):
     path = str(tmp_path / "config.yaml")
     write_run_config(path, load_pretraining_config("default").to_dict())
@@ -465,6 +462,7 @@ def test_longer_train_steps_is_refused_for_a_budgeted_run(tmp_path):
         )
 
 
+@pytest.mark.backend_independent
 def test_a_run_of_the_older_step_plan_is_refused(tmp_path):
     path = tmp_path / "config.yaml"
     config = load_pretraining_config("default")
@@ -476,6 +474,7 @@ def test_a_run_of_the_older_step_plan_is_refused(tmp_path):
         check_rerun_config(config, str(path))
 
 
+@pytest.mark.backend_independent
 def test_a_run_recorded_before_budget_stops_at_train_steps_resumes_as_it_ran(tmp_path):
     # Such a run stopped at train_steps: the key's default.
     path = tmp_path / "config.yaml"
@@ -490,10 +489,8 @@ def test_a_run_recorded_before_budget_stops_at_train_steps_resumes_as_it_ran(tmp
 
 
 @pytest.mark.backend_independent
-def test_budgeted_rerun_of_a_step_based_folder_is_refused(tmp_path, tiny_corpus):
-    config = tiny_config(tmp_path, tiny_corpus, eval_steps=0)
-    clock = ManualClock()
-    run_pretraining(config, verbose=0, callbacks=[Tick(clock, stop_at=1)])
+def test_budgeted_rerun_of_a_step_based_folder_is_refused(full_run, tmp_path, tiny_corpus):
+    shutil.copytree(full_run[0].model_dir, tmp_path / "run")  # A step-based run's folder.
     with pytest.raises(ConfigError, match=r"train_budget_minutes: None -> 0.1"):
         run_pretraining(budgeted_tiny(tmp_path, tiny_corpus), verbose=0)
 

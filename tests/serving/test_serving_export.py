@@ -463,6 +463,7 @@ def test_cli_reports_a_missing_model_in_one_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.backend_independent
 @pytest.mark.parametrize(
     "name, bad",
     [
@@ -552,19 +553,9 @@ def test_cli_bad_input_is_one_line(vocab, tmp_path, capsys, args, damage, messag
 
 
 @pytest.mark.backend_independent
-def test_cli_seq_len_defaults_to_what_the_model_holds(vocab, tmp_path, capsys):
-    # Issue 49: a 64-position model exported with no --seq_len (128 before).
-    from keras_bert.export import main
-
-    model = tmp_path / "model.keras"
-    BertPretrainer(_backbone(vocab)).save(str(model))
-    assert main(["--model", str(model), "--output", str(tmp_path / "out")]) == 0
-    assert (tmp_path / "out" / "1" / "saved_model.pb").exists()
-
-
-@pytest.mark.backend_independent
-@pytest.mark.parametrize("where", ["", "checkpoints"])
-def test_cli_refuses_to_export_into_a_run_folder_or_its_parts(vocab, tmp_path, capsys, where):
+def test_cli_refuses_a_run_folder_and_its_parts_and_takes_its_export_folder(
+    vocab, tmp_path, capsys
+):
     # Issue 49: version folders mixed into a run's own files.
     from keras_bert.export import main
 
@@ -573,9 +564,12 @@ def test_cli_refuses_to_export_into_a_run_folder_or_its_parts(vocab, tmp_path, c
     (run / "config.yaml").write_text("task: sst2\n")
     model = tmp_path / "model.keras"
     BertPretrainer(_backbone(vocab)).save(str(model))
-    output = run / where if where else run
-    assert main(["--model", str(model), "--output", str(output)]) == 2
-    err = capsys.readouterr().err
-    assert "export into its export/ folder or another one" in err and err.count("\n") == 1
-    assert sorted(p.name for p in run.iterdir()) == ["checkpoints", "config.yaml"]
+    for output in (run, run / "checkpoints"):
+        assert main(["--model", str(model), "--output", str(output)]) == 2
+        err = capsys.readouterr().err
+        assert "export into its export/ folder or another one" in err and err.count("\n") == 1
+        assert sorted(p.name for p in run.iterdir()) == ["checkpoints", "config.yaml"]
+    # Issue 49 too: with no --seq_len, a 64-position model exports (the
+    # default was 128, more than it holds).
     assert main(["--model", str(model), "--output", str(run / "export")]) == 0
+    assert (run / "export" / "1" / "saved_model.pb").exists()
