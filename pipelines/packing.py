@@ -1,5 +1,9 @@
 """`[CLS] A [SEP] (B [SEP])` packing with core TensorFlow ops.
 
+Core ops only: the serving export (`keras_bert.serving`) packs inside a
+SavedModel that TF Serving loads without tensorflow-text's kernels. The
+distillation transfer set (`transfer_set`) packs with it too.
+
 Shape legend: B batch rows, T `seq_len`.
 
 Truncation is the original `run_classifier.py` `_truncate_seq_pair`: while

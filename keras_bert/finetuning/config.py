@@ -96,26 +96,28 @@ class FinetuneConfig:
         return SCHEMA.to_tree(self)
 
 
-def load_finetune_config(task, config_file=None, overrides=()):
+def load_finetune_config(task, config_file=None, overrides=(), config_class=None, schema=None):
     """Defaults ← `config_file` ← `overrides` (`"section.key=value"`
     strings). `config_file`: a YAML path, or a name in `configs/finetune/`
     (`squad`); None: the task's own (`task_registry.TASKS`, e.g.
-    `squad.yaml` for `squad_v1`)."""
+    `squad.yaml` for `squad_v1`). `config_class` and `schema`: a recipe
+    that extends this one (`distillation.config`); None: this one's."""
+    config_class, schema = config_class or FinetuneConfig, schema or SCHEMA
     if config_file is None:
         if task not in TASKS:
             raise ConfigError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
         config_file = default_config_file(task)
     config_file = resolve_recipe(config_file, CONFIG_DIR, "fine-tuning")
-    config = FinetuneConfig(task=task)
+    config = config_class(task=task)
     tree = read_recipe(config_file)
     tree.pop("task", None)
-    SCHEMA.merge(config, tree, where=str(config_file))
+    schema.merge(config, tree, where=str(config_file))
     _refuse_another_tasks_section(task, "squad" in tree, config_file)
     for item in overrides:
         key, value = parse_override(item, ConfigError)
         _refuse_another_tasks_section(task, key.split(".")[0] == "squad", "--set")
-        SCHEMA.set(config, key, value, where="--set")
-    SCHEMA.check(config)
+        schema.set(config, key, value, where="--set")
+    schema.check(config)
     return config
 
 
@@ -133,6 +135,12 @@ def _refuse_another_tasks_section(task, sets_squad, where):
         )
 
 
+# Keys of a run's `config.yaml` that say how the run was made, not how its
+# model is used: recorded, not read back (`distillation`: the section a
+# distilled student's run adds, `keras_bert.distillation.config`).
+RECORD_ONLY = ("task", "init_checkpoint", "data_dir", "distillation")
+
+
 def load_saved_config(model_dir):
     """`(task, config)` of the fine-tuning run whose `config.yaml` (written
     by the runner: the resolved config, the task, where the data and the
@@ -144,11 +152,7 @@ def load_saved_config(model_dir):
     if not isinstance(task, str) or "phases" in tree:
         raise ConfigError(f"{path}: not a fine-tuning run's config")
     config = FinetuneConfig(task=task)
-    SCHEMA.merge(
-        config,
-        {k: v for k, v in tree.items() if k not in ("task", "init_checkpoint", "data_dir")},
-        where=path,
-    )
+    SCHEMA.merge(config, {k: v for k, v in tree.items() if k not in RECORD_ONLY}, where=path)
     SCHEMA.check(config)
     return task, config
 

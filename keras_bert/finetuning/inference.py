@@ -44,16 +44,17 @@ SUBMISSION_NAMES = {
 }
 
 
-def load_run(model_dir, input_file):
+def load_run(model_dir, input_file=None):
     """`(task, handler, model)` for the fine-tuning run in `model_dir`, the
     handler holding its tokenizer and the model's label names, once
     `check_run_parts` found its config, model and vocabulary to belong
-    together."""
+    together. `input_file`, when given, is checked to exist before the
+    model loads."""
     import pipelines
 
     RunFolder(model_dir, FINETUNING).refuse_unfinished_rerun()
     task, config = load_saved_config(model_dir)
-    if not is_file(input_file):
+    if input_file is not None and not is_file(input_file):
         raise FinetuneError(f"{input_file}: no such file")
     model_path = os.path.join(model_dir, "model.keras")
     model = load_keras_model(model_path)

@@ -167,19 +167,29 @@ def run_finetune(
     config_file=None,
     overrides=(),
     overwrite=False,
-    run_class=None,
 ):
     """Fine-tunes, evaluates, predicts and exports; returns the results dict.
 
     A rerun replaces the run in `model_dir` (`RunFolder.previous`); a run
     of another task there is refused, or replaced the same way with
-    `overwrite`. `run_class`: the `FinetuneRun` (sub)class whose steps
-    run, None for `FinetuneRun`."""
+    `overwrite`."""
     if task not in TASKS:
         raise FinetuneError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
     if not is_dir(data_dir):
         raise FinetuneError(f"--data_dir {data_dir}: no such directory")
     config = load_finetune_config(task, config_file, overrides)
+    return run_in_folder(
+        task,
+        model_dir,
+        overwrite,
+        lambda folder: FinetuneRun(task, data_dir, init_checkpoint, folder, vocab, config),
+    )
+
+
+def run_in_folder(task, model_dir, overwrite, make_run):
+    """Runs `make_run(folder)` (a `FinetuneRun`) in `model_dir`, locked and
+    replacing the run there; returns its results. A run of another task in
+    `model_dir` is refused, or replaced with `overwrite`."""
     if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
         raise FinetuneError(f"--model_dir {model_dir}: is a file, not a folder")
     folder = RunFolder(model_dir, FINETUNING)
@@ -188,7 +198,7 @@ def run_finetune(
         created = makedirs(model_dir)
     except FILE_ERRORS as error:
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
-    run = (run_class or FinetuneRun)(task, data_dir, init_checkpoint, folder, vocab, config)
+    run = make_run(folder)
     with removed_if_left_empty(model_dir, created), folder.lock():
         return _replacing_the_previous_run(folder, run.run)
 
@@ -223,7 +233,10 @@ def _replacing_the_previous_run(folder, run):
 class FinetuneRun:
     """One fine-tuning run as named steps, each a method: `load_backbone`,
     `record`, `tokenizer`, `task_handler`, `build_model`, `compile`,
-    `fit`, `save`, `evaluate`, `export` (`run` calls them in that order).
+    `fit`, `save`, `evaluate`, `export` (`run` calls them in that order);
+    what it trains on is `num_train_examples`, `compile_args` and
+    `train_dataset`, the task's own (distillation trains on the teacher's
+    outputs instead).
 
     Args:
         task: str. A key of `TASKS`.
@@ -259,7 +272,7 @@ class FinetuneRun:
         results, predictions_path = self.evaluate(model, handler)
         results.update(
             task=self.task,
-            train_examples=handler.num_train_examples,
+            train_examples=self.num_train_examples(handler),
             train_steps=total_steps,
             train_seconds=round(train_seconds, 1),
             eval_seconds=round(time.time() - start, 1),
@@ -321,21 +334,34 @@ class FinetuneRun:
         """Compiles `model` with the recipe's optimizer over the run's
         length; returns that length in updates."""
         training = self.config.training
-        steps_per_epoch = max(1, math.ceil(handler.num_train_examples / training.batch_size))
+        examples = self.num_train_examples(handler)
+        steps_per_epoch = max(1, math.ceil(examples / training.batch_size))
         total_steps = max(1, math.ceil(training.epochs * steps_per_epoch))
         model.compile(
             optimizer=create_optimizer(self.config.optimizer, total_steps),
-            **handler.compile_args(),
+            **self.compile_args(handler),
         )
         logger.info(
             "%s: %d training examples, %d steps (batch %d), lr %g",
             self.task,
-            handler.num_train_examples,
+            examples,
             total_steps,
             training.batch_size,
             self.config.optimizer.learning_rate,
         )
         return total_steps
+
+    def num_train_examples(self, handler):
+        """The examples an epoch trains on: the task's training file's."""
+        return handler.num_train_examples
+
+    def compile_args(self, handler):
+        """`model.compile`'s arguments besides the optimizer: the task's."""
+        return handler.compile_args()
+
+    def train_dataset(self, handler):
+        """One shuffled epoch of `(inputs, targets)` batches: the task's."""
+        return handler.train_dataset()
 
     def fit(self, model, handler, total_steps):
         """Trains `total_steps` updates; returns the last epoch's loss. A
@@ -343,7 +369,7 @@ class FinetuneRun:
         NaN."""
         epochs = max(1, math.ceil(self.config.training.epochs))
         history = model.fit(
-            handler.train_dataset().repeat(),
+            self.train_dataset(handler).repeat(),
             epochs=epochs,
             steps_per_epoch=math.ceil(total_steps / epochs),
             verbose=self.config.training.verbose,

@@ -150,7 +150,8 @@ class SentenceTask:
                     f"({split}); {advice}"
                 )
 
-    def _labels(self, examples):
+    def label_values(self, examples):
+        """The examples' labels as the model's targets: class indices, or scores."""
         if self.regression:
             return [float(e.label) for e in examples]
         index = {n: i for i, n in enumerate(self.label_names)}
@@ -165,7 +166,7 @@ class SentenceTask:
         )
         return tasks.make_dataset(
             features,
-            self._labels(examples) if training else None,
+            self.label_values(examples) if training else None,
             batch_size=batch,
             training=training,
             seed=self.config.training.seed,
@@ -223,7 +224,7 @@ class SentenceTask:
         results, rows = {}, []
         for index, (dev_name, examples) in enumerate(self.dev_sets.items()):
             predicted = self.predict(model, examples)
-            scores = self._score(self._labels(examples), [r["prediction"] for r in predicted])
+            scores = self._score(self.label_values(examples), [r["prediction"] for r in predicted])
             # MNLI: the matched dev set gives the plain names, mismatched
             # gets a suffix.
             suffix = "" if index == 0 else "_" + dev_name.rsplit(".", 1)[0].split("_")[-1]

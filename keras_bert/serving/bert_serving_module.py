@@ -23,8 +23,9 @@ import functools
 
 import tensorflow as tf
 
-from keras_bert.serving import packing, task_adapters
+from keras_bert.serving import task_adapters
 from keras_bert.serving.core_ops_bert_tokenizer import CoreOpsBertTokenizer
+from pipelines import packing
 
 MASK_IN_TEXT = "[MASK]"
 

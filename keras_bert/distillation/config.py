@@ -1,0 +1,95 @@
+"""The distillation recipe: the student's fine-tuning recipe plus a
+`distillation:` section (the losses and the transfer set).
+
+Defaults ← the task's fine-tuning config (`configs/finetune/`) ← `--config`
+← `--set`, as `finetune` reads them; `distillation.*` keys are set the same
+way (`--set distillation.temperature=2`). The student's `config.yaml`
+records the whole tree, the teacher and the text files included; `predict`
+and `evaluate` read it as a fine-tuning run's (they skip the section).
+"""
+
+import dataclasses
+import math
+import typing
+
+from keras_bert.finetuning.config import SCHEMA as FINETUNE_SCHEMA
+from keras_bert.finetuning.config import FinetuneConfig, load_finetune_config
+
+# What the soft targets are compared with: the teacher's distribution at a
+# temperature (Hinton et al. 2015), or its logits themselves (Tang et al.
+# 2019; the only choice for a regression teacher, whose output is a score).
+# `auto`: the first for a classifier, the second for a regression.
+SOFT_LOSSES = ("auto", "kl_divergence", "mse")
+
+
+@dataclasses.dataclass
+class TransferConfig:
+    """The transfer set the teacher labels (Tang et al. 2019, section 3.2).
+
+    Every sentence (or pair) of the task's training file and of the text
+    files comes once as it is and `copies` times augmented: each word is
+    replaced by `[MASK]` with `mask_probability`; then, with
+    `ngram_probability`, only a random n-gram of 1 to `ngram_max` words is
+    kept. Copies carry no label (augmenting can change it). The teacher's
+    outputs are written in shards of `shard_size` sentences, labelled in
+    batches of `batch_size`.
+    """
+
+    copies: int = 0
+    mask_probability: float = 0.1
+    ngram_probability: float = 0.25
+    ngram_max: int = 5
+    shard_size: int = 4096
+    batch_size: int = 64
+
+
+@dataclasses.dataclass
+class DistillationConfig:
+    """The losses, and where the transfer set comes from.
+
+    `loss` compares the student's outputs with the teacher's:
+    `kl_divergence` between the two distributions at `temperature`, scaled
+    by its square (Hinton et al. 2015), or `mse` between the logits (the
+    scores, for regression); `auto` is the first for a classifier, the
+    second for a regression. `hard_label_weight` blends in the task's own
+    loss on the sentences that have a label: `(1 - w) * soft + w * hard`.
+    `teacher` and `text_files` are the command's `--teacher` and `--text`.
+    """
+
+    teacher: typing.Optional[str] = None
+    text_files: list = dataclasses.field(default_factory=list)
+    loss: str = "auto"
+    temperature: float = 1.0
+    hard_label_weight: float = 0.0
+    transfer: TransferConfig = dataclasses.field(default_factory=TransferConfig)
+
+
+@dataclasses.dataclass
+class DistillConfig(FinetuneConfig):
+    distillation: DistillationConfig = dataclasses.field(default_factory=DistillationConfig)
+
+
+SCHEMA = dataclasses.replace(
+    FINETUNE_SCHEMA,
+    choices={**FINETUNE_SCHEMA.choices, "distillation.loss": SOFT_LOSSES},
+    minimums={
+        **FINETUNE_SCHEMA.minimums,
+        "distillation.transfer.copies": 0,
+        "distillation.transfer.ngram_max": 1,
+        "distillation.transfer.shard_size": 1,
+        "distillation.transfer.batch_size": 1,
+    },
+    ranges={
+        **FINETUNE_SCHEMA.ranges,
+        "distillation.temperature": (lambda v: 0 < v < math.inf, "finite and > 0"),
+        "distillation.hard_label_weight": (lambda v: 0 <= v <= 1, "between 0 and 1"),
+        "distillation.transfer.mask_probability": (lambda v: 0 <= v <= 1, "between 0 and 1"),
+        "distillation.transfer.ngram_probability": (lambda v: 0 <= v <= 1, "between 0 and 1"),
+    },
+)
+
+
+def load_distill_config(task, config_file=None, overrides=()):
+    """`load_finetune_config` for a `DistillConfig`: the same files and
+    overrides, with the `distillation:` section."""
+    return load_finetune_config(task, config_file, overrides, DistillConfig, SCHEMA)

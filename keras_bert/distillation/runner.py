@@ -1,0 +1,181 @@
+"""One distillation run: a fine-tuned teacher labels the transfer set once,
+a student learns the labels, and the student's folder is a fine-tuning run
+folder (`predict`, `evaluate`, `export` and `convert` take it as it is).
+
+The run is `finetuning.runner`'s, step for step (`FinetuneRun`), with what
+it trains on replaced: the transfer set and the teacher's outputs instead
+of the task's labels (`DistillRun`). Besides a fine-tuning run's files, the
+folder holds `transfer_set/`, the teacher's labels (`transfer_set`).
+"""
+
+import logging
+import os
+import time
+
+from keras_bert.distillation.config import load_distill_config
+from keras_bert.distillation.student_loss import StudentLoss
+from keras_bert.distillation.teacher import Teacher
+from keras_bert.distillation.transfer_set import TransferSet, label_transfer_set, read_text_file
+from keras_bert.errors import ConfigError, FinetuneError
+from keras_bert.file_io import is_dir
+from keras_bert.finetuning.runner import FinetuneRun, run_in_folder
+from keras_bert.training.run_folder import FINETUNING, RunFolder
+from pipelines.transfer_set import student_batches
+
+logger = logging.getLogger("keras_bert.distill")
+
+
+def run_distillation(
+    teacher,
+    init_checkpoint,
+    model_dir,
+    data_dir=None,
+    text_files=(),
+    vocab=None,
+    config_file=None,
+    overrides=(),
+    overwrite=False,
+):
+    """Distils the fine-tuning run `teacher` into a student made from
+    `init_checkpoint` (anything `finetune --init_checkpoint` takes), a
+    fine-tuning run in `model_dir`; returns its results dict.
+
+    Args:
+        teacher: str. A fine-tuning run folder of a sentence(-pair) task.
+        init_checkpoint: str. The student's backbone.
+        model_dir: str. The student's run folder.
+        data_dir: str or None. The task's files; None: those the teacher
+            was fine-tuned on.
+        text_files: sequence of str. Unlabelled text for the transfer set,
+            a sentence (a pair: two, tab-separated) a line.
+        vocab, config_file, overrides, overwrite: as `run_finetune`'s; the
+            config is `load_distill_config`'s.
+    """
+    teacher_run = Teacher(teacher)
+    if data_dir is None:
+        recorded = RunFolder(teacher, FINETUNING).config()
+        data_dir = recorded.get("data_dir") if isinstance(recorded, dict) else None
+        if not isinstance(data_dir, str):
+            raise FinetuneError(
+                f"--teacher {teacher}: its config.yaml names no data_dir; pass --data_dir"
+            )
+    if not is_dir(data_dir):
+        raise FinetuneError(f"--data_dir {data_dir}: no such directory")
+    config = load_distill_config(teacher_run.task, config_file, overrides)
+    distillation = config.distillation
+    distillation.teacher, distillation.text_files = teacher, list(text_files)
+    regression = teacher_run.label_names is None
+    if distillation.loss == "auto":
+        distillation.loss = "mse" if regression else "kl_divergence"
+    elif regression and distillation.loss != "mse":
+        raise ConfigError(
+            f"distillation.loss={distillation.loss}: the teacher is a regression, whose "
+            "output is a score, not a distribution; use mse (or auto)"
+        )
+    return run_in_folder(
+        teacher_run.task,
+        model_dir,
+        overwrite,
+        lambda folder: DistillRun(teacher_run, data_dir, init_checkpoint, folder, vocab, config),
+    )
+
+
+class DistillRun(FinetuneRun):
+    """`FinetuneRun` whose student trains on the teacher's outputs for the
+    transfer set, labelled (or taken up from an earlier labelling) when
+    the task's files are read.
+
+    Args:
+        teacher: `Teacher`.
+        data_dir, init_checkpoint, folder, vocab: as `FinetuneRun`'s.
+        config: `DistillConfig`.
+    """
+
+    def __init__(self, teacher, data_dir, init_checkpoint, folder, vocab, config):
+        super().__init__(teacher.task, data_dir, init_checkpoint, folder, vocab, config)
+        self.teacher = teacher
+        self.shards = None
+        self.transfer_examples = 0
+        self.labelling_seconds = 0.0
+
+    def load_backbone(self):
+        backbone = super().load_backbone()
+        if backbone.count_params() > self.teacher.parameters:
+            logger.warning(
+                "The student's backbone (%s weights) is larger than the teacher's (%s): "
+                "distillation usually makes a smaller model",
+                f"{backbone.count_params():,}",
+                f"{self.teacher.parameters:,}",
+            )
+        return backbone
+
+    def task_handler(self, tokenizer):
+        """The task's handler, once the teacher has labelled the transfer
+        set made from its training file and the text files."""
+        handler = super().task_handler(tokenizer)
+        if handler.label_names != self.teacher.label_names:
+            raise FinetuneError(
+                f"--teacher {self.teacher.run_dir}: classifies into {self.teacher.label_names}, "
+                f"but the task's files in {self.data_dir} have the classes {handler.label_names}"
+            )
+        examples = handler.train_examples
+        pairs = examples[0].text_b is not None
+        labelled = [
+            (e.text_a, e.text_b, label)
+            for e, label in zip(examples, handler.label_values(examples))
+        ]
+        unlabelled = [
+            row
+            for path in self.config.distillation.text_files
+            for row in read_text_file(path, pairs)
+        ]
+        transfer_set = TransferSet(
+            labelled, unlabelled, self.config.distillation.transfer, self.config.training.seed
+        )
+        start = time.time()
+        self.shards = label_transfer_set(
+            transfer_set, self.teacher, self.model_dir, progress=self.config.training.verbose > 0
+        )
+        self.labelling_seconds = time.time() - start
+        self.transfer_examples = len(transfer_set)
+        logger.info(
+            "Transfer set: %d sentences (%d labelled, %d of text, each with %d copies)",
+            len(transfer_set),
+            len(labelled),
+            len(unlabelled),
+            self.config.distillation.transfer.copies,
+        )
+        return handler
+
+    def num_train_examples(self, handler):
+        return self.transfer_examples
+
+    def compile_args(self, handler):
+        distillation = self.config.distillation
+        return dict(
+            loss=StudentLoss(
+                soft_loss=distillation.loss,
+                temperature=distillation.temperature,
+                hard_label_weight=distillation.hard_label_weight,
+                regression=handler.regression,
+            )
+        )
+
+    def train_dataset(self, handler):
+        training = self.config.training
+        return student_batches(
+            self.shards,
+            self.teacher.num_outputs,
+            handler.tokenizer,
+            self.config.data.max_seq_length,
+            training.batch_size,
+            training.seed,
+        )
+
+    def evaluate(self, model, handler):
+        results, path = super().evaluate(model, handler)
+        results.update(
+            teacher=os.path.abspath(self.teacher.run_dir),
+            labelling_seconds=round(self.labelling_seconds, 1),
+        )
+        return results, path

@@ -1,0 +1,199 @@
+"""The transfer set: the sentences the teacher labels, and its labels, kept
+as shards in the student's run folder.
+
+The set is the task's training sentences (with their labels) and the
+user's text files' lines (without), each once as it is and
+`transfer.copies` times augmented (`augmentation`). Sentence `i` is made
+from its source and its own seed alone, so any shard can be made again,
+in any process: a labelling that was killed resumes at the first shard it
+had not written, and a rerun with the same teacher, sentences and transfer
+settings (another temperature, say) labels nothing.
+
+`<model_dir>/transfer_set/` holds `manifest.json` (what was labelled: a
+fingerprint of the teacher, the sentences and the settings, the size, the
+shard size and the teacher's outputs a sentence) and `shard-NNNNN.tfrecord`
+files (`pipelines.transfer_set`), each written whole or not at all.
+"""
+
+import hashlib
+import json
+import logging
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.distillation.augmentation import augmented_pair
+from keras_bert.errors import FinetuneError
+from keras_bert.file_io import (
+    FILE_ERRORS,
+    is_file,
+    listdir,
+    makedirs,
+    remove,
+    write_json_atomically,
+)
+from keras_bert.runtime.progress import StderrProgbar
+from keras_bert.training.run_folder import TRANSFER_SET
+from pipelines.transfer_set import write_shard
+
+logger = logging.getLogger("keras_bert.distill")
+MANIFEST = "manifest.json"
+
+
+def read_text_file(path, pairs):
+    """The `(text_a, text_b)` of each non-blank line of `path`: a sentence
+    a line, or with `pairs` two sentences a line, separated by a tab."""
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            lines = f.read().splitlines()
+    except FILE_ERRORS as error:
+        raise FinetuneError(f"--text {path}: cannot read: {error}") from None
+    except UnicodeDecodeError as error:
+        raise FinetuneError(f"--text {path}: not UTF-8 text ({error.reason})") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        if not pairs:
+            rows.append((line.strip(), None))
+            continue
+        parts = line.split("\t")
+        if len(parts) != 2 or not all(p.strip() for p in parts):
+            raise FinetuneError(
+                f"--text {path}:{number}: a sentence-pair task takes two sentences a line, "
+                "separated by one tab"
+            )
+        rows.append((parts[0].strip(), parts[1].strip()))
+    if not rows:
+        raise FinetuneError(f"--text {path}: holds no sentences (the transfer set takes its lines)")
+    return rows
+
+
+class TransferSet:
+    """The transfer set's sentences, made on demand.
+
+    Args:
+        labelled: list of `(text_a, text_b, label)`; `text_b` None for a
+            sentence, `label` a class index or a score.
+        unlabelled: list of `(text_a, text_b)`.
+        transfer: `TransferConfig`.
+        seed: int. The augmentation's.
+    """
+
+    def __init__(self, labelled, unlabelled, transfer, seed):
+        self.sources = list(labelled) + [(a, b, None) for a, b in unlabelled]
+        self.transfer = transfer
+        self.seed = seed
+
+    def __len__(self):
+        return len(self.sources) * (1 + self.transfer.copies)
+
+    def rows(self, start, stop):
+        """Sentences `start` to `stop` (exclusive): dicts with `text_a`,
+        `text_b` and `label` (None for unlabelled text and copies)."""
+        copies = 1 + self.transfer.copies
+        for i in range(start, stop):
+            text_a, text_b, label = self.sources[i // copies]
+            if i % copies:
+                rng = np.random.default_rng([self.seed, i])
+                text_a, text_b = augmented_pair(text_a, text_b, rng, self.transfer)
+                label = None
+            yield {"text_a": text_a, "text_b": text_b, "label": label}
+
+    def fingerprint(self):
+        """A hash of the sentences, the labels and what makes the copies."""
+        digest = hashlib.sha256()
+        settings = {**vars(self.transfer), "seed": self.seed}
+        settings.pop("batch_size")  # How fast it is labelled, not what.
+        digest.update(json.dumps(settings, sort_keys=True).encode())
+        for source in self.sources:
+            digest.update(json.dumps(source).encode())
+        return digest.hexdigest()
+
+
+def file_fingerprint(path):
+    """The SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with tf.io.gfile.GFile(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
+    """Writes the teacher's outputs for every sentence of `transfer_set` as
+    shards in `<model_dir>/transfer_set/`, keeping the shards a previous
+    labelling of the same set by the same teacher wrote; returns the shard
+    paths, in order.
+
+    Args:
+        transfer_set: `TransferSet`.
+        teacher: `Teacher`.
+        model_dir: str. The student's run folder.
+        progress: bool. A progress bar with the sentences a second and the
+            time left.
+    """
+    folder = os.path.join(model_dir, TRANSFER_SET)
+    shard_size = transfer_set.transfer.shard_size
+    size = len(transfer_set)
+    manifest = {
+        "teacher": teacher.fingerprint,
+        "sentences": transfer_set.fingerprint(),
+        "size": size,
+        "shard_size": shard_size,
+        "num_outputs": teacher.num_outputs,
+    }
+    paths = [
+        os.path.join(folder, f"shard-{index:05d}.tfrecord")
+        for index in range((size + shard_size - 1) // shard_size)
+    ]
+    manifest_path = os.path.join(folder, MANIFEST)
+    if _read_manifest(manifest_path) != manifest:
+        if tf.io.gfile.isdir(folder):
+            logger.info("%s: labelled for another teacher or set; labelling again", folder)
+            remove(folder)
+        makedirs(folder)
+        write_json_atomically(manifest, manifest_path)
+    for name in listdir(folder):
+        if name.endswith(".partial"):  # A shard a killed labelling was writing.
+            remove(os.path.join(folder, name))
+    todo = [i for i, path in enumerate(paths) if not is_file(path)]
+    remaining = sum(min(size, (i + 1) * shard_size) - i * shard_size for i in todo)
+    if remaining < size:
+        logger.info(
+            "Transfer set: %d of %d sentences labelled before (%s)%s",
+            size - remaining,
+            size,
+            folder,
+            "; labelling the rest" if remaining else "",
+        )
+    bar = (
+        StderrProgbar(remaining, unit_name="sentence", stateful_metrics=["sentences/s"])
+        if progress and remaining
+        else None
+    )
+    start, done = time.time(), 0
+    for index in todo:
+        rows = list(transfer_set.rows(index * shard_size, min(size, (index + 1) * shard_size)))
+        labelled = 0
+        for outputs in teacher.batch_outputs(rows, transfer_set.transfer.batch_size):
+            for row, values in zip(rows[labelled:], outputs):
+                row["teacher"] = values
+            labelled += len(outputs)
+            done += len(outputs)
+            if bar:
+                bar.update(done, [("sentences/s", done / max(time.time() - start, 1e-9))])
+        write_shard(paths[index], rows)
+    return paths
+
+
+def _read_manifest(path):
+    if not is_file(path):
+        return None
+    try:
+        with tf.io.gfile.GFile(path) as f:
+            return json.load(f)
+    except (*FILE_ERRORS, ValueError):
+        return None

@@ -1,0 +1,187 @@
+"""`python -m keras_bert.distill`, run as a user runs it, and the student's
+folder taken by the other commands, each its own process."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from keras_bert.distill import main as distill
+from keras_bert.distillation.runner import run_distillation
+
+QUICK = ["training.epochs=1", "training.batch_size=4", "training.verbose=0"]
+
+
+def command(module, *args):
+    result = subprocess.run(
+        [sys.executable, "-m", f"keras_bert.{module}", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=os.getcwd(),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def settings(*items):
+    return [arg for item in QUICK + list(items) for arg in ("--set", item)]
+
+
+@pytest.mark.backend_independent
+def test_the_student_folder_is_a_fine_tuning_run_for_every_command(
+    fine_tuned, checkpoint, fixtures, tmp_path
+):
+    teacher, _ = fine_tuned("sst2")
+    text = tmp_path / "reviews.txt"
+    text.write_text("a warm and funny film\nnothing works here\n")
+    student = tmp_path / "student"
+    argv = ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student]
+    argv += ["--text", text, *settings("distillation.transfer.copies=2", "export.enabled=false")]
+    results = json.loads(command("distill", *argv).stdout)
+    assert results["train_examples"] == (6 + 2) * 3  # The training file's 6, the text's 2.
+    config = (student / "config.yaml").read_text()
+    assert f"teacher: {teacher}" in config and str(text) in config
+
+    dev = fixtures / "glue" / "SST-2" / "dev.tsv"
+    scores = json.loads(command("evaluate", "--model_dir", student, "--input", dev).stdout)
+    assert scores["accuracy"] == results["accuracy"]
+    command("predict", "--model_dir", student, "--input", dev, "--output", tmp_path / "p.jsonl")
+    predicted = [json.loads(line) for line in open(tmp_path / "p.jsonl")]
+    assert [p["prediction"] for p in predicted] == [
+        json.loads(line)["prediction"] for line in open(student / "predictions.jsonl")
+    ]
+    command("export", "--model_dir", student, "--output", tmp_path / "served")
+    assert os.listdir(tmp_path / "served") == ["1"]
+    # convert answers the student's model as it answers any fine-tuned one
+    # (a task model's conversion is issue 70's).
+    answers = [
+        subprocess.run(
+            [sys.executable, "-m", "keras_bert.convert", "--input", model, "--output", out],
+            capture_output=True,
+            text=True,
+        )
+        for model, out in [
+            (student / "model.keras", tmp_path / "hf_student"),
+            (os.path.join(teacher, "model.keras"), tmp_path / "hf_teacher"),
+        ]
+    ]
+    assert [a.returncode for a in answers] == [2, 2]
+    assert answers[0].stderr.replace(str(student), "RUN") == answers[1].stderr.replace(
+        str(teacher), "RUN"
+    )
+
+    # A rerun with another temperature takes up the teacher's labels.
+    rerun = command("distill", *argv, "--set", "distillation.temperature=2")
+    assert "24 of 24 sentences labelled before" in rerun.stderr
+
+
+def test_a_student_learns_the_teacher_on_this_backend(fine_tuned, checkpoint, tmp_path):
+    teacher, _ = fine_tuned("stsb")
+    results = run_distillation(
+        str(teacher),
+        checkpoint,
+        str(tmp_path / "student"),
+        overrides=QUICK + ["export.enabled=false", "distillation.transfer.copies=1"],
+    )
+    assert results["task"] == "stsb" and results["train_examples"] > 0
+    assert "pearson" in results
+    config = (tmp_path / "student" / "config.yaml").read_text()
+    assert "loss: mse" in config  # `auto`, for a regression teacher.
+
+
+def one_line_error(args, capsys):
+    capsys.readouterr()
+    assert distill([str(a) for a in args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.backend_independent
+def test_a_teacher_that_is_no_fine_tuning_run_is_one_line(checkpoint, tmp_path, capsys):
+    student = tmp_path / "student"
+    common = ["--init_checkpoint", checkpoint, "--model_dir", student]
+    err = one_line_error(["--teacher", tmp_path / "missing", *common], capsys)
+    assert err == f"error: --teacher {tmp_path / 'missing'}: no such directory"
+    (tmp_path / "empty").mkdir()
+    err = one_line_error(["--teacher", tmp_path / "empty", *common], capsys)
+    assert "not a fine-tuning run folder" in err
+    assert not student.exists()
+
+
+@pytest.mark.backend_independent
+def test_a_teacher_of_another_kind_of_task_is_one_line(fine_tuned, checkpoint, tmp_path, capsys):
+    teacher, _ = fine_tuned("squad_v1")
+    student = tmp_path / "student"
+    err = one_line_error(
+        ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student], capsys
+    )
+    assert err == (
+        f"error: --teacher {teacher}: a squad_v1 run; distillation takes the sentence and "
+        "sentence-pair tasks (classification and regression) for now"
+    )
+    assert not student.exists()
+
+
+@pytest.mark.backend_independent
+def test_task_files_with_other_classes_than_the_teachers_are_one_line(
+    fine_tuned, checkpoint, tmp_path, capsys
+):
+    teacher, _ = fine_tuned("classification")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.csv").write_text("text,label\ngood,pos\nbad,neg\nso-so,mixed\n")
+    (data / "dev.csv").write_text("text,label\nfine,pos\n")
+    student = tmp_path / "student"
+    args = ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student]
+    err = one_line_error([*args, "--data_dir", data, *settings()], capsys)
+    assert err.startswith(f"error: --teacher {teacher}: classifies into [")
+    assert "but the task's files in" in err and "'mixed'" in err
+    assert not student.exists()
+
+
+@pytest.mark.backend_independent
+def test_an_empty_text_file_is_one_line_and_nothing_is_written(
+    fine_tuned, checkpoint, tmp_path, capsys
+):
+    teacher, _ = fine_tuned("sst2")
+    text = tmp_path / "empty.txt"
+    text.write_text("\n\n")
+    student = tmp_path / "student"
+    args = ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student]
+    err = one_line_error([*args, "--text", text, *settings()], capsys)
+    assert err == f"error: --text {text}: holds no sentences (the transfer set takes its lines)"
+    assert not student.exists()
+
+
+@pytest.mark.backend_independent
+def test_a_regression_teacher_takes_no_kl_divergence(fine_tuned, checkpoint, tmp_path, capsys):
+    teacher, _ = fine_tuned("stsb")
+    student = tmp_path / "student"
+    args = ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student]
+    err = one_line_error([*args, *settings("distillation.loss=kl_divergence")], capsys)
+    assert err.startswith("error: distillation.loss=kl_divergence: the teacher is a regression")
+    assert not student.exists()
+
+
+@pytest.mark.backend_independent
+def test_a_student_larger_than_its_teacher_is_warned_of(fine_tuned, fixtures, tmp_path, caplog):
+    teacher, _ = fine_tuned("sst2")
+    larger = tmp_path / "larger.yaml"  # The fixture vocabulary, 2 layers of 32.
+    larger.write_text(
+        "vocabulary_size: 174\nnum_layers: 2\nnum_heads: 2\nhidden_dim: 32\n"
+        "intermediate_dim: 64\nmax_sequence_length: 128\n"
+    )
+    shutil.copy(fixtures / "vocab.txt", tmp_path / "vocab.txt")
+    results = run_distillation(
+        str(teacher),
+        f"random:{larger}",
+        str(tmp_path / "student"),
+        vocab=str(tmp_path / "vocab.txt"),
+        overrides=QUICK + ["export.enabled=false"],
+    )
+    assert results["train_examples"] == 6
+    assert "is larger than the teacher's" in caplog.text

@@ -1,0 +1,116 @@
+"""The transfer set: its sentences, and a labelling that resumes."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from keras_bert.distillation.config import TransferConfig
+from keras_bert.distillation.transfer_set import TransferSet, label_transfer_set, read_text_file
+from keras_bert.errors import FinetuneError
+from pipelines.transfer_set import read_shards
+
+pytestmark = pytest.mark.backend_independent
+
+LABELLED = [("a good film", None, 1), ("a bad film", None, 0)]
+TEXT = [("some film",), ("another one",), ("a third",)]
+
+
+def transfer_set(copies=2, shard_size=4, **settings):
+    transfer = TransferConfig(copies=copies, shard_size=shard_size, batch_size=2, **settings)
+    return TransferSet(LABELLED, [(t[0], None) for t in TEXT], transfer, seed=0)
+
+
+class CountingTeacher:
+    """Outputs the length of each sentence; stops (as a kill would) after
+    `stop_after` batches."""
+
+    num_outputs = 2
+
+    def __init__(self, fingerprint="t1", stop_after=None):
+        self.fingerprint = fingerprint
+        self.stop_after = stop_after
+        self.labelled = []
+
+    def batch_outputs(self, rows, batch_size):
+        for start in range(0, len(rows), batch_size):
+            if self.stop_after is not None and len(self.labelled) >= self.stop_after * batch_size:
+                raise KeyboardInterrupt
+            batch = rows[start : start + batch_size]
+            self.labelled += [r["text_a"] for r in batch]
+            yield np.array([[len(r["text_a"]), 0.0] for r in batch], np.float32)
+
+
+def shard_rows(paths):
+    return [
+        (r["text_a"].decode(), float(r["teacher"][0]), int(r["has_label"]))
+        for r in read_shards(paths, 2).as_numpy_iterator()
+    ]
+
+
+def test_every_sentence_once_as_it_is_and_copies_augmented_without_labels():
+    rows = list(transfer_set().rows(0, 15))
+    assert len(transfer_set()) == 15
+    assert [r["text_a"] for r in rows[::3]] == ["a good film", "a bad film"] + [t[0] for t in TEXT]
+    assert [r["label"] for r in rows[::3]] == [1, 0, None, None, None]
+    assert all(r["label"] is None for i, r in enumerate(rows) if i % 3)
+    # Sentence i is the same however the set is cut into pieces.
+    assert list(transfer_set().rows(4, 9)) == rows[4:9]
+
+
+def test_the_teachers_outputs_are_written_in_order_in_shards(tmp_path):
+    teacher = CountingTeacher()
+    paths = label_transfer_set(transfer_set(), teacher, str(tmp_path), progress=False)
+    assert [os.path.basename(p) for p in paths] == [f"shard-0000{i}.tfrecord" for i in range(4)]
+    rows = [(r["text_a"], r["label"]) for r in transfer_set().rows(0, 15)]
+    assert shard_rows(paths) == [(a, len(a), int(label is not None)) for a, label in rows]
+    manifest = json.loads((tmp_path / "transfer_set" / "manifest.json").read_text())
+    assert manifest["size"] == 15 and manifest["teacher"] == "t1"
+
+
+def test_a_stopped_labelling_resumes_at_the_first_shard_it_had_not_written(tmp_path):
+    stopped = CountingTeacher(stop_after=5)  # In the middle of the third shard.
+    with pytest.raises(KeyboardInterrupt):
+        label_transfer_set(transfer_set(), stopped, str(tmp_path), progress=False)
+    # What a killed writer leaves: a partial shard.
+    (tmp_path / "transfer_set" / "shard-00002.tfrecord.partial").write_bytes(b"cut")
+    resumed = CountingTeacher()
+    paths = label_transfer_set(transfer_set(), resumed, str(tmp_path), progress=False)
+    assert len(resumed.labelled) == 15 - 8
+    assert shard_rows(paths) == shard_rows(
+        label_transfer_set(transfer_set(), CountingTeacher(), str(tmp_path / "b"), progress=False)
+    )
+    assert not [p for p in os.listdir(tmp_path / "transfer_set") if p.endswith(".partial")]
+
+
+def test_the_same_set_and_teacher_label_nothing_and_another_labels_all(tmp_path):
+    label_transfer_set(transfer_set(), CountingTeacher(), str(tmp_path), progress=False)
+    again = CountingTeacher()
+    label_transfer_set(transfer_set(), again, str(tmp_path), progress=False)
+    assert again.labelled == []
+    for changed_set, teacher in [
+        (transfer_set(copies=1), CountingTeacher()),
+        (transfer_set(mask_probability=0.5), CountingTeacher()),
+        (transfer_set(), CountingTeacher(fingerprint="t2")),
+    ]:
+        paths = label_transfer_set(changed_set, teacher, str(tmp_path), progress=False)
+        assert len(teacher.labelled) == len(changed_set)
+        assert len(shard_rows(paths)) == len(changed_set)
+    assert sorted(os.listdir(tmp_path / "transfer_set")) == ["manifest.json"] + [
+        f"shard-0000{i}.tfrecord" for i in range(4)
+    ]
+
+
+def test_text_files_give_a_sentence_or_a_pair_a_line(tmp_path):
+    path = tmp_path / "text.txt"
+    path.write_text("one sentence\n\n  two  \n")
+    assert read_text_file(str(path), pairs=False) == [("one sentence", None), ("two", None)]
+    path.write_text("a\tb\nc\td\n")
+    assert read_text_file(str(path), pairs=True) == [("a", "b"), ("c", "d")]
+    path.write_text("a\tb\nno tab\n")
+    with pytest.raises(FinetuneError, match=r"text.txt:2: a sentence-pair task takes two"):
+        read_text_file(str(path), pairs=True)
+    path.write_text("\n \n")
+    with pytest.raises(FinetuneError, match="holds no sentences"):
+        read_text_file(str(path), pairs=False)
