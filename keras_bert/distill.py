@@ -6,7 +6,8 @@
         [--config my.yaml] [--set distillation.transfer.copies=4]
 
 The teacher is a fine-tuning run folder (`keras_bert.finetune`'s
-`--model_dir`) of a sentence or sentence-pair task; it labels the transfer
+`--model_dir`) of a sentence or sentence-pair task, or of token tagging; it
+labels the transfer
 set (the task's training sentences, the `--text` files' lines and augmented
 copies) once, and the student learns its outputs. The student's folder is
 a fine-tuning run folder: `predict`, `evaluate`, `export` and `convert`
@@ -32,7 +33,8 @@ def parse_args(argv):
         "--teacher",
         action=PathFlag,
         required=True,
-        help="a fine-tuning run folder (finetune's --model_dir) of a sentence(-pair) task",
+        help="a fine-tuning run folder (finetune's --model_dir) of a sentence(-pair) or "
+        "tagging task",
     )
     parser.add_argument(
         "--init_checkpoint",
@@ -58,7 +60,7 @@ def parse_args(argv):
         default=[],
         metavar="FILE",
         help="unlabelled text for the transfer set, a sentence a line (two, tab-separated, "
-        "for a pair task); repeatable",
+        "for a pair task; words, for tagging); repeatable",
     )
     parser.add_argument(
         "--vocab", action=PathFlag, help="the student's vocab.txt; default: its checkpoint's own"

@@ -41,13 +41,15 @@ def run_distillation(
     fine-tuning run in `model_dir`; returns its results dict.
 
     Args:
-        teacher: str. A fine-tuning run folder of a sentence(-pair) task.
+        teacher: str. A fine-tuning run folder of a sentence(-pair) or a
+            tagging task.
         init_checkpoint: str. The student's backbone.
         model_dir: str. The student's run folder.
         data_dir: str or None. The task's files; None: those the teacher
             was fine-tuned on.
         text_files: sequence of str. Unlabelled text for the transfer set,
-            a sentence (a pair: two, tab-separated) a line.
+            a sentence (a pair: two, tab-separated; tagging: its words) a
+            line.
         vocab, config_file, overrides, overwrite: as `run_finetune`'s; the
             config is `load_distill_config`'s.
     """
@@ -118,16 +120,11 @@ class DistillRun(FinetuneRun):
                 f"--teacher {self.teacher.run_dir}: classifies into {self.teacher.label_names}, "
                 f"but the task's files in {self.data_dir} have the classes {handler.label_names}"
             )
-        examples = handler.train_examples
-        pairs = examples[0].text_b is not None
-        labelled = [
-            (e.text_a, e.text_b, label)
-            for e, label in zip(examples, handler.label_values(examples))
-        ]
+        labelled, kind = self._labelled_rows(handler)
         unlabelled = [
             row
             for path in self.config.distillation.text_files
-            for row in read_text_file(path, pairs)
+            for row in read_text_file(path, kind)
         ]
         transfer_set = TransferSet(
             labelled, unlabelled, self.config.distillation.transfer, self.config.training.seed
@@ -139,13 +136,30 @@ class DistillRun(FinetuneRun):
         self.labelling_seconds = time.time() - start
         self.transfer_examples = len(transfer_set)
         logger.info(
-            "Transfer set: %d sentences (%d labelled, %d of text, each with %d copies)",
+            "Transfer set: %d sentences (%d labelled, %d lines of text, each with %d copies)",
             len(transfer_set),
             len(labelled),
             len(unlabelled),
             self.config.distillation.transfer.copies,
         )
         return handler
+
+    def _labelled_rows(self, handler):
+        """`(rows, kind)`: the task's training examples as transfer-set rows,
+        and the kind of row a text file's line makes (`read_text_file`)."""
+        if self.teacher.tagging:
+            index = {name: i for i, name in enumerate(handler.label_names)}
+            rows = [
+                {"words": s.words, "labels": [index[t] for t in s.tags]}
+                for s in handler.train_sentences
+            ]
+            return rows, "words"
+        examples = handler.train_examples
+        rows = [
+            {"text_a": e.text_a, "text_b": e.text_b, "label": label}
+            for e, label in zip(examples, handler.label_values(examples))
+        ]
+        return rows, "pair" if examples[0].text_b is not None else "sentence"
 
     def num_train_examples(self, handler):
         return self.transfer_examples
@@ -157,7 +171,7 @@ class DistillRun(FinetuneRun):
                 soft_loss=distillation.loss,
                 temperature=distillation.temperature,
                 hard_label_weight=distillation.hard_label_weight,
-                regression=handler.regression,
+                regression=getattr(handler, "regression", False),
             )
         )
 
@@ -170,6 +184,7 @@ class DistillRun(FinetuneRun):
             self.config.data.max_seq_length,
             training.batch_size,
             training.seed,
+            tagging=self.teacher.tagging,
         )
 
     def evaluate(self, model, handler):

@@ -1,5 +1,5 @@
 """The student's loss: the teacher's outputs as soft targets, blended with
-the task's labels where a sentence has one."""
+the task's labels where a sentence (or a word) has one."""
 
 import keras
 from keras import ops
@@ -7,21 +7,28 @@ from keras import ops
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class StudentLoss(keras.losses.Loss):
-    """`(1 - w) * soft + w * hard` for a batch of the transfer set.
+    """`(1 - w) * soft + w * hard` over the targets of a transfer-set batch.
 
-    `soft` is `keras.distillation.LogitsDistillation`'s: the batch mean of
-    KL(teacher || student) over the two softmax distributions at
-    `temperature`, times its square (Hinton et al. 2015), or of the squared
-    difference of the logits averaged over the classes (`mse`; a
-    regression's score is its one logit). `hard` is the task's own loss
-    (cross-entropy from the logits, or the squared error of the score)
-    averaged over the batch's labelled sentences only (0 when it has
-    none): augmented copies and unlabelled text carry no label.
+    A target is a sentence, or (token tagging) a word's first piece; the
+    other positions of a tagged sentence (its other pieces, `[CLS]`,
+    `[SEP]`, padding, a word cut by the sequence length) carry none.
+
+    `soft` is `keras.distillation.LogitsDistillation`'s over the targets:
+    the mean of KL(teacher || student) between the two softmax
+    distributions at `temperature`, times its square (Hinton et al. 2015),
+    or of the squared difference of the logits averaged over the classes
+    (`mse`; a regression's score is its one logit). `hard` is the task's own
+    loss (cross-entropy from the logits, or the squared error of the score)
+    averaged over the targets that have a label (0 when none has):
+    augmented copies and unlabelled text carry no label.
 
     `LogitsDistillation` is used as a function here, not through
     `keras.distillation.Distiller`: the Distiller runs the teacher on every
     batch, with the student's inputs, and here the teacher labelled the
-    transfer set once, with its own tokenizer.
+    transfer set once, with its own tokenizer. It averages over every
+    position it is given, so the positions without a target get the same
+    logits on both sides (zeros: no divergence, no difference) and the mean
+    is rescaled to the targets.
 
     Args:
         soft_loss: `"kl_divergence"` or `"mse"`.
@@ -31,9 +38,11 @@ class StudentLoss(keras.losses.Loss):
         regression: bool. The student outputs a score (B,), not logits.
 
     Call arguments:
-        y_true: (B, C + 2) float: the teacher's C outputs, the label (a
-            class index or a score) and 1 where the sentence has a label.
-        y_pred: the student's logits (B, C), or its score (B,).
+        y_true: (..., C + 3) float: the teacher's C outputs, the label (a
+            class index or a score), 1 where there is a label, 1 where the
+            position is a target. (B, C + 3) for sentences, (B, T, C + 3)
+            for tagging.
+        y_pred: the student's logits (..., C), or its score (B,).
     """
 
     def __init__(
@@ -66,13 +75,18 @@ class StudentLoss(keras.losses.Loss):
     def call(self, y_true, y_pred):
         y_true = ops.cast(y_true, "float32")
         y_pred = ops.cast(y_pred, "float32")
-        if self.regression:
-            y_pred = ops.reshape(y_pred, (-1, 1))  # (B, 1), as the teacher's
-        teacher = y_true[:, :-2]  # (B, C)
-        label, has_label = y_true[:, -2], y_true[:, -1]  # (B,)
-        soft = self._soft.compute_loss(teacher, y_pred)
+        width = y_true.shape[-1]
+        y_true = ops.reshape(y_true, (-1, width))  # (N, C + 3), N targets or positions
+        y_pred = ops.reshape(y_pred, (-1, width - 3))  # (N, C)
+        teacher = y_true[:, :-3]
+        label, has_label, is_target = y_true[:, -3], y_true[:, -2], y_true[:, -1]  # (N,)
+        targets = ops.maximum(ops.sum(is_target), 1.0)
+        keep = is_target[:, None]
+        soft = self._soft.compute_loss(teacher * keep, y_pred * keep)
+        soft = soft * ops.cast(ops.shape(is_target)[0], "float32") / targets
         if self.hard_label_weight == 0:
             return soft
+        has_label = has_label * is_target
         if self.regression:
             hard = ops.square(y_pred[:, 0] - label)
         else:

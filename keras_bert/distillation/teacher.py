@@ -7,22 +7,25 @@ import numpy as np
 from keras_bert.errors import FinetuneError
 from keras_bert.finetuning.inference import load_run
 from keras_bert.finetuning.sentence_task import SentenceTask
+from keras_bert.finetuning.tagging_task import TaggingTask
 from keras_bert.training.run_folder import is_run_folder
-from pipelines.transfer_set import sentence_batches
+from pipelines.transfer_set import sentence_batches, word_batches
 
 
 class Teacher:
-    """A fine-tuned sentence(-pair) classifier or regressor that labels the
-    transfer set with its own tokenizer.
+    """A fine-tuned sentence(-pair) classifier or regressor, or a token
+    tagger, that labels the transfer set with its own tokenizer.
 
     Args:
         run_dir: str. A fine-tuning run folder (`python -m
-            keras_bert.finetune`'s `--model_dir`) of a sentence task.
+            keras_bert.finetune`'s `--model_dir`) of a sentence, sentence-pair
+            or tagging task.
 
     Attributes:
         task: str. The run's task.
+        tagging: bool. A token tagger: its outputs are per word.
         label_names: list of str, or None for a regression.
-        num_outputs: int. Outputs a sentence: the classes, or 1.
+        num_outputs: int. Outputs a sentence or a word: the classes, or 1.
         parameters: int. The backbone's weights.
         fingerprint: str. The SHA-256 of its `model.keras`.
     """
@@ -36,35 +39,58 @@ class Teacher:
                 "and model.keras that keras_bert.finetune wrote)"
             )
         self.task, handler, self.model = load_run(run_dir)
-        if not isinstance(handler, SentenceTask):
+        if not isinstance(handler, (SentenceTask, TaggingTask)):
             raise FinetuneError(
-                f"--teacher {run_dir}: a {self.task} run; distillation takes the sentence and "
-                "sentence-pair tasks (classification and regression) for now"
+                f"--teacher {run_dir}: a {self.task} run; distillation takes sentence and "
+                "sentence-pair classification and regression, and token tagging"
             )
         self.run_dir = run_dir
+        self.tagging = isinstance(handler, TaggingTask)
         self.tokenizer = handler.tokenizer
         self.max_seq_length = handler.config.data.max_seq_length
         self.label_names = handler.label_names
-        self.num_outputs = 1 if handler.regression else len(self.label_names)
+        regression = getattr(handler, "regression", False)
+        self.num_outputs = 1 if regression else len(self.label_names)
         self.parameters = self.model.backbone.count_params()
         self.fingerprint = file_fingerprint(os.path.join(run_dir, "model.keras"))
 
     def batch_outputs(self, rows, batch_size):
-        """The teacher's outputs for `rows` (dicts with `text_a` and
-        `text_b`), a (batch, C) float32 array at a time, in order."""
-        batches = sentence_batches(
-            [r["text_a"] for r in rows],
-            [r["text_b"] for r in rows],
-            self.tokenizer,
-            self.max_seq_length,
-            batch_size,
-        )
-        for inputs in batches.as_numpy_iterator():
+        """The teacher's outputs for `rows`, a list of dicts a batch, in
+        order: a sentence's `teacher` (C floats); a tagged sentence's
+        `teacher` (W * C floats, each word's at its first piece) and
+        `is_target` (W: 0 where the word has no piece or was cut)."""
+        if self.tagging:
+            batches = word_batches(
+                [r["words"] for r in rows], self.tokenizer, self.max_seq_length, batch_size
+            )
+        else:
+            batches = sentence_batches(
+                [r["text_a"] for r in rows],
+                [r["text_b"] for r in rows],
+                self.tokenizer,
+                self.max_seq_length,
+                batch_size,
+            ).map(lambda inputs: (inputs, 0))
+        for inputs, first in batches.as_numpy_iterator():
             outputs = np.asarray(self.model.predict_on_batch(inputs), np.float32)
-            outputs = outputs.reshape(len(inputs["token_ids"]), self.num_outputs)
             if not np.isfinite(outputs).all():
                 raise FinetuneError(
                     f"--teacher {self.run_dir}: predicts non-finite values (NaN or inf) for "
                     "the transfer set; it cannot teach"
                 )
-            yield outputs
+            if not self.tagging:
+                outputs = outputs.reshape(len(outputs), self.num_outputs)
+                yield [{"teacher": row} for row in outputs]
+                continue
+            batch = []
+            for logits, starts, row in zip(outputs, first, rows):
+                words = len(row["words"])
+                starts = starts[:words]  # (W,), -1 where no target
+                batch.append(
+                    {
+                        "teacher": logits[np.maximum(starts, 0)].reshape(-1),
+                        "is_target": (starts >= 0).astype(int).tolist(),
+                    }
+                )
+            rows = rows[len(batch) :]
+            yield batch

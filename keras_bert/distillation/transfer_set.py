@@ -3,7 +3,7 @@ as shards in the student's run folder.
 
 The set is the task's training sentences (with their labels) and the
 user's text files' lines (without), each once as it is and
-`transfer.copies` times augmented (`augmentation`). Sentence `i` is made
+`transfer.copies` times augmented (`augmentation`). Row `i` is made
 from its source and its own seed alone, so any shard can be made again,
 in any process: a labelling that was killed resumes at the first shard it
 had not written, and a rerun with the same teacher, sentences and transfer
@@ -24,7 +24,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.distillation.augmentation import augmented_pair
+from keras_bert.distillation.augmentation import augmented_row
 from keras_bert.errors import FinetuneError
 from keras_bert.file_io import (
     FILE_ERRORS,
@@ -42,9 +42,10 @@ logger = logging.getLogger("keras_bert.distill")
 MANIFEST = "manifest.json"
 
 
-def read_text_file(path, pairs):
-    """The `(text_a, text_b)` of each non-blank line of `path`: a sentence
-    a line, or with `pairs` two sentences a line, separated by a tab."""
+def read_text_file(path, kind):
+    """The rows of `path`'s non-blank lines: with `kind` `"sentence"` a
+    sentence a line; `"pair"` two a line, separated by a tab; `"words"`
+    a tagged sentence's words a line, separated by white space."""
     try:
         with tf.io.gfile.GFile(path) as f:
             lines = f.read().splitlines()
@@ -56,34 +57,39 @@ def read_text_file(path, pairs):
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        if not pairs:
-            rows.append((line.strip(), None))
-            continue
-        parts = line.split("\t")
-        if len(parts) != 2 or not all(p.strip() for p in parts):
-            raise FinetuneError(
-                f"--text {path}:{number}: a sentence-pair task takes two sentences a line, "
-                "separated by one tab"
-            )
-        rows.append((parts[0].strip(), parts[1].strip()))
+        if kind == "words":
+            rows.append({"words": line.split(), "labels": None})
+        elif kind == "sentence":
+            rows.append({"text_a": line.strip(), "text_b": None, "label": None})
+        else:
+            parts = line.split("\t")
+            if len(parts) != 2 or not all(p.strip() for p in parts):
+                raise FinetuneError(
+                    f"--text {path}:{number}: a sentence-pair task takes two sentences a "
+                    "line, separated by one tab"
+                )
+            rows.append({"text_a": parts[0].strip(), "text_b": parts[1].strip(), "label": None})
     if not rows:
         raise FinetuneError(f"--text {path}: holds no sentences (the transfer set takes its lines)")
     return rows
 
 
 class TransferSet:
-    """The transfer set's sentences, made on demand.
+    """The transfer set's rows, made on demand.
+
+    A row is a sentence or a pair (`text_a`, `text_b` None for a sentence,
+    `label`: a class index, a score or None) or a tagged sentence (`words`,
+    `labels`: a tag index a word, or None).
 
     Args:
-        labelled: list of `(text_a, text_b, label)`; `text_b` None for a
-            sentence, `label` a class index or a score.
-        unlabelled: list of `(text_a, text_b)`.
+        labelled: list of rows, from the task's training file.
+        unlabelled: list of rows, from the text files.
         transfer: `TransferConfig`.
         seed: int. The augmentation's.
     """
 
     def __init__(self, labelled, unlabelled, transfer, seed):
-        self.sources = list(labelled) + [(a, b, None) for a, b in unlabelled]
+        self.sources = list(labelled) + list(unlabelled)
         self.transfer = transfer
         self.seed = seed
 
@@ -91,25 +97,25 @@ class TransferSet:
         return len(self.sources) * (1 + self.transfer.copies)
 
     def rows(self, start, stop):
-        """Sentences `start` to `stop` (exclusive): dicts with `text_a`,
-        `text_b` and `label` (None for unlabelled text and copies)."""
+        """Rows `start` to `stop` (exclusive), each a new dict: a source as
+        it is, or an augmented copy of it (`augmented_row`)."""
         copies = 1 + self.transfer.copies
         for i in range(start, stop):
-            text_a, text_b, label = self.sources[i // copies]
+            source = self.sources[i // copies]
             if i % copies:
                 rng = np.random.default_rng([self.seed, i])
-                text_a, text_b = augmented_pair(text_a, text_b, rng, self.transfer)
-                label = None
-            yield {"text_a": text_a, "text_b": text_b, "label": label}
+                yield augmented_row(source, rng, self.transfer)
+            else:
+                yield dict(source)
 
     def fingerprint(self):
-        """A hash of the sentences, the labels and what makes the copies."""
+        """A hash of the rows, the labels and what makes the copies."""
         digest = hashlib.sha256()
         settings = {**vars(self.transfer), "seed": self.seed}
         settings.pop("batch_size")  # How fast it is labelled, not what.
         digest.update(json.dumps(settings, sort_keys=True).encode())
         for source in self.sources:
-            digest.update(json.dumps(source).encode())
+            digest.update(json.dumps(source, sort_keys=True).encode())
         return digest.hexdigest()
 
 
@@ -180,7 +186,7 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
         labelled = 0
         for outputs in teacher.batch_outputs(rows, transfer_set.transfer.batch_size):
             for row, values in zip(rows[labelled:], outputs):
-                row["teacher"] = values
+                row.update(values)
             labelled += len(outputs)
             done += len(outputs)
             if bar:

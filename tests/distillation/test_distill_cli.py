@@ -11,6 +11,7 @@ import pytest
 
 from keras_bert.distill import main as distill
 from keras_bert.distillation.runner import run_distillation
+from pipelines.tasks import read_conll
 
 QUICK = ["training.epochs=1", "training.batch_size=4", "training.verbose=0"]
 
@@ -120,10 +121,27 @@ def test_a_teacher_of_another_kind_of_task_is_one_line(fine_tuned, checkpoint, t
         ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student], capsys
     )
     assert err == (
-        f"error: --teacher {teacher}: a squad_v1 run; distillation takes the sentence and "
-        "sentence-pair tasks (classification and regression) for now"
+        f"error: --teacher {teacher}: a squad_v1 run; distillation takes sentence and "
+        "sentence-pair classification and regression, and token tagging"
     )
     assert not student.exists()
+
+
+def test_a_tagger_learns_its_teachers_tags_word_by_word(fine_tuned, checkpoint, fixtures, tmp_path):
+    teacher, _ = fine_tuned("conll2003")
+    text = tmp_path / "news.txt"
+    text.write_text("Peter Blackburn visited Paris .\nEU talks resume\n")
+    student = tmp_path / "student"
+    results = run_distillation(
+        str(teacher),
+        checkpoint,
+        str(student),
+        text_files=[str(text)],
+        overrides=QUICK + ["export.enabled=false", "distillation.transfer.copies=1"],
+    )
+    assert results["task"] == "conll2003" and "f1" in results
+    training = read_conll(str(fixtures / "conll" / "train.txt"))
+    assert results["train_examples"] == 2 * (len(training) + 2)  # One copy each.
 
 
 @pytest.mark.backend_independent

@@ -18,8 +18,11 @@ def softmax(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def targets(teacher, labels=LABELS, has_label=HAS_LABEL):
-    return np.concatenate([teacher, labels[:, None], has_label[:, None]], axis=1)
+def targets(teacher, labels=LABELS, has_label=HAS_LABEL, is_target=None):
+    is_target = np.ones(len(teacher), "float32") if is_target is None else is_target
+    return np.concatenate(
+        [teacher, labels[:, None], has_label[:, None], is_target[:, None]], axis=1
+    )
 
 
 def loss(y_true, y_pred, **kwargs):
@@ -70,6 +73,24 @@ def test_a_regression_student_learns_the_teachers_score():
         hard_label_weight=0.5,
         regression=True,
     )
+    np.testing.assert_allclose(got, 0.5 * soft + 0.5 * hard, rtol=1e-5)
+
+
+def test_tagging_counts_the_targets_only():
+    # Two sentences of 4 positions; the targets are the words' first pieces.
+    is_target = np.array([0, 1, 1, 0, 0, 1, 0, 0], "float32")
+    teacher = np.concatenate([TEACHER, TEACHER[:3]])
+    student = np.concatenate([STUDENT, STUDENT[:3]])
+    labels = np.array([0, 2, 1, 0, 0, 0, 0, 0], "float32")
+    has_label = np.array([1, 1, 0, 0, 0, 1, 1, 0], "float32")  # One off-target.
+    keep = is_target == 1
+    p, q = softmax(teacher[keep]), softmax(student[keep])
+    soft = np.mean(np.sum(p * np.log(p / q), axis=-1))
+    log_q = np.log(softmax(student))
+    labelled = keep & (has_label == 1)
+    hard = np.mean(-log_q[labelled, labels[labelled].astype(int)])
+    y_true = targets(teacher, labels, has_label, is_target).reshape(2, 4, -1)
+    got = loss(y_true, student.reshape(2, 4, 3), hard_label_weight=0.5)
     np.testing.assert_allclose(got, 0.5 * soft + 0.5 * hard, rtol=1e-5)
 
 

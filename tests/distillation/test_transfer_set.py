@@ -3,7 +3,6 @@
 import json
 import os
 
-import numpy as np
 import pytest
 
 from keras_bert.distillation.config import TransferConfig
@@ -13,13 +12,19 @@ from pipelines.transfer_set import read_shards
 
 pytestmark = pytest.mark.backend_independent
 
-LABELLED = [("a good film", None, 1), ("a bad film", None, 0)]
-TEXT = [("some film",), ("another one",), ("a third",)]
+LABELLED = [
+    {"text_a": "a good film", "text_b": None, "label": 1},
+    {"text_a": "a bad film", "text_b": None, "label": 0},
+]
+TEXT = ["some film", "another one", "a third"]
 
 
-def transfer_set(copies=2, shard_size=4, **settings):
-    transfer = TransferConfig(copies=copies, shard_size=shard_size, batch_size=2, **settings)
-    return TransferSet(LABELLED, [(t[0], None) for t in TEXT], transfer, seed=0)
+def transfer_set(copies=2, shard_size=4, batch_size=2, **settings):
+    transfer = TransferConfig(
+        copies=copies, shard_size=shard_size, batch_size=batch_size, **settings
+    )
+    unlabelled = [{"text_a": t, "text_b": None, "label": None} for t in TEXT]
+    return TransferSet(LABELLED, unlabelled, transfer, seed=0)
 
 
 class CountingTeacher:
@@ -39,7 +44,7 @@ class CountingTeacher:
                 raise KeyboardInterrupt
             batch = rows[start : start + batch_size]
             self.labelled += [r["text_a"] for r in batch]
-            yield np.array([[len(r["text_a"]), 0.0] for r in batch], np.float32)
+            yield [{"teacher": [len(r["text_a"]), 0.0]} for r in batch]
 
 
 def shard_rows(paths):
@@ -52,7 +57,7 @@ def shard_rows(paths):
 def test_every_sentence_once_as_it_is_and_copies_augmented_without_labels():
     rows = list(transfer_set().rows(0, 15))
     assert len(transfer_set()) == 15
-    assert [r["text_a"] for r in rows[::3]] == ["a good film", "a bad film"] + [t[0] for t in TEXT]
+    assert [r["text_a"] for r in rows[::3]] == ["a good film", "a bad film"] + TEXT
     assert [r["label"] for r in rows[::3]] == [1, 0, None, None, None]
     assert all(r["label"] is None for i, r in enumerate(rows) if i % 3)
     # Sentence i is the same however the set is cut into pieces.
@@ -87,7 +92,7 @@ def test_a_stopped_labelling_resumes_at_the_first_shard_it_had_not_written(tmp_p
 def test_the_same_set_and_teacher_label_nothing_and_another_labels_all(tmp_path):
     label_transfer_set(transfer_set(), CountingTeacher(), str(tmp_path), progress=False)
     again = CountingTeacher()
-    label_transfer_set(transfer_set(), again, str(tmp_path), progress=False)
+    label_transfer_set(transfer_set(batch_size=3), again, str(tmp_path), progress=False)
     assert again.labelled == []
     for changed_set, teacher in [
         (transfer_set(copies=1), CountingTeacher()),
@@ -102,15 +107,25 @@ def test_the_same_set_and_teacher_label_nothing_and_another_labels_all(tmp_path)
     ]
 
 
-def test_text_files_give_a_sentence_or_a_pair_a_line(tmp_path):
+def test_text_files_give_a_sentence_a_pair_or_words_a_line(tmp_path):
     path = tmp_path / "text.txt"
     path.write_text("one sentence\n\n  two  \n")
-    assert read_text_file(str(path), pairs=False) == [("one sentence", None), ("two", None)]
+    assert read_text_file(str(path), "sentence") == [
+        {"text_a": "one sentence", "text_b": None, "label": None},
+        {"text_a": "two", "text_b": None, "label": None},
+    ]
+    assert read_text_file(str(path), "words") == [
+        {"words": ["one", "sentence"], "labels": None},
+        {"words": ["two"], "labels": None},
+    ]
     path.write_text("a\tb\nc\td\n")
-    assert read_text_file(str(path), pairs=True) == [("a", "b"), ("c", "d")]
+    assert [(r["text_a"], r["text_b"]) for r in read_text_file(str(path), "pair")] == [
+        ("a", "b"),
+        ("c", "d"),
+    ]
     path.write_text("a\tb\nno tab\n")
     with pytest.raises(FinetuneError, match=r"text.txt:2: a sentence-pair task takes two"):
-        read_text_file(str(path), pairs=True)
+        read_text_file(str(path), "pair")
     path.write_text("\n \n")
     with pytest.raises(FinetuneError, match="holds no sentences"):
-        read_text_file(str(path), pairs=False)
+        read_text_file(str(path), "sentence")

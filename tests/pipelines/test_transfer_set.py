@@ -6,12 +6,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from pipelines.tasks.conll import TaggedSentence, tagging_features
 from pipelines.tasks.features import pack_pair
 from pipelines.transfer_set import (
     packed_inputs,
     read_shards,
     student_batches,
+    tagging_inputs,
     tokenize_with_masks,
+    word_batches,
     write_shard,
 )
 
@@ -98,4 +101,50 @@ def test_student_batches_carry_the_teacher_the_label_and_whether_there_is_one(to
     inputs, targets = batches[0]
     assert set(inputs) == {"token_ids", "segment_ids", "padding_mask"}
     by_teacher = {tuple(t[:2].tolist()): tuple(t[2:].tolist()) for t in targets}
-    assert by_teacher == {(0.5, -1.0): (1.0, 1.0), (2.0, 0.25): (0.0, 0.0), (-3.0, 1.0): (0.0, 1.0)}
+    assert by_teacher == {
+        (0.5, -1.0): (1.0, 1.0, 1.0),
+        (2.0, 0.25): (0.0, 0.0, 1.0),
+        (-3.0, 1.0): (0.0, 1.0, 1.0),
+    }
+
+
+SENTENCES = [
+    ["EU", "rejects", "German", "call", "to", "boycott", "British", "lamb", "."],
+    ["Peter", "Blackburn"],
+    ["unbelievably", "long", "words", "everywhere", "here", "too"],
+]
+
+
+@pytest.mark.parametrize("max_seq_length", [8, 16, 128])
+def test_tagging_inputs_are_the_fine_tuning_readers(tokenizer, max_seq_length):
+    words = tf.ragged.constant(SENTENCES)
+    inputs, first = tagging_inputs(tokenizer, words, max_seq_length)
+    sentences = [TaggedSentence(s, ["O"] * len(s)) for s in SENTENCES]
+    features, _, starts = tagging_features(sentences, tokenizer, max_seq_length, ["O"])
+    for row, (tokens, word_starts) in enumerate(zip(features["token_ids"], starts)):
+        n = len(tokens)
+        assert inputs["token_ids"][row, :n].numpy().tolist() == tokens
+        assert not inputs["token_ids"][row, n:].numpy().any()
+        assert first[row, : len(word_starts)].numpy().tolist() == word_starts
+    assert [list(b[1].shape) for b in word_batches(SENTENCES, tokenizer, 16, 2)] == [[2, 9], [1, 6]]
+
+
+def test_a_tagged_sentences_targets_sit_at_its_words_first_pieces(tokenizer, tmp_path):
+    # Teacher outputs (C = 2) for 3 words; the second word was cut for the
+    # teacher, the first has a tag.
+    row = {
+        "words": ["unbelievably", "long", "words"],
+        "labels": [1, -1, -1],
+        "teacher": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        "is_target": [1, 0, 1],
+    }
+    path = str(tmp_path / "shard-00000.tfrecord")
+    write_shard(path, [row])
+    ((inputs, targets),) = student_batches([path], 2, tokenizer, 32, 4, 0, tagging=True)
+    _, first = tagging_inputs(tokenizer, tf.ragged.constant([row["words"]]), 32)
+    first = first[0].numpy().tolist()
+    expected = np.zeros(targets.shape[1:], np.float32)
+    expected[first[0]] = [1.0, 2.0, 1.0, 1.0, 1.0]
+    expected[first[2]] = [5.0, 6.0, 0.0, 0.0, 1.0]
+    np.testing.assert_array_equal(targets[0].numpy(), expected)
+    assert inputs["token_ids"].shape[1] == targets.shape[1]
