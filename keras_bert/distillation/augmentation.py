@@ -1,20 +1,27 @@
 """Augmented copies of a transfer-set row (Tang et al. 2019, "Distilling
 Task-Specific Knowledge from BERT into Simple Neural Networks", section
-3.2): words masked, then an n-gram kept.
+3.2): words masked or marked for replacement, then an n-gram kept.
 
 Plain Python on words, seeded per copy: a copy is the same whichever shard,
 process or resumed run makes it. Masked words are written as the text
 `[MASK]`, which the transfer set's tokenization turns into the `[MASK]` id
-of each model's vocabulary (`pipelines.transfer_set`). A copy carries no
-label: augmenting can change it.
+of each model's vocabulary (`pipelines.transfer_set`). A word marked
+`TO_REPLACE` is replaced by a word a masked LM predicts in its context
+(`masked_lm_words`, Jiao et al. 2020), before anyone labels the copy. A
+copy carries no label: augmenting can change it.
 """
 
 from pipelines.vocabulary import MASK
 
+# A word of a copy that the masked LM replaces: a private-use character
+# that no text or vocabulary holds as a word.
+TO_REPLACE = "\ue0ff"
+
 
 def augmented_words(words, rng, transfer, cut=True):
     """`words` with each replaced by `[MASK]` with
-    `transfer.mask_probability`; then, when `cut`, with
+    `transfer.mask_probability`, or marked `TO_REPLACE` with
+    `transfer.replace_probability`; then, when `cut`, with
     `transfer.ngram_probability` only a random run of 1 to
     `transfer.ngram_max` of them is kept.
 
@@ -24,7 +31,13 @@ def augmented_words(words, rng, transfer, cut=True):
         transfer: `TransferConfig`.
         cut: bool. Whether n-gram sampling may apply.
     """
-    words = [MASK if rng.random() < transfer.mask_probability else w for w in words]
+    draws = rng.random(len(words))
+    masked = transfer.mask_probability
+    replaced = masked + transfer.replace_probability
+    words = [
+        MASK if draw < masked else TO_REPLACE if draw < replaced else word
+        for word, draw in zip(words, draws)
+    ]
     if cut and words and rng.random() < transfer.ngram_probability:
         n = min(int(rng.integers(1, transfer.ngram_max + 1)), len(words))
         start = int(rng.integers(0, len(words) - n + 1))

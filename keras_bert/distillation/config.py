@@ -12,6 +12,7 @@ import dataclasses
 import math
 import typing
 
+from keras_bert.errors import ConfigError
 from keras_bert.finetuning.config import SCHEMA as FINETUNE_SCHEMA
 from keras_bert.finetuning.config import FinetuneConfig, load_finetune_config
 
@@ -28,15 +29,21 @@ class TransferConfig:
 
     Every sentence (or pair) of the task's training file and of the text
     files comes once as it is and `copies` times augmented: each word is
-    replaced by `[MASK]` with `mask_probability`; then, with
-    `ngram_probability`, only a random n-gram of 1 to `ngram_max` words is
-    kept. Copies carry no label (augmenting can change it). The teacher's
-    outputs are written in shards of `shard_size` sentences, labelled in
-    batches of `batch_size`.
+    replaced by `[MASK]` with `mask_probability`, or with
+    `replace_probability` by a word the pre-trained `masked_lm` (a
+    `BertPretrainer` `.keras`: `pretrain`'s `pretrainer.keras`) predicts
+    there, drawn from its `replace_top_k` best single-piece words (Jiao et
+    al. 2020); then, with `ngram_probability`, only a random n-gram of 1 to
+    `ngram_max` words is kept. Copies carry no label (augmenting can change
+    it). The teacher's outputs are written in shards of `shard_size`
+    sentences, labelled in batches of `batch_size`.
     """
 
     copies: int = 0
     mask_probability: float = 0.1
+    replace_probability: float = 0.0
+    masked_lm: typing.Optional[str] = None
+    replace_top_k: int = 15
     ngram_probability: float = 0.25
     ngram_max: int = 5
     shard_size: int = 4096
@@ -76,6 +83,7 @@ SCHEMA = dataclasses.replace(
         **FINETUNE_SCHEMA.minimums,
         "distillation.transfer.copies": 0,
         "distillation.transfer.ngram_max": 1,
+        "distillation.transfer.replace_top_k": 1,
         "distillation.transfer.shard_size": 1,
         "distillation.transfer.batch_size": 1,
     },
@@ -84,6 +92,7 @@ SCHEMA = dataclasses.replace(
         "distillation.temperature": (lambda v: 0 < v < math.inf, "finite and > 0"),
         "distillation.hard_label_weight": (lambda v: 0 <= v <= 1, "between 0 and 1"),
         "distillation.transfer.mask_probability": (lambda v: 0 <= v <= 1, "between 0 and 1"),
+        "distillation.transfer.replace_probability": (lambda v: 0 <= v <= 1, "between 0 and 1"),
         "distillation.transfer.ngram_probability": (lambda v: 0 <= v <= 1, "between 0 and 1"),
     },
 )
@@ -92,4 +101,17 @@ SCHEMA = dataclasses.replace(
 def load_distill_config(task, config_file=None, overrides=()):
     """`load_finetune_config` for a `DistillConfig`: the same files and
     overrides, with the `distillation:` section."""
-    return load_finetune_config(task, config_file, overrides, DistillConfig, SCHEMA)
+    config = load_finetune_config(task, config_file, overrides, DistillConfig, SCHEMA)
+    transfer = config.distillation.transfer
+    if transfer.mask_probability + transfer.replace_probability > 1:
+        raise ConfigError(
+            "distillation.transfer.mask_probability + replace_probability must be <= 1 (a "
+            f"word is masked, replaced or kept). Received: {transfer.mask_probability} + "
+            f"{transfer.replace_probability}"
+        )
+    if transfer.replace_probability > 0 and not transfer.masked_lm:
+        raise ConfigError(
+            "distillation.transfer.replace_probability > 0 needs distillation.transfer."
+            "masked_lm: a pre-trained BertPretrainer .keras (pretrain's pretrainer.keras)"
+        )
+    return config

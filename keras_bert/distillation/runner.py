@@ -13,6 +13,7 @@ import os
 import time
 
 from keras_bert.distillation.config import load_distill_config
+from keras_bert.distillation.masked_lm_words import MaskedLmWords
 from keras_bert.distillation.student_loss import StudentLoss
 from keras_bert.distillation.teacher import Teacher
 from keras_bert.distillation.transfer_set import TransferSet, label_transfer_set, read_text_file
@@ -126,8 +127,14 @@ class DistillRun(FinetuneRun):
             for path in self.config.distillation.text_files
             for row in read_text_file(path, kind)
         ]
+        transfer = self.config.distillation.transfer
+        masked_lm = None
+        if transfer.replace_probability > 0:
+            masked_lm = MaskedLmWords(
+                transfer.masked_lm, transfer.replace_top_k, transfer.batch_size
+            )
         transfer_set = TransferSet(
-            labelled, unlabelled, self.config.distillation.transfer, self.config.training.seed
+            labelled, unlabelled, transfer, self.config.training.seed, masked_lm
         )
         start = time.time()
         self.shards = label_transfer_set(

@@ -86,33 +86,41 @@ class TransferSet:
         unlabelled: list of rows, from the text files.
         transfer: `TransferConfig`.
         seed: int. The augmentation's.
+        masked_lm: `MaskedLmWords` or None. What replaces the words the
+            augmentation marks (`transfer.replace_probability`).
     """
 
-    def __init__(self, labelled, unlabelled, transfer, seed):
+    def __init__(self, labelled, unlabelled, transfer, seed, masked_lm=None):
         self.sources = list(labelled) + list(unlabelled)
         self.transfer = transfer
         self.seed = seed
+        self.masked_lm = masked_lm
 
     def __len__(self):
         return len(self.sources) * (1 + self.transfer.copies)
 
     def rows(self, start, stop):
         """Rows `start` to `stop` (exclusive), each a new dict: a source as
-        it is, or an augmented copy of it (`augmented_row`)."""
+        it is, or an augmented copy of it (`augmented_row`, its marked words
+        replaced by `masked_lm`'s words)."""
         copies = 1 + self.transfer.copies
+        rows, rngs = [], []
         for i in range(start, stop):
             source = self.sources[i // copies]
-            if i % copies:
-                rng = np.random.default_rng([self.seed, i])
-                yield augmented_row(source, rng, self.transfer)
-            else:
-                yield dict(source)
+            rng = np.random.default_rng([self.seed, i])
+            rows.append(augmented_row(source, rng, self.transfer) if i % copies else dict(source))
+            rngs.append(rng)
+        if self.masked_lm is not None:
+            self.masked_lm.fill(rows, rngs)
+        return rows
 
     def fingerprint(self):
         """A hash of the rows, the labels and what makes the copies."""
         digest = hashlib.sha256()
         settings = {**vars(self.transfer), "seed": self.seed}
         settings.pop("batch_size")  # How fast it is labelled, not what.
+        # The masked LM by its content, not by where it lies.
+        settings["masked_lm"] = self.masked_lm and self.masked_lm.fingerprint
         digest.update(json.dumps(settings, sort_keys=True).encode())
         for source in self.sources:
             digest.update(json.dumps(source, sort_keys=True).encode())
@@ -182,7 +190,7 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
     )
     start, done = time.time(), 0
     for index in todo:
-        rows = list(transfer_set.rows(index * shard_size, min(size, (index + 1) * shard_size)))
+        rows = transfer_set.rows(index * shard_size, min(size, (index + 1) * shard_size))
         labelled = 0
         for outputs in teacher.batch_outputs(rows, transfer_set.transfer.batch_size):
             for row, values in zip(rows[labelled:], outputs):

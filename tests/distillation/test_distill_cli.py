@@ -33,7 +33,7 @@ def settings(*items):
 
 @pytest.mark.backend_independent
 def test_the_student_folder_is_a_fine_tuning_run_for_every_command(
-    fine_tuned, checkpoint, fixtures, tmp_path
+    fine_tuned, checkpoint, fixtures, masked_lm, tmp_path
 ):
     teacher, _ = fine_tuned("sst2")
     text = tmp_path / "reviews.txt"
@@ -41,6 +41,10 @@ def test_the_student_folder_is_a_fine_tuning_run_for_every_command(
     student = tmp_path / "student"
     argv = ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student]
     argv += ["--text", text, *settings("distillation.transfer.copies=2", "export.enabled=false")]
+    argv += settings(
+        "distillation.transfer.replace_probability=0.3",
+        f"distillation.transfer.masked_lm={masked_lm}",
+    )
     results = json.loads(command("distill", *argv).stdout)
     assert results["train_examples"] == (6 + 2) * 3  # The training file's 6, the text's 2.
     config = (student / "config.yaml").read_text()

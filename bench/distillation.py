@@ -1,0 +1,200 @@
+"""What task distillation buys a BERT-Tiny student: dev score per student
+init, loss and transfer set, at each label budget, against the teacher.
+
+    KERAS_BACKEND=jax python -m bench.distillation --task sst2 \
+        --teacher_init /tmp/q/minilm.keras --out runs/distill_sst2 \
+        [--budgets 1000 all] [--seeds 0 1 2] \
+        [--cells random:labels random:logits:labelled random:logits:text \
+                 random:logits:text+aug4 own_text=runs/own/backbone.keras:logits:text]
+
+For each label budget the teacher (`--teacher_init`, fine-tuned by
+`finetune`) is fine-tuned once, seed 0, on that budget's labelled
+sentences: a seeded draw (seed 0) of the training file, written with the
+dev file to OUT/data_BUDGET/; the rest of the training file, labels
+removed, is OUT/data_BUDGET/unlabelled.txt (a sentence a line, for SST-2;
+none at budget `all`). A cell is INIT:LOSS[:TRANSFER]:
+
+    INIT      random (random:bert_tiny), or NAME=PATH (a backbone .keras)
+    LOSS      labels: `finetune` on the labelled sentences (no teacher);
+              logits: `distill` from the budget's teacher
+    TRANSFER  labelled (the labelled sentences only), text (+ the rest of
+              the training sentences, unlabelled), text+augK (+ K augmented
+              copies of each, `distillation.transfer.copies=K`)
+
+Every student: batch 32, learning rate `--learning_rate`, 3 epochs (of the
+transfer set, distilling), the fine-tuning recipe otherwise, seeds
+`--seeds` fixed before the run. OUT/results.json (each run appended as it
+ends; a rerun skips what is done) and OUT/table.md (mean ± std per cell
+and budget, the teacher's score in the table, the labelling and training
+minutes). Never run by the test suite.
+"""
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import time
+
+from bench.common import DATA, markdown_table
+from keras_bert.finetuning.batch_prediction import take_limit
+
+METRIC = {"sst2": "accuracy", "conll2003": "f1"}
+GLUE = {"sst2": "SST-2"}
+DATA_SEED = 0
+
+
+def budget_data(task, data_dir, budget, out):
+    """OUT/data_BUDGET/ with the budget's labelled training file, the dev
+    file, and unlabelled.txt (the rest of the training sentences) or None."""
+    folder = os.path.join(out, f"data_{budget}")
+    source = os.path.join(data_dir, "glue", GLUE[task])
+    target = os.path.join(folder, GLUE[task])
+    unlabelled = os.path.join(folder, "unlabelled.txt")
+    if not os.path.isdir(target):
+        os.makedirs(target)
+        with open(os.path.join(source, "train.tsv"), encoding="utf-8") as f:
+            rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+        header, rows = rows[0], rows[1:]
+        limit = None if budget == "all" else int(budget)
+        chosen = set(take_limit(list(range(len(rows))), limit, DATA_SEED))
+        with open(os.path.join(target, "train.tsv"), "w", encoding="utf-8") as f:
+            f.write(
+                "".join("\t".join(r) + "\n" for r in [header] + [rows[i] for i in sorted(chosen)])
+            )
+        if len(chosen) < len(rows):
+            with open(unlabelled, "w", encoding="utf-8") as f:
+                f.write("".join(rows[i][0] + "\n" for i in range(len(rows)) if i not in chosen))
+        shutil.copy(os.path.join(source, "dev.tsv"), os.path.join(target, "dev.tsv"))
+    return folder, unlabelled if os.path.exists(unlabelled) else None
+
+
+def parse_cell(text):
+    parts = text.split(":")
+    init = parts[0]
+    loss = parts[1]
+    transfer = parts[2] if len(parts) > 2 else None
+    if loss not in ("labels", "logits") or (loss == "logits") != (transfer is not None):
+        raise SystemExit(f"--cells {text}: INIT:labels or INIT:logits:TRANSFER")
+    path = "random:bert_tiny" if init == "random" else init.split("=", 1)[1]
+    name = init.split("=", 1)[0]
+    return {"cell": text, "init": name, "checkpoint": path, "loss": loss, "transfer": transfer}
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.distillation", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--task", default="sst2", choices=sorted(GLUE))
+    parser.add_argument("--data_dir", default=DATA, help="../shared/data")
+    parser.add_argument("--teacher_init", required=True, help="the teacher's backbone (.keras)")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--budgets", nargs="+", default=["1000", "all"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--cells",
+        nargs="+",
+        default=["random:labels", "random:logits:labelled", "random:logits:text"],
+    )
+    parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--max_seq_length", type=int, default=64)
+    parser.add_argument("--teacher_set", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args()
+
+    from keras_bert.distillation.runner import run_distillation
+    from keras_bert.finetuning.runner import run_finetune
+
+    os.makedirs(args.out, exist_ok=True)
+    results_path = os.path.join(args.out, "results.json")
+    records = json.load(open(results_path)) if os.path.exists(results_path) else []
+    done = {(r["budget"], r["cell"], r["seed"]) for r in records}
+    common = [f"data.max_seq_length={args.max_seq_length}", "training.verbose=2"]
+    common += ["export.enabled=false"]
+
+    def record(budget, cell, seed, results, seconds):
+        records.append(
+            {"budget": budget, "cell": cell, "seed": seed, "seconds": round(seconds), **results}
+        )
+        with open(results_path + ".tmp", "w") as f:
+            json.dump(records, f, indent=1)
+        os.replace(results_path + ".tmp", results_path)
+        print(f"{budget} {cell} seed {seed}: {results[METRIC[args.task]]:.4f}", flush=True)
+
+    for budget in args.budgets:
+        data, unlabelled = budget_data(args.task, args.data_dir, budget, args.out)
+        teacher = os.path.join(args.out, f"teacher_{budget}")
+        if (budget, "teacher", 0) not in done:
+            start = time.time()
+            epochs = "1" if budget == "all" else "3"
+            results = run_finetune(
+                args.task,
+                data,
+                args.teacher_init,
+                teacher,
+                overrides=common
+                + ["optimizer.learning_rate=5e-5", f"training.epochs={epochs}"]
+                + args.teacher_set,
+            )
+            record(budget, "teacher", 0, results, time.time() - start)
+        for text in args.cells:
+            cell = parse_cell(text)
+            for seed in args.seeds:
+                if (budget, text, seed) in done:
+                    continue
+                model_dir = os.path.join(args.out, f"{budget}_{text.replace('/', '_')}_{seed}")
+                overrides = common + [
+                    f"optimizer.learning_rate={args.learning_rate}",
+                    f"training.seed={seed}",
+                ]
+                start = time.time()
+                if cell["loss"] == "labels":
+                    results = run_finetune(
+                        args.task, data, cell["checkpoint"], model_dir, overrides=overrides
+                    )
+                else:
+                    transfer = cell["transfer"]
+                    if transfer.startswith("text") and unlabelled is None:
+                        continue  # Budget `all`: no unlabelled sentences.
+                    copies = int(transfer.split("+aug")[1]) if "+aug" in transfer else 0
+                    results = run_distillation(
+                        teacher,
+                        cell["checkpoint"],
+                        model_dir,
+                        data_dir=data,
+                        text_files=[unlabelled] if transfer.startswith("text") else [],
+                        overrides=overrides + [f"distillation.transfer.copies={copies}"],
+                    )
+                record(budget, text, seed, results, time.time() - start)
+    write_table(args, records)
+
+
+def write_table(args, records):
+    metric = METRIC[args.task]
+    rows = []
+    for cell in ["teacher"] + args.cells:
+        row = [cell]
+        for budget in args.budgets:
+            scores = [
+                100 * r[metric] for r in records if r["budget"] == budget and r["cell"] == cell
+            ]
+            minutes = [
+                r["seconds"] / 60 for r in records if r["budget"] == budget and r["cell"] == cell
+            ]
+            if not scores:
+                row.append("—")
+                continue
+            spread = f" ± {statistics.stdev(scores):.2f}" if len(scores) > 1 else ""
+            row.append(
+                f"{statistics.mean(scores):.2f}{spread} (n={len(scores)}, "
+                f"{statistics.mean(minutes):.0f} min)"
+            )
+        rows.append(row)
+    table = markdown_table(["cell"] + [f"{b} labels" for b in args.budgets], rows)
+    with open(os.path.join(args.out, "table.md"), "w") as f:
+        f.write(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

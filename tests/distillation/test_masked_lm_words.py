@@ -1,0 +1,73 @@
+"""Words a masked LM predicts in context, for augmented copies."""
+
+import numpy as np
+import pytest
+
+from keras_bert.distillation.augmentation import TO_REPLACE, augmented_words
+from keras_bert.distillation.config import TransferConfig, load_distill_config
+from keras_bert.distillation.masked_lm_words import MaskedLmWords
+from keras_bert.errors import ConfigError, FinetuneError
+from keras_bert.pretraining.fill_mask import fill_mask
+
+pytestmark = pytest.mark.backend_independent
+
+
+def test_marked_words_become_the_masked_lms_whole_words_in_context(masked_lm):
+    words = MaskedLmWords(masked_lm, top_k=3, batch_size=2)
+    rows = [
+        {"text_a": f"john {TO_REPLACE} in [MASK] city", "text_b": None, "label": None},
+        {"words": ["paris", TO_REPLACE, "york"], "labels": None},
+        {"text_a": "nothing to replace", "text_b": None, "label": None},
+    ]
+    filled = words.fill([dict(r) for r in rows], [np.random.default_rng(i) for i in range(3)])
+    # What the masked LM ranks at each place, its whole words only.
+    for row, sentence, at in [
+        (filled[0], "john [MASK] in [MASK] city", 0),
+        (filled[1], "paris [MASK] york", 0),
+    ]:
+        ranked = fill_mask(words.model, words.tokenizer, [sentence], top_k=174)[0][at]
+        best = [t for t, _ in ranked if not t.startswith(("##", "["))][:3]
+        text = row["words"] if "words" in row else row["text_a"].split()
+        assert text[1] in best
+    assert filled[0]["text_a"].split()[3] == "[MASK]"
+    assert filled[2] == rows[2]
+    again = words.fill([dict(r) for r in rows], [np.random.default_rng(i) for i in range(3)])
+    assert again == filled
+
+
+def test_augmentation_marks_words_at_the_replace_rate():
+    transfer = TransferConfig(mask_probability=0.2, replace_probability=0.3, ngram_probability=0)
+    marked = [
+        w
+        for seed in range(300)
+        for w in augmented_words(["w"] * 10, np.random.default_rng(seed), transfer)
+    ]
+    assert abs(marked.count(TO_REPLACE) / len(marked) - 0.3) < 0.03
+    assert abs(marked.count("[MASK]") / len(marked) - 0.2) < 0.03
+
+
+def test_a_file_that_is_no_pretrainer_is_one_line(tmp_path):
+    with pytest.raises(FinetuneError, match="no such file"):
+        MaskedLmWords(str(tmp_path / "missing.keras"), 5, 8)
+    from keras_bert.models import BertBackbone
+
+    path = tmp_path / "backbone.keras"
+    BertBackbone(
+        vocabulary_size=174, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32
+    ).save(path)
+    with pytest.raises(FinetuneError, match="holds a BertBackbone, not a BertPretrainer"):
+        MaskedLmWords(str(path), 5, 8)
+
+
+def test_replacing_needs_a_masked_lm_and_room_beside_masking():
+    with pytest.raises(ConfigError, match="needs distillation.transfer.masked_lm"):
+        load_distill_config("sst2", overrides=["distillation.transfer.replace_probability=0.1"])
+    with pytest.raises(ConfigError, match="must be <= 1"):
+        load_distill_config(
+            "sst2",
+            overrides=[
+                "distillation.transfer.mask_probability=0.7",
+                "distillation.transfer.replace_probability=0.5",
+                "distillation.transfer.masked_lm=x.keras",
+            ],
+        )
