@@ -14,7 +14,8 @@ dev file to OUT/data_BUDGET/; the rest of the training file, labels
 removed, is OUT/data_BUDGET/unlabelled.txt (a sentence a line, for SST-2;
 none at budget `all`). A cell is INIT:LOSS[:TRANSFER]:
 
-    INIT      random (random:bert_tiny), or NAME=PATH (a backbone .keras)
+    INIT      random (random:bert_tiny, the uncased BERT vocabulary), or
+              NAME=PATH (a backbone .keras)
     LOSS      labels: `finetune` on the labelled sentences (no teacher);
               logits: `distill` from the budget's teacher
     TRANSFER  labelled (the labelled sentences only), text (+ the rest of
@@ -37,7 +38,7 @@ import shutil
 import statistics
 import time
 
-from bench.common import DATA, markdown_table
+from bench.common import DATA, VOCAB, markdown_table
 from keras_bert.finetuning.batch_prediction import take_limit
 
 METRIC = {"sst2": "accuracy", "conll2003": "f1"}
@@ -148,9 +149,11 @@ def main():
                     f"training.seed={seed}",
                 ]
                 start = time.time()
+                # Random weights carry no vocabulary: the teacher's (uncased BERT's).
+                vocab = VOCAB if cell["checkpoint"].startswith("random:") else None
                 if cell["loss"] == "labels":
                     results = run_finetune(
-                        args.task, data, cell["checkpoint"], model_dir, overrides=overrides
+                        args.task, data, cell["checkpoint"], model_dir, vocab, overrides=overrides
                     )
                 else:
                     transfer = cell["transfer"]
@@ -163,6 +166,7 @@ def main():
                         model_dir,
                         data_dir=data,
                         text_files=[unlabelled] if transfer.startswith("text") else [],
+                        vocab=vocab,
                         overrides=overrides + [f"distillation.transfer.copies={copies}"],
                     )
                 record(budget, text, seed, results, time.time() - start)
