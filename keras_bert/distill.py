@@ -17,10 +17,11 @@ status 2.
 """
 
 import argparse
+import glob
 import os
 import sys
 
-from keras_bert.paths import PathFlag
+from keras_bert.paths import PathFlag, normal_path
 from keras_bert.runtime.command import LOG_FORMAT, print_json, run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -57,10 +58,11 @@ def parse_args(argv):
     parser.add_argument(
         "--text",
         action="append",
+        type=normal_path,
         default=[],
         metavar="FILE",
-        help="unlabelled text for the transfer set, a sentence a line (two, tab-separated, "
-        "for a pair task; words, for tagging); repeatable",
+        help="unlabelled text for the transfer set (a file or a glob), a sentence a line "
+        "(two, tab-separated, for a pair task; words, for tagging); repeatable",
     )
     parser.add_argument(
         "--vocab", action=PathFlag, help="the student's vocab.txt; default: its checkpoint's own"
@@ -99,7 +101,12 @@ def main(argv=None):
             if path and "://" not in path and not os.path.isdir(path):
                 raise FinetuneError(f"{flag} {path}: no such directory")
         for path in args.text:
-            if "://" not in path and not os.path.isfile(path):
+            if "://" in path:
+                continue
+            if any(c in path for c in "*?["):
+                if not glob.glob(path):
+                    raise FinetuneError(f"--text {path}: matches no file")
+            elif not os.path.isfile(path):
                 raise FinetuneError(f"--text {path}: no such file")
         if "://" not in args.teacher:
             if not os.path.isfile(os.path.join(args.teacher, "config.yaml")):

@@ -46,6 +46,12 @@ TINY_PRETRAINING = {
 TINY = {  # Appended to each command of the README, by command.
     "pretrain": TINY_PRETRAINING,
     "finetune": {"training.epochs": 1, "training.batch_size": 4, "data.max_seq_length": 32},
+    "distill": {
+        "training.epochs": 1,
+        "training.batch_size": 4,
+        "data.max_seq_length": 32,
+        "distillation.transfer.copies": 1,
+    },
 }
 
 pytestmark = [
@@ -128,11 +134,20 @@ def own_text(tmp_path_factory):
         "keras_bert.vocab",
         "keras_bert.pretrain",
         "keras_bert.finetune",
+        "keras_bert.distill",
         "keras_bert.evaluate",
         "keras_bert.predict",
         "keras_bert.export",
     ]
-    return folder, {c.split()[2]: run(c, folder).stdout for c in commands}
+    stdout = {}
+    for command in commands:
+        if command.split()[2] == "keras_bert.distill":
+            # The teacher the recipe assumes, a larger model fine-tuned on the
+            # labels: here the recipe's own fine-tuning, into the teacher's folder.
+            finetune = next(c for c in commands if c.split()[2] == "keras_bert.finetune")
+            run(finetune.replace("runs/my_classifier", "runs/my_large_classifier"), folder)
+        stdout[command.split()[2]] = run(command, folder).stdout
+    return folder, stdout
 
 
 def test_own_text_commands_run_as_written(own_text):
@@ -143,6 +158,14 @@ def test_own_text_commands_run_as_written(own_text):
         > 0
     )
     assert list((folder / "runs/serving/my_classifier").glob("*/saved_model.pb"))
+
+
+def test_the_distilled_student_replaces_the_classifier(own_text):
+    folder, _ = own_text
+    results = json.loads((folder / "runs/my_classifier/eval_results.json").read_text())
+    assert results["teacher"] == str(folder / "runs/my_large_classifier")
+    config = (folder / "runs/my_classifier/config.yaml").read_text()
+    assert "teacher: runs/my_large_classifier" in config
 
 
 def test_evaluate_and_predict_load_the_fine_tuned_model_in_their_own_process(own_text):

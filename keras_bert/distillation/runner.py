@@ -16,7 +16,12 @@ from keras_bert.distillation.config import load_distill_config
 from keras_bert.distillation.masked_lm_words import MaskedLmWords
 from keras_bert.distillation.student_loss import StudentLoss
 from keras_bert.distillation.teacher import Teacher
-from keras_bert.distillation.transfer_set import TransferSet, label_transfer_set, read_text_file
+from keras_bert.distillation.transfer_set import (
+    TransferSet,
+    expand_text_files,
+    label_transfer_set,
+    read_text_file,
+)
 from keras_bert.errors import ConfigError, FinetuneError
 from keras_bert.file_io import is_dir
 from keras_bert.finetuning.runner import FinetuneRun, run_in_folder
@@ -48,7 +53,8 @@ def run_distillation(
         model_dir: str. The student's run folder.
         data_dir: str or None. The task's files; None: those the teacher
             was fine-tuned on.
-        text_files: sequence of str. Unlabelled text for the transfer set,
+        text_files: sequence of str. Unlabelled text for the transfer set
+            (files or globs),
             a sentence (a pair: two, tab-separated; tagging: its words) a
             line.
         vocab, config_file, overrides, overwrite: as `run_finetune`'s; the
@@ -124,7 +130,7 @@ class DistillRun(FinetuneRun):
         labelled, kind = self._labelled_rows(handler)
         unlabelled = [
             row
-            for path in self.config.distillation.text_files
+            for path in expand_text_files(self.config.distillation.text_files)
             for row in read_text_file(path, kind)
         ]
         transfer = self.config.distillation.transfer

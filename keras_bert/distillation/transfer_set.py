@@ -42,6 +42,23 @@ logger = logging.getLogger("keras_bert.distill")
 MANIFEST = "manifest.json"
 
 
+def expand_text_files(patterns):
+    """The files `patterns` (paths or globs, `--text`'s) name, in order;
+    one that names none is an error."""
+    paths = []
+    for pattern in patterns:
+        if any(c in pattern for c in "*?["):
+            found = sorted(tf.io.gfile.glob(pattern))
+            if not found:
+                raise FinetuneError(f"--text {pattern}: matches no file")
+            paths += found
+        elif not is_file(pattern):
+            raise FinetuneError(f"--text {pattern}: no such file")
+        else:
+            paths.append(pattern)
+    return paths
+
+
 def read_text_file(path, kind):
     """The rows of `path`'s non-blank lines: with `kind` `"sentence"` a
     sentence a line; `"pair"` two a line, separated by a tab; `"words"`

@@ -6,7 +6,12 @@ import os
 import pytest
 
 from keras_bert.distillation.config import TransferConfig
-from keras_bert.distillation.transfer_set import TransferSet, label_transfer_set, read_text_file
+from keras_bert.distillation.transfer_set import (
+    TransferSet,
+    expand_text_files,
+    label_transfer_set,
+    read_text_file,
+)
 from keras_bert.errors import FinetuneError
 from pipelines.transfer_set import read_shards
 
@@ -129,3 +134,17 @@ def test_text_files_give_a_sentence_a_pair_or_words_a_line(tmp_path):
     path.write_text("\n \n")
     with pytest.raises(FinetuneError, match="holds no sentences"):
         read_text_file(str(path), "sentence")
+
+
+def test_text_files_are_paths_or_globs_that_name_a_file(tmp_path):
+    for name in ("b.txt", "a.txt", "c.csv"):
+        (tmp_path / name).write_text("x\n")
+    assert expand_text_files([str(tmp_path / "*.txt"), str(tmp_path / "c.csv")]) == [
+        str(tmp_path / "a.txt"),
+        str(tmp_path / "b.txt"),
+        str(tmp_path / "c.csv"),
+    ]
+    with pytest.raises(FinetuneError, match=r"\*.json: matches no file"):
+        expand_text_files([str(tmp_path / "*.json")])
+    with pytest.raises(FinetuneError, match="d.txt: no such file"):
+        expand_text_files([str(tmp_path / "d.txt")])
