@@ -71,6 +71,7 @@ class Teacher:
                 self.max_seq_length,
                 batch_size,
             ).map(lambda inputs: (inputs, 0))
+        done = 0  # Rows of earlier batches.
         for inputs, first in batches.as_numpy_iterator():
             outputs = np.asarray(self.model.predict_on_batch(inputs), np.float32)
             if not np.isfinite(outputs).all():
@@ -83,14 +84,13 @@ class Teacher:
                 yield [{"teacher": row} for row in outputs]
                 continue
             batch = []
-            for logits, starts, row in zip(outputs, first, rows):
-                words = len(row["words"])
-                starts = starts[:words]  # (W,), -1 where no target
+            for logits, starts, row in zip(outputs, first, rows[done : done + len(outputs)]):
+                starts = starts[: len(row["words"])]  # (W,), -1 where no target
                 batch.append(
                     {
                         "teacher": logits[np.maximum(starts, 0)].reshape(-1),
                         "is_target": (starts >= 0).astype(int).tolist(),
                     }
                 )
-            rows = rows[len(batch) :]
+            done += len(batch)
             yield batch
