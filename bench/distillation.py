@@ -5,7 +5,8 @@ init, loss and transfer set, at each label budget, against the teacher.
         --teacher_init /tmp/q/minilm.keras --out runs/distill_sst2 \
         [--budgets 1000 all] [--seeds 0 1 2] \
         [--cells random:labels random:logits:labelled random:logits:text \
-                 random:logits:text+aug4 own_text=runs/own/backbone.keras:logits:text]
+                 random:logits:text+aug4 random:logits+hidden:text \
+                 own_text=runs/own/backbone.keras:logits:text]
 
 For each label budget the teacher (`--teacher_init`, fine-tuned by
 `finetune`) is fine-tuned once, seed 0, on that budget's labelled
@@ -17,7 +18,11 @@ none at budget `all`). A cell is INIT:LOSS[:TRANSFER]:
     INIT      random (random:bert_tiny, the uncased BERT vocabulary), or
               NAME=PATH (a backbone .keras)
     LOSS      labels: `finetune` on the labelled sentences (no teacher);
-              logits: `distill` from the budget's teacher
+              logits: `distill` from the budget's teacher; logits+hidden,
+              logits+attention, logits+hidden+attention: with those
+              intermediate losses, each at weight 1
+              (`distillation.intermediate.*`; attention needs as many
+              heads in the student as in the teacher)
     TRANSFER  labelled (the labelled sentences only), text (+ the rest of
               the training sentences, unlabelled), text+augK (+ K augmented
               copies of each, `distillation.transfer.copies=K`)
@@ -74,13 +79,27 @@ def budget_data(task, data_dir, budget, out):
 def parse_cell(text):
     parts = text.split(":")
     init = parts[0]
-    loss = parts[1]
+    loss, *intermediate = parts[1].split("+")
     transfer = parts[2] if len(parts) > 2 else None
-    if loss not in ("labels", "logits") or (loss == "logits") != (transfer is not None):
-        raise SystemExit(f"--cells {text}: INIT:labels or INIT:logits:TRANSFER")
+    if (
+        loss not in ("labels", "logits")
+        or (loss == "logits") != (transfer is not None)
+        or not set(intermediate) <= {"hidden", "attention"}
+        or (intermediate and loss != "logits")
+    ):
+        raise SystemExit(
+            f"--cells {text}: INIT:labels or INIT:logits[+hidden][+attention]:TRANSFER"
+        )
     path = "random:bert_tiny" if init == "random" else init.split("=", 1)[1]
     name = init.split("=", 1)[0]
-    return {"cell": text, "init": name, "checkpoint": path, "loss": loss, "transfer": transfer}
+    return {
+        "cell": text,
+        "init": name,
+        "checkpoint": path,
+        "loss": loss,
+        "intermediate": [f"distillation.intermediate.{i}_weight=1" for i in intermediate],
+        "transfer": transfer,
+    }
 
 
 def main():
@@ -167,7 +186,9 @@ def main():
                         data_dir=data,
                         text_files=[unlabelled] if transfer.startswith("text") else [],
                         vocab=vocab,
-                        overrides=overrides + [f"distillation.transfer.copies={copies}"],
+                        overrides=overrides
+                        + cell["intermediate"]
+                        + [f"distillation.transfer.copies={copies}"],
                     )
                 record(budget, text, seed, results, time.time() - start)
     write_table(args, records)

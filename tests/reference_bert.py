@@ -62,6 +62,7 @@ def bert_forward(
     eps=1e-12,
     approximate_gelu=False,
     normalize_first=False,
+    states=None,
 ):
     """BERT encoder: returns (sequence_output (B, T, H), pooled_output (B, H)).
 
@@ -74,6 +75,9 @@ def bert_forward(
         approximate_gelu: use the tanh GELU instead of the erf one.
         normalize_first: pre-LN blocks, each LayerNorm applied to its
             sublayer's input, and `bert/encoder/final_layer_norm` at the end.
+        states: None, or a dict that gets `"hidden"` (the embeddings'
+            output, then each block's, (B, T, H)) and `"attention"` (each
+            block's probabilities (B, N, T, T)).
 
     A dense layer whose `.../bias` is absent from `weights` has none; a block
     with `.../intermediate/gate/kernel` has a GEGLU feed-forward.
@@ -103,6 +107,7 @@ def bert_forward(
     def norm(t, name):
         return layer_norm(t, _get(weights, f"{name}/gamma"), _get(weights, f"{name}/beta"), eps)
 
+    hidden_states, attention = [x], []
     layer = 0
     while f"bert/encoder/layer_{layer}/attention/self/query/kernel" in weights:
         scope = f"bert/encoder/layer_{layer}"
@@ -113,7 +118,8 @@ def bert_forward(
         k = split_heads(_dense(weights, f"{scope}/attention/self/key", source))
         v = split_heads(_dense(weights, f"{scope}/attention/self/value", source))
         scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(head_dim)  # (B, N, T, T)
-        context = _softmax(scores + mask_bias) @ v  # (B, N, T, D)
+        probabilities = _softmax(scores + mask_bias)
+        context = probabilities @ v  # (B, N, T, D)
         context = context.transpose(0, 2, 1, 3).reshape(batch, length, hidden)
         attended = _dense(weights, f"{scope}/attention/output/dense", context)
         x = x + attended if normalize_first else norm(x + attended, attention_ln)
@@ -124,7 +130,11 @@ def bert_forward(
             inner = inner * _dense(weights, f"{scope}/intermediate/gate", source)
         out = _dense(weights, f"{scope}/output/dense", inner)  # (B, T, H)
         x = x + out if normalize_first else norm(x + out, output_ln)
+        hidden_states.append(x)
+        attention.append(probabilities)
         layer += 1
+    if states is not None:
+        states.update(hidden=hidden_states, attention=attention)
     if normalize_first:
         x = norm(x, "bert/encoder/final_layer_norm")
     pooled = np.tanh(_dense(weights, "bert/pooler/dense", x[:, 0]))  # [CLS]: (B, H)

@@ -51,6 +51,26 @@ class TransferConfig:
 
 
 @dataclasses.dataclass
+class IntermediateConfig:
+    """Intermediate losses (`keras_bert.distillation.intermediate`),
+    added to the soft and hard losses; both off by default.
+
+    `hidden_weight` weighs the squared difference between each student
+    hidden state, through a learned projection to the teacher's width, and
+    the teacher's; `attention_weight` the KL divergence between their
+    attention distributions (the two need as many heads). `layer_map`
+    names the teacher block (1-based) each student block learns; empty: the
+    uniform map, block m of L to block m * L' / L of the teacher's L'. The
+    teacher then runs beside the student on every batch, so the two must
+    share a vocabulary.
+    """
+
+    hidden_weight: float = 0.0
+    attention_weight: float = 0.0
+    layer_map: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
 class DistillationConfig:
     """The losses, and where the transfer set comes from.
 
@@ -69,6 +89,7 @@ class DistillationConfig:
     temperature: float = 1.0
     hard_label_weight: float = 0.0
     transfer: TransferConfig = dataclasses.field(default_factory=TransferConfig)
+    intermediate: IntermediateConfig = dataclasses.field(default_factory=IntermediateConfig)
 
 
 @dataclasses.dataclass
@@ -94,6 +115,11 @@ SCHEMA = dataclasses.replace(
         "distillation.transfer.mask_probability": (lambda v: 0 <= v <= 1, "between 0 and 1"),
         "distillation.transfer.replace_probability": (lambda v: 0 <= v <= 1, "between 0 and 1"),
         "distillation.transfer.ngram_probability": (lambda v: 0 <= v <= 1, "between 0 and 1"),
+        "distillation.intermediate.hidden_weight": (lambda v: 0 <= v < math.inf, "finite, >= 0"),
+        "distillation.intermediate.attention_weight": (
+            lambda v: 0 <= v < math.inf,
+            "finite, >= 0",
+        ),
     },
 )
 

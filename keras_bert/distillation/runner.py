@@ -13,6 +13,7 @@ import os
 import time
 
 from keras_bert.distillation.config import load_distill_config
+from keras_bert.distillation.intermediate import IntermediateDistiller, check_intermediate
 from keras_bert.distillation.masked_lm_words import MaskedLmWords
 from keras_bert.distillation.student_loss import StudentLoss
 from keras_bert.distillation.teacher import Teacher
@@ -106,6 +107,7 @@ class DistillRun(FinetuneRun):
         self.shards = None
         self.transfer_examples = 0
         self.labelling_seconds = 0.0
+        self.layer_map = None  # With intermediate losses: `check_intermediate`'s.
 
     def load_backbone(self):
         backbone = super().load_backbone()
@@ -117,6 +119,27 @@ class DistillRun(FinetuneRun):
                 f"{self.teacher.parameters:,}",
             )
         return backbone
+
+    @property
+    def intermediate(self):
+        """Whether an intermediate loss is on (`IntermediateConfig`)."""
+        intermediate = self.config.distillation.intermediate
+        return bool(intermediate.hidden_weight or intermediate.attention_weight)
+
+    def tokenizer(self, backbone):
+        """The student's tokenizer; with intermediate losses, checked
+        against the teacher's before anything is labelled."""
+        tokenizer = super().tokenizer(backbone)
+        if self.intermediate:
+            self.layer_map = check_intermediate(
+                self.config.distillation.intermediate,
+                backbone,
+                tokenizer,
+                self.teacher.model.backbone,
+                self.teacher.tokenizer,
+                self.config.data.max_seq_length,
+            )
+        return tokenizer
 
     def task_handler(self, tokenizer):
         """The task's handler, once the teacher has labelled the transfer
@@ -177,6 +200,18 @@ class DistillRun(FinetuneRun):
     def num_train_examples(self, handler):
         return self.transfer_examples
 
+    def training_model(self, model):
+        if not self.intermediate:
+            return model
+        intermediate = self.config.distillation.intermediate
+        return IntermediateDistiller(
+            model,
+            self.teacher.model.backbone,
+            self.layer_map,
+            intermediate.hidden_weight,
+            intermediate.attention_weight,
+        )
+
     def compile_args(self, handler):
         distillation = self.config.distillation
         return dict(
@@ -206,4 +241,6 @@ class DistillRun(FinetuneRun):
             teacher=os.path.abspath(self.teacher.run_dir),
             labelling_seconds=round(self.labelling_seconds, 1),
         )
+        if self.layer_map:
+            results["layer_map"] = self.layer_map
         return results, path

@@ -234,9 +234,9 @@ class FinetuneRun:
     """One fine-tuning run as named steps, each a method: `load_backbone`,
     `record`, `tokenizer`, `task_handler`, `build_model`, `compile`,
     `fit`, `save`, `evaluate`, `export` (`run` calls them in that order);
-    what it trains on is `num_train_examples`, `compile_args` and
-    `train_dataset`, the task's own (distillation trains on the teacher's
-    outputs instead).
+    what it trains on is `num_train_examples`, `compile_args`,
+    `train_dataset` and `training_model`, the task's own (distillation
+    trains on the teacher's outputs instead, and may add losses).
 
     Args:
         task: str. A key of `TASKS`.
@@ -263,9 +263,10 @@ class FinetuneRun:
         self.record(backbone)
         handler = self.task_handler(self.tokenizer(backbone))
         model = self.build_model(handler, backbone)
-        total_steps = self.compile(model, handler)
+        trained = self.training_model(model)
+        total_steps = self.compile(trained, handler)
         start = time.time()
-        final_loss = self.fit(model, handler, total_steps)
+        final_loss = self.fit(trained, handler, total_steps)
         train_seconds = time.time() - start
         self.save(model)
         start = time.time()
@@ -329,6 +330,11 @@ class FinetuneRun:
     def build_model(self, handler, backbone):
         """The model trained: the task's head on `backbone`."""
         return handler.build_model(backbone)
+
+    def training_model(self, model):
+        """What `fit` trains: `model` itself (distillation may wrap it to
+        add losses; `model` alone is saved)."""
+        return model
 
     def compile(self, model, handler):
         """Compiles `model` with the recipe's optimizer over the run's

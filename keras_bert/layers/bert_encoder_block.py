@@ -97,6 +97,12 @@ class BertEncoderBlock(keras.layers.Layer):
         padding_mask: tensor (B, T), 1/True for real tokens. Padded keys get
             no attention weight.
         training: bool, turns dropout on.
+        return_attention_scores: bool. Also return the attention
+            probabilities (B, N, T, T), before their dropout (the block then
+            never takes the fused attention path). Defaults to False.
+
+    Returns:
+        (B, T, H), or `(output, probabilities)`.
 
     Example:
     >>> block = BertEncoderBlock(num_heads=2, intermediate_dim=32)
@@ -189,27 +195,34 @@ class BertEncoderBlock(keras.layers.Layer):
             return self.dropout
         return self.attention_dropout
 
-    def call(self, x, padding_mask=None, training=None):
+    def call(self, x, padding_mask=None, training=None, return_attention_scores=False):
         attention_mask = None
         if padding_mask is not None:
             # (B, T) -> (B, 1, T): every query sees only the real keys.
             attention_mask = ops.expand_dims(ops.cast(padding_mask, "bool"), 1)
-        if self.normalize_first:
-            normed = self.self_attention_layer_norm(x)
-            attended = self.self_attention(
-                query=normed, value=normed, attention_mask=attention_mask, training=training
-            )  # (B, T, H)
-            x = x + self.self_attention_dropout(attended, training=training)
-            hidden = self._feedforward(self.output_layer_norm(x))
-            return x + self.output_dropout(hidden, training=training)  # (B, T, H)
+        source = self.self_attention_layer_norm(x) if self.normalize_first else x
         attended = self.self_attention(
-            query=x, value=x, attention_mask=attention_mask, training=training
-        )  # (B, T, H)
+            query=source,
+            value=source,
+            attention_mask=attention_mask,
+            training=training,
+            return_attention_scores=return_attention_scores,
+        )  # (B, T, H), or with the probabilities (B, N, T, T)
+        if return_attention_scores:
+            attended, probabilities = attended
         attended = self.self_attention_dropout(attended, training=training)
-        x = self.self_attention_layer_norm(x + attended)
-        hidden = self._feedforward(x)  # (B, T, H)
-        hidden = self.output_dropout(hidden, training=training)
-        return self.output_layer_norm(x + hidden)
+        if self.normalize_first:
+            x = x + attended
+            hidden = self._feedforward(self.output_layer_norm(x))
+            x = x + self.output_dropout(hidden, training=training)  # (B, T, H)
+        else:
+            x = self.self_attention_layer_norm(x + attended)
+            hidden = self._feedforward(x)  # (B, T, H)
+            hidden = self.output_dropout(hidden, training=training)
+            x = self.output_layer_norm(x + hidden)
+        if return_attention_scores:
+            return x, probabilities
+        return x
 
     def _feedforward(self, x):
         inner = self.intermediate_dense(x)  # (B, T, F), activated

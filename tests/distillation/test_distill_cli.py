@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 
+import keras
 import pytest
 
 from keras_bert.distill import main as distill
@@ -85,16 +86,58 @@ def test_the_student_folder_is_a_fine_tuning_run_for_every_command(
 
 def test_a_student_learns_the_teacher_on_this_backend(fine_tuned, checkpoint, tmp_path):
     teacher, _ = fine_tuned("stsb")
+    intermediate = ["hidden_weight=1", "attention_weight=0.5"]
     results = run_distillation(
         str(teacher),
         checkpoint,
         str(tmp_path / "student"),
-        overrides=QUICK + ["export.enabled=false", "distillation.transfer.copies=1"],
+        overrides=QUICK
+        + ["export.enabled=false", "distillation.transfer.copies=1"]
+        + [f"distillation.intermediate.{item}" for item in intermediate],
     )
     assert results["task"] == "stsb" and results["train_examples"] > 0
-    assert "pearson" in results
+    assert "pearson" in results and results["layer_map"] == [1]
     config = (tmp_path / "student" / "config.yaml").read_text()
     assert "loss: mse" in config  # `auto`, for a regression teacher.
+    # The student alone is saved, with neither the teacher nor projections.
+    model = keras.saving.load_model(tmp_path / "student" / "model.keras")
+    assert model.count_params() == keras.saving.load_model(checkpoint).count_params() + 17
+
+
+@pytest.mark.backend_independent
+def test_what_intermediate_losses_cannot_share_with_the_teacher_is_one_line(
+    fine_tuned, fixtures, tmp_path, capsys
+):
+    teacher, _ = fine_tuned("sst2")
+    four_heads = tmp_path / "four_heads.yaml"  # The fixture vocabulary, 4 heads.
+    four_heads.write_text(
+        "vocabulary_size: 174\nnum_layers: 2\nnum_heads: 4\nhidden_dim: 8\n"
+        "intermediate_dim: 16\nmax_sequence_length: 128\n"
+    )
+    vocab = tmp_path / "vocab.txt"
+    shutil.copy(fixtures / "vocab.txt", vocab)
+    other = tmp_path / "other_vocab.txt"
+    other.write_text(vocab.read_text().replace("\nthe\n", "\nthe_\n"))
+    student = tmp_path / "student"
+    args = ["--teacher", teacher, "--init_checkpoint", f"random:{four_heads}"]
+    args += ["--model_dir", student]
+    hidden = settings("distillation.intermediate.hidden_weight=1")
+    err = one_line_error([*args, "--vocab", other, *hidden], capsys)
+    assert err.startswith("error: distillation.intermediate: the teacher runs on the student's")
+    err = one_line_error(
+        [*args, "--vocab", vocab, *hidden, "--set", "distillation.intermediate.attention_weight=1"],
+        capsys,
+    )
+    assert "the student has 4 heads and the teacher 2" in err
+    err = one_line_error(
+        [*args, "--vocab", vocab, *hidden, "--set", "distillation.intermediate.layer_map=[1,2]"],
+        capsys,
+    )
+    assert err == (
+        "error: distillation.intermediate.layer_map=[1, 2]: needs one teacher block (1 to 1) "
+        "for each of the student's 2 blocks"
+    )
+    assert not student.exists()
 
 
 def one_line_error(args, capsys):
