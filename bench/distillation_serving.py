@@ -11,8 +11,10 @@ default a MiniLM-L6 classifier (all-MiniLM-L6-v2's encoder from
 vocabulary. Speed depends on the architecture, not on the weights.
 
 Rows: each SavedModel's `serve_text` (raw text in: tokenize, pack, model)
-and the student's `serve_token_ids`; the student's `serve_token_ids`
-converted by tf2onnx and run by onnxruntime (token ids in). Inputs: corpus
+and the student's `serve_token_ids`, exported plain and with
+`jit_compile` (the forward pass compiled by XLA); the student's plain
+`serve_token_ids` converted by tf2onnx and run by onnxruntime (token ids
+in). Inputs: corpus
 paragraphs long enough to fill seq_len 128, so every path computes 128
 positions. Batch 1: `--calls` calls one after another, p50 and p99
 latency. Batch 32: `--rounds` calls, sentences a second from the median.
@@ -148,6 +150,14 @@ def main():
             model, os.path.join(folder, name), vocabulary=model.backbone.vocabulary, seq_len=SEQ_LEN
         )
         served[name] = (path, tf.saved_model.load(path))
+    path = export_for_serving(
+        models["student"],
+        os.path.join(folder, "student_xla"),
+        vocabulary=models["student"].backbone.vocabulary,
+        seq_len=SEQ_LEN,
+        jit_compile=True,
+    )
+    served["student_xla"] = (path, tf.saved_model.load(path))
     texts = paragraphs(32)
     batches = {1: tf.constant(texts[:1]), 32: tf.constant(texts)}
     # The student's ids for the token-id paths, packed as `serve_text` packs.
@@ -169,18 +179,23 @@ def main():
             b: (lambda t=t, f=serve_text: f(text_a=t)) for b, t in batches.items()
         }
     serve_ids = served["student"][1].signatures["serve_token_ids"]
-    paths["student SavedModel `serve_token_ids` (ids)"] = {
-        b: (lambda x=x: serve_ids(**{k: tf.constant(v) for k, v in x.items()}))
-        for b, x in ids.items()
-    }
+    for name, label in (("student", ""), ("student_xla", ", XLA")):
+        signature = served[name][1].signatures["serve_token_ids"]
+        paths[f"student SavedModel `serve_token_ids` (ids{label})"] = {
+            b: (lambda x=x, f=signature: f(**{k: tf.constant(v) for k, v in x.items()}))
+            for b, x in ids.items()
+        }
     session = onnx_session(served["student"][0], folder)
     names = [i.name for i in session.get_inputs()]
-    # The same weights: ONNX Runtime's logits are the SavedModel's.
+    # The same weights: ONNX Runtime's and XLA's logits are the SavedModel's.
+    serve_xla = served["student_xla"][1].signatures["serve_token_ids"]
     for x in ids.values():
-        expected = serve_ids(**{k: tf.constant(v) for k, v in x.items()})["logits"].numpy()
+        feed = {k: tf.constant(v) for k, v in x.items()}
+        expected = serve_ids(**feed)["logits"].numpy()
         np.testing.assert_allclose(
             session.run(None, {n: x[n] for n in names})[0], expected, atol=1e-4
         )
+        np.testing.assert_allclose(serve_xla(**feed)["logits"].numpy(), expected, atol=1e-4)
     paths["student ONNX Runtime (ids; tf2onnx)"] = {
         b: (lambda x=x: session.run(None, {n: x[n] for n in names})) for b, x in ids.items()
     }
@@ -202,6 +217,7 @@ def main():
     )
     onnx = speed["student ONNX Runtime (ids; tf2onnx)"]
     ids_path = speed["student SavedModel `serve_token_ids` (ids)"]
+    xla_path = speed["student SavedModel `serve_token_ids` (ids, XLA)"]
     print(
         f"### Serving, seq_len {SEQ_LEN}: batch 1 over {args.calls} calls, batch 32 over "
         f"{args.rounds}\n"
@@ -214,7 +230,8 @@ def main():
     print(
         f"\nstudent / teacher: {student[1] / teacher[1]:.1f}x the sentences/s at batch 32, "
         f"{teacher[0] / student[0]:.1f}x lower p50 at batch 1; student SavedModel (ids) / ONNX "
-        f"Runtime p50 at batch 1: {ids_path[0] / onnx[0]:.2f}x"
+        f"Runtime p50 at batch 1: {ids_path[0] / onnx[0]:.2f}x, with XLA "
+        f"{xla_path[0] / onnx[0]:.2f}x"
     )
     parameters = {n: m.backbone.count_params() for n, m in models.items()}
     print(f"backbone weights: {parameters}; load average {os.getloadavg()}")

@@ -76,6 +76,8 @@ class SquadConfig:
 class ExportConfig:
     enabled: bool = True
     seq_len: typing.Optional[int] = None  # None: data.max_seq_length.
+    # The forward pass compiled by XLA (`export_for_serving`'s jit_compile).
+    jit_compile: bool = False
 
 
 @dataclasses.dataclass

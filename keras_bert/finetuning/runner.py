@@ -155,6 +155,7 @@ def _export(model, model_dir, config):
         doc_stride=config.data.doc_stride,
         n_best_size=config.squad.n_best_size,
         max_answer_length=config.squad.max_answer_length,
+        jit_compile=config.export.jit_compile,
     )
 
 

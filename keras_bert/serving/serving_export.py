@@ -129,6 +129,7 @@ def export_for_serving(
     max_query_length=64,
     doc_stride=128,
     n_best_size=20,
+    jit_compile=False,
 ):
     """Exports `model` for TF Serving as `output_dir/<version>/`.
 
@@ -168,6 +169,9 @@ def export_for_serving(
             `data.doc_stride`, `data.max_query_length`, `squad.*`);
             `max_query_length` must leave room for a context piece
             (at most `seq_len - 4`).
+        jit_compile: bool. The model's forward pass compiled by XLA
+            (`BertServingModule`): faster on CPUs; stock TF Serving then
+            needs `--xla_cpu_compilation_enabled=true`.
 
     Returns:
         str, the path of the version directory written.
@@ -184,9 +188,14 @@ def export_for_serving(
         max_query_length=max_query_length,
         doc_stride=doc_stride,
         n_best_size=n_best_size,
+        jit_compile=jit_compile,
     )
     for name, value in options.items():
         if name == "seq_len" and value is None:  # The model's, once loaded.
+            continue
+        if name == "jit_compile":
+            if not isinstance(value, bool):
+                raise ExportError(f"`jit_compile` must be a bool. Received: {value!r}")
             continue
         if not isinstance(value, int) or value < 1:
             raise ExportError(f"`{name}` must be a positive int. Received: {name}={value!r}")
@@ -370,7 +379,10 @@ def _export_in_subprocess(model, output_dir, version, overwrite, vocabulary, low
         if lower_case is not None:
             command += ["--lower_case" if lower_case else "--cased"]
         for name, value in options.items():
-            command += [f"--{name}", str(value)]
+            if isinstance(value, bool):  # A switch.
+                command += [f"--{name}"] if value else []
+            else:
+                command += [f"--{name}", str(value)]
         env = dict(os.environ, KERAS_BACKEND="tensorflow")
         result = subprocess.run(command, env=env, capture_output=True, text=True)
     prefix = "python -m keras_bert.export: error: "

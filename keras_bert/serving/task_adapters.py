@@ -47,7 +47,7 @@ def _label_names(model, count):
 
 
 def _call(module, inputs):
-    return _float32(module.model(inputs, training=False))
+    return _float32(module.forward(inputs))
 
 
 # --- Backbone -----------------------------------------------------------------

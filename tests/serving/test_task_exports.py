@@ -274,3 +274,14 @@ def test_multiple_choice(vocab, reference, tmp_path):
     np.testing.assert_allclose(out["probabilities"], _softmax(logits), atol=1e-5)
     assert out["choice"].tolist() == logits.argmax(-1).tolist()
     assert out["choice_text"].tolist() == [endings[i][c] for i, c in enumerate(logits.argmax(-1))]
+
+
+def test_an_xla_compiled_export_answers_as_the_keras_model(vocab, reference, tmp_path):
+    model = models.BertClassifier(_backbone(vocab), num_classes=2, label_names=["neg", "pos"])
+    path = export_for_serving(model, str(tmp_path / "export"), seq_len=SEQ_LEN, jit_compile=True)
+    graph = (tmp_path / "export" / "1" / "saved_model.pb").read_bytes()
+    assert b"_XlaMustCompile" in graph
+    (out,) = serve([(path, "serving_default", {"text_a": TEXT_A, "text_b": TEXT_B})], tmp_path)
+    ids = expected_packed(reference, TEXT_A, TEXT_B)
+    logits = to_numpy(model(keras_inputs(ids, _segments(ids))))
+    np.testing.assert_allclose(out["probabilities"], _softmax(logits), atol=1e-5)
