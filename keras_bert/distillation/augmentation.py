@@ -6,22 +6,48 @@ Plain Python on words, seeded per copy: a copy is the same whichever shard,
 process or resumed run makes it. Masked words are written as the text
 `[MASK]`, which the transfer set's tokenization turns into the `[MASK]` id
 of each model's vocabulary (`pipelines.transfer_set`). A word marked
-`TO_REPLACE` is replaced by a word a masked LM predicts in its context
-(`masked_lm_words`, Jiao et al. 2020), before anyone labels the copy. A
-copy carries no label: augmenting can change it.
+`TO_REPLACE` is replaced before anyone labels the copy: by a word a masked
+LM predicts in its context (`masked_lm_words`, Jiao et al. 2020), or by one
+of its neighbours in the teacher's embeddings (`neighbour_words`). A copy
+carries no label: augmenting can change it.
 """
 
 from pipelines.vocabulary import MASK
 
-# A word of a copy that the masked LM replaces: a private-use character
-# that no text or vocabulary holds as a word.
+# Marks a word of a copy to be replaced, the word after it: a private-use
+# character that no text or vocabulary holds.
 TO_REPLACE = "\ue0ff"
+
+
+def is_whole_word(token):
+    """Whether a vocabulary token can stand as a word: neither a `##`
+    continuation nor a `[SPECIAL]` token."""
+    return not token.startswith("##") and not (token.startswith("[") and token.endswith("]"))
+
+
+def marked_places(rows):
+    """`(index, field, words)` for each text of `rows` (`text_a`,
+    `text_b`, or a tagged sentence's `words`) with a word marked
+    `TO_REPLACE`, `words` the text's words."""
+    for index, row in enumerate(rows):
+        for field in ("words", "text_a", "text_b"):
+            words = row.get(field)
+            if words is not None:
+                words = words if field == "words" else words.split()
+                if any(w.startswith(TO_REPLACE) for w in words):
+                    yield index, field, words
+
+
+def set_words(row, field, words):
+    """Writes `words` back as `row[field]`: a list, or a text."""
+    row[field] = words if field == "words" else " ".join(words)
 
 
 def augmented_words(words, rng, transfer, cut=True):
     """`words` with each replaced by `[MASK]` with
-    `transfer.mask_probability`, or marked `TO_REPLACE` with
-    `transfer.replace_probability`; then, when `cut`, with
+    `transfer.mask_probability`, or marked for replacement
+    (`TO_REPLACE + word`) with `transfer.replace_probability`; then, when
+    `cut`, with
     `transfer.ngram_probability` only a random run of 1 to
     `transfer.ngram_max` of them is kept.
 
@@ -35,7 +61,7 @@ def augmented_words(words, rng, transfer, cut=True):
     masked = transfer.mask_probability
     replaced = masked + transfer.replace_probability
     words = [
-        MASK if draw < masked else TO_REPLACE if draw < replaced else word
+        MASK if draw < masked else TO_REPLACE + word if draw < replaced else word
         for word, draw in zip(words, draws)
     ]
     if cut and words and rng.random() < transfer.ngram_probability:

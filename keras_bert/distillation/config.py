@@ -21,6 +21,8 @@ from keras_bert.finetuning.config import FinetuneConfig, load_finetune_config
 # 2019; the only choice for a regression teacher, whose output is a score).
 # `auto`: the first for a classifier, the second for a regression.
 SOFT_LOSSES = ("auto", "kl_divergence", "mse")
+# What a copy's marked words are replaced by (`TransferConfig`).
+REPLACEMENTS = ("masked_lm", "teacher_neighbours")
 
 
 @dataclasses.dataclass
@@ -30,10 +32,13 @@ class TransferConfig:
     Every sentence (or pair) of the task's training file and of the text
     files comes once as it is and `copies` times augmented: each word is
     replaced by `[MASK]` with `mask_probability`, or with
-    `replace_probability` by a word the pre-trained `masked_lm` (a
-    `BertPretrainer` `.keras`: `pretrain`'s `pretrainer.keras`) predicts
-    there, drawn from its `replace_top_k` best single-piece words (Jiao et
-    al. 2020); then, with `ngram_probability`, only a random n-gram of 1 to
+    `replace_probability` by a word drawn from `replace_top_k`
+    candidates: with `replace_by: masked_lm`, the best single-piece words
+    the pre-trained `masked_lm` (a `BertPretrainer` `.keras`: `pretrain`'s
+    `pretrainer.keras`) predicts there (Jiao et al. 2020); with
+    `teacher_neighbours`, the word's nearest whole words in the teacher's
+    token embeddings (a word that is no token of the teacher's vocabulary
+    is masked instead); then, with `ngram_probability`, only a random n-gram of 1 to
     `ngram_max` words is kept. Copies carry no label (augmenting can change
     it). The teacher's outputs are written in shards of `shard_size`
     sentences, labelled in batches of `batch_size`.
@@ -42,6 +47,7 @@ class TransferConfig:
     copies: int = 0
     mask_probability: float = 0.1
     replace_probability: float = 0.0
+    replace_by: str = "masked_lm"
     masked_lm: typing.Optional[str] = None
     replace_top_k: int = 15
     ngram_probability: float = 0.25
@@ -99,7 +105,11 @@ class DistillConfig(FinetuneConfig):
 
 SCHEMA = dataclasses.replace(
     FINETUNE_SCHEMA,
-    choices={**FINETUNE_SCHEMA.choices, "distillation.loss": SOFT_LOSSES},
+    choices={
+        **FINETUNE_SCHEMA.choices,
+        "distillation.loss": SOFT_LOSSES,
+        "distillation.transfer.replace_by": REPLACEMENTS,
+    },
     minimums={
         **FINETUNE_SCHEMA.minimums,
         "distillation.transfer.copies": 0,
@@ -135,9 +145,14 @@ def load_distill_config(task, config_file=None, overrides=()):
             f"word is masked, replaced or kept). Received: {transfer.mask_probability} + "
             f"{transfer.replace_probability}"
         )
-    if transfer.replace_probability > 0 and not transfer.masked_lm:
+    if (
+        transfer.replace_probability > 0
+        and transfer.replace_by == "masked_lm"
+        and not transfer.masked_lm
+    ):
         raise ConfigError(
             "distillation.transfer.replace_probability > 0 needs distillation.transfer."
-            "masked_lm: a pre-trained BertPretrainer .keras (pretrain's pretrainer.keras)"
+            "masked_lm: a pre-trained BertPretrainer .keras (pretrain's pretrainer.keras), or "
+            "distillation.transfer.replace_by=teacher_neighbours"
         )
     return config

@@ -6,7 +6,12 @@ single-piece predictions at its place)."""
 import os
 import tempfile
 
-from keras_bert.distillation.augmentation import TO_REPLACE
+from keras_bert.distillation.augmentation import (
+    TO_REPLACE,
+    is_whole_word,
+    marked_places,
+    set_words,
+)
 from keras_bert.errors import FinetuneError
 from keras_bert.pretraining.fill_mask import fill_mask
 from pipelines.vocabulary import MASK
@@ -57,27 +62,17 @@ class MaskedLmWords:
         self.batch_size = batch_size
         self.fingerprint = file_fingerprint(path)
 
-    @staticmethod
-    def _is_word(token):
-        return not token.startswith("##") and not (token.startswith("[") and token.endswith("]"))
-
     def fill(self, rows, rngs):
         """Replaces, in place, every `TO_REPLACE` word of `rows` (their
         `text_a`, `text_b` or `words`), each drawn with the row's `rngs`
         entry from the masked LM's `top_k` words at its place, the row's
         other masked and marked words masked."""
-        places = []  # (row, field), a text with words to replace
-        for index, row in enumerate(rows):
-            for field in ("words", "text_a", "text_b"):
-                words = row.get(field)
-                if words is not None:
-                    words = words if field == "words" else words.split()
-                    if TO_REPLACE in words:
-                        places.append((index, field, words))
+        places = list(marked_places(rows))
         for start in range(0, len(places), self.batch_size):
             batch = places[start : start + self.batch_size]
             sentences = [
-                " ".join(MASK if w == TO_REPLACE else w for w in words) for _, _, words in batch
+                " ".join(MASK if w.startswith(TO_REPLACE) else w for w in words)
+                for _, _, words in batch
             ]
             fillers = fill_mask(self.model, self.tokenizer, sentences, top_k=self.top_k * _ASKED)
             for (index, field, words), per_mask in zip(batch, fillers):
@@ -86,13 +81,13 @@ class MaskedLmWords:
                 for word in words:
                     if word == MASK:
                         next(masks)
-                    elif word == TO_REPLACE:
-                        candidates = [t for t, _ in next(masks) if self._is_word(t)][: self.top_k]
+                    elif word.startswith(TO_REPLACE):
+                        candidates = [t for t, _ in next(masks) if is_whole_word(t)][: self.top_k]
                         word = (
                             candidates[rngs[index].integers(len(candidates))]
                             if candidates
                             else MASK
                         )
                     filled.append(word)
-                rows[index][field] = filled if field == "words" else " ".join(filled)
+                set_words(rows[index], field, filled)
         return rows

@@ -15,6 +15,7 @@ import time
 from keras_bert.distillation.config import load_distill_config
 from keras_bert.distillation.intermediate import IntermediateDistiller, check_intermediate
 from keras_bert.distillation.masked_lm_words import MaskedLmWords
+from keras_bert.distillation.neighbour_words import NeighbourWords
 from keras_bert.distillation.student_loss import StudentLoss
 from keras_bert.distillation.teacher import Teacher
 from keras_bert.distillation.transfer_set import (
@@ -157,13 +158,17 @@ class DistillRun(FinetuneRun):
             for row in read_text_file(path, kind)
         ]
         transfer = self.config.distillation.transfer
-        masked_lm = None
-        if transfer.replace_probability > 0:
-            masked_lm = MaskedLmWords(
+        replacer = None
+        if transfer.replace_probability > 0 and transfer.replace_by == "masked_lm":
+            replacer = MaskedLmWords(
                 transfer.masked_lm, transfer.replace_top_k, transfer.batch_size
             )
+        elif transfer.replace_probability > 0:
+            replacer = NeighbourWords(
+                self.teacher.model.backbone, self.teacher.tokenizer, transfer.replace_top_k
+            )
         transfer_set = TransferSet(
-            labelled, unlabelled, transfer, self.config.training.seed, masked_lm
+            labelled, unlabelled, transfer, self.config.training.seed, replacer
         )
         start = time.time()
         self.shards = label_transfer_set(

@@ -103,15 +103,15 @@ class TransferSet:
         unlabelled: list of rows, from the text files.
         transfer: `TransferConfig`.
         seed: int. The augmentation's.
-        masked_lm: `MaskedLmWords` or None. What replaces the words the
-            augmentation marks (`transfer.replace_probability`).
+        replacer: `MaskedLmWords`, `NeighbourWords` or None. What replaces
+            the words the augmentation marks (`transfer.replace_probability`).
     """
 
-    def __init__(self, labelled, unlabelled, transfer, seed, masked_lm=None):
+    def __init__(self, labelled, unlabelled, transfer, seed, replacer=None):
         self.sources = list(labelled) + list(unlabelled)
         self.transfer = transfer
         self.seed = seed
-        self.masked_lm = masked_lm
+        self.replacer = replacer
 
     def __len__(self):
         return len(self.sources) * (1 + self.transfer.copies)
@@ -119,7 +119,7 @@ class TransferSet:
     def rows(self, start, stop):
         """Rows `start` to `stop` (exclusive), each a new dict: a source as
         it is, or an augmented copy of it (`augmented_row`, its marked words
-        replaced by `masked_lm`'s words)."""
+        replaced by `replacer`'s)."""
         copies = 1 + self.transfer.copies
         rows, rngs = [], []
         for i in range(start, stop):
@@ -127,8 +127,8 @@ class TransferSet:
             rng = np.random.default_rng([self.seed, i])
             rows.append(augmented_row(source, rng, self.transfer) if i % copies else dict(source))
             rngs.append(rng)
-        if self.masked_lm is not None:
-            self.masked_lm.fill(rows, rngs)
+        if self.replacer is not None:
+            self.replacer.fill(rows, rngs)
         return rows
 
     def fingerprint(self):
@@ -136,8 +136,9 @@ class TransferSet:
         digest = hashlib.sha256()
         settings = {**vars(self.transfer), "seed": self.seed}
         settings.pop("batch_size")  # How fast it is labelled, not what.
-        # The masked LM by its content, not by where it lies.
-        settings["masked_lm"] = self.masked_lm and self.masked_lm.fingerprint
+        # The masked LM by its content, not by where it lies (the teacher,
+        # whose neighbours replace words otherwise, is in the manifest).
+        settings["masked_lm"] = self.replacer and self.replacer.fingerprint
         digest.update(json.dumps(settings, sort_keys=True).encode())
         for source in self.sources:
             digest.update(json.dumps(source, sort_keys=True).encode())

@@ -184,7 +184,10 @@ def test_a_tagger_learns_its_teachers_tags_word_by_word(fine_tuned, checkpoint, 
         checkpoint,
         str(student),
         text_files=[str(text)],
-        overrides=QUICK + ["export.enabled=false", "distillation.transfer.copies=1"],
+        overrides=QUICK
+        + ["export.enabled=false", "distillation.transfer.copies=1"]
+        + ["distillation.transfer.replace_probability=0.5"]
+        + ["distillation.transfer.replace_by=teacher_neighbours"],
     )
     assert results["task"] == "conll2003" and "f1" in results
     training = read_conll(str(fixtures / "conll" / "train.txt"))

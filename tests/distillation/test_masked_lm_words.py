@@ -15,8 +15,8 @@ pytestmark = pytest.mark.backend_independent
 def test_marked_words_become_the_masked_lms_whole_words_in_context(masked_lm):
     words = MaskedLmWords(masked_lm, top_k=3, batch_size=2)
     rows = [
-        {"text_a": f"john {TO_REPLACE} in [MASK] city", "text_b": None, "label": None},
-        {"words": ["paris", TO_REPLACE, "york"], "labels": None},
+        {"text_a": f"john {TO_REPLACE}lives in [MASK] city", "text_b": None, "label": None},
+        {"words": ["paris", TO_REPLACE + "new", "york"], "labels": None},
         {"text_a": "nothing to replace", "text_b": None, "label": None},
     ]
     filled = words.fill([dict(r) for r in rows], [np.random.default_rng(i) for i in range(3)])
@@ -42,7 +42,7 @@ def test_augmentation_marks_words_at_the_replace_rate():
         for seed in range(300)
         for w in augmented_words(["w"] * 10, np.random.default_rng(seed), transfer)
     ]
-    assert abs(marked.count(TO_REPLACE) / len(marked) - 0.3) < 0.03
+    assert abs(marked.count(TO_REPLACE + "w") / len(marked) - 0.3) < 0.03
     assert abs(marked.count("[MASK]") / len(marked) - 0.2) < 0.03
 
 
@@ -60,8 +60,11 @@ def test_a_file_that_is_no_pretrainer_is_one_line(tmp_path):
 
 
 def test_replacing_needs_a_masked_lm_and_room_beside_masking():
+    replace = "distillation.transfer.replace_probability=0.1"
     with pytest.raises(ConfigError, match="needs distillation.transfer.masked_lm"):
-        load_distill_config("sst2", overrides=["distillation.transfer.replace_probability=0.1"])
+        load_distill_config("sst2", overrides=[replace])
+    neighbours = "distillation.transfer.replace_by=teacher_neighbours"
+    assert load_distill_config("sst2", overrides=[replace, neighbours]).distillation.transfer
     with pytest.raises(ConfigError, match="must be <= 1"):
         load_distill_config(
             "sst2",

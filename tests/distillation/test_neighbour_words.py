@@ -1,0 +1,60 @@
+"""A word's neighbours in the teacher's token embeddings, for augmented
+copies."""
+
+import numpy as np
+import pytest
+
+from keras_bert.distillation.augmentation import TO_REPLACE
+from keras_bert.distillation.neighbour_words import NeighbourWords
+from keras_bert.models import BertBackbone
+from pipelines import BertTokenizer
+from tests.finetuning.conftest import FIXTURES
+
+pytestmark = pytest.mark.backend_independent
+
+
+@pytest.fixture(scope="module")
+def neighbours():
+    """Neighbours of `fine` (the first axis) in a table where every other
+    token lies on another axis but `gold`, `great` and `best`, ever further
+    from it, and `##ed` and `[MASK]`, on it but no words."""
+    vocabulary = (FIXTURES / "vocab.txt").read_text().splitlines()
+    index = {token: i for i, token in enumerate(vocabulary)}
+    backbone = BertBackbone(
+        vocabulary_size=len(vocabulary),
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+    )
+    axes = np.eye(16)
+    table = axes[np.random.default_rng(0).integers(1, 16, len(vocabulary))]
+    table[index["fine"]] = axes[0]
+    table[index["gold"]] = axes[0] + 0.1 * axes[2]  # cosine 0.995
+    table[index["great"]] = axes[0] + 0.2 * axes[1]  # 0.981
+    table[index["best"]] = axes[0] + 0.9 * axes[1]  # 0.743
+    table[index["##ed"]] = table[index["[MASK]"]] = 3 * axes[0]  # 1
+    backbone.token_embedding.embeddings.assign(table.astype("float32"))
+    return NeighbourWords(backbone, BertTokenizer(str(FIXTURES / "vocab.txt")), top_k=3)
+
+
+def test_the_nearest_whole_words_by_cosine_best_first(neighbours):
+    words = neighbours
+    assert words.neighbours("fine") == ["gold", "great", "best"]
+    assert words.neighbours("FINE") == ["gold", "great", "best"]  # Uncased.
+    assert words.neighbours("californias") == []  # No single token.
+
+
+def test_marked_words_become_neighbours_or_masks_the_same_for_a_seed(neighbours):
+    words = neighbours
+    rows = [
+        {"text_a": f"a {TO_REPLACE}fine film", "text_b": None, "label": None},
+        {"words": ["paris", f"{TO_REPLACE}zzz", "john"], "labels": None},
+        {"text_a": "nothing to replace", "text_b": None, "label": None},
+    ]
+    filled = words.fill([dict(r) for r in rows], [np.random.default_rng(i) for i in range(3)])
+    assert filled[0]["text_a"].split()[1] in ["gold", "great", "best"]
+    assert filled[1]["words"] == ["paris", "[MASK]", "john"]
+    assert filled[2] == rows[2]
+    again = words.fill([dict(r) for r in rows], [np.random.default_rng(i) for i in range(3)])
+    assert again == filled
