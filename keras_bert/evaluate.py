@@ -5,7 +5,8 @@
 
 No training: the task, its settings, the model and the vocabulary come from
 `--model_dir` (what `keras_bert.finetune` wrote); `--input` is a file in the
-task's format, with labels (a GLUE TSV, CSV/TSV/JSONL with the run's columns,
+task's format, with labels (a GLUE TSV or `datasets` export; a table with the
+run's columns: TSV, CSV, JSON Lines, JSON, Parquet, a save_to_disk folder;
 SQuAD JSON, CoNLL text, SWAG CSV). Writes `eval_results.json` (the official
 metric) and the predictions file into `--output` (default:
 `<model_dir>/eval_<file name>_<digest of its path>/`); existing results are

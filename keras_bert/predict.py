@@ -6,7 +6,8 @@
 The task, its settings, the model and the vocabulary come from `--model_dir`
 (what `keras_bert.finetune` wrote); `--input` is a file in the task's format
 without labels: a GLUE TSV (the official `test.tsv`, or the train/dev
-layout), CSV/TSV/JSONL with the run's text columns, SQuAD JSON, CoNLL text
+layout, or a `datasets` export), a table with the run's text columns (TSV,
+CSV, JSON Lines, JSON, Parquet, a save_to_disk folder), SQuAD JSON, CoNLL text
 (a word a line), SWAG CSV. `--glue_submission` writes the leaderboard's
 `index<TAB>prediction` file under the name it expects (`SST-2.tsv`,
 `MNLI-m.tsv`, ...). An existing output is replaced only with `--overwrite`;

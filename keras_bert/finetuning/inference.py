@@ -14,6 +14,7 @@ import time
 from keras_bert.errors import FinetuneError
 from keras_bert.file_io import (
     FILE_ERRORS,
+    is_dir,
     is_file,
     makedirs,
     write_atomically,
@@ -49,12 +50,13 @@ def load_run(model_dir, input_file=None):
     handler holding its tokenizer and the model's label names, once
     `check_run_parts` found its config, model and vocabulary to belong
     together. `input_file`, when given, is checked to exist before the
-    model loads."""
+    model loads (a folder is left to the task's reader)."""
     import pipelines
 
     RunFolder(model_dir, FINETUNING).refuse_unfinished_rerun()
     task, config = load_saved_config(model_dir)
-    if input_file is not None and not is_file(input_file):
+    # A folder may be a table (a `datasets` save_to_disk folder): the task's reader judges it.
+    if input_file is not None and not (is_file(input_file) or is_dir(input_file)):
         raise FinetuneError(f"{input_file}: no such file")
     model_path = os.path.join(model_dir, "model.keras")
     model = load_keras_model(model_path)

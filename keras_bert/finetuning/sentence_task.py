@@ -1,4 +1,4 @@
-"""GLUE and generic CSV/TSV/JSONL sentence(-pair) classification/regression."""
+"""GLUE and generic sentence(-pair) classification/regression on tables."""
 
 import math
 import os
@@ -7,6 +7,7 @@ import keras
 import numpy as np
 
 import pipelines.tasks as tasks
+from keras_bert.errors import ConfigError
 from keras_bert.file_io import write_jsonl_atomically
 from keras_bert.finetuning import metrics as official
 from keras_bert.finetuning.batch_prediction import model_label_names, predict_batches, take_limit
@@ -25,12 +26,15 @@ GENERIC = ("classification", "pair_classification", "regression")
 class SentenceTask:
     """Reads, batches, builds the head for and scores one sentence task.
 
-    GLUE tasks use the GLUE file layout (`pipelines.tasks.GLUE_TASKS`);
-    `classification`, `pair_classification` and `regression` read
-    `train.*`/`dev.*` (csv, tsv or jsonl) with columns named in
-    `config.data`. Scores: GLUE's official metric(s) per task; generic
-    classification reports accuracy, Matthews correlation and (for two
-    classes) F1 of the second label; regression Pearson and Spearman.
+    GLUE tasks read the GLUE distribution's files or a `datasets` export
+    of them (`pipelines.tasks.GLUE_TASKS`, `read_glue`);
+    `classification`, `pair_classification` and `regression` read tables
+    with columns named in `config.data`. Either finds `train.*` and
+    `dev.*` (or `validation.*`) in `data_dir`: a TSV, CSV, JSON Lines,
+    JSON or Parquet file, or a `datasets` save_to_disk folder. Scores:
+    GLUE's official metric(s) per task; generic classification reports
+    accuracy, Matthews correlation and (for two classes) F1 of the second
+    label; regression Pearson and Spearman.
     """
 
     prediction_format = JSON_LINES
@@ -48,22 +52,29 @@ class SentenceTask:
         self.train_examples, self.dev_sets = [], {}
         if data_dir is None:
             return
+        self._refuse_label_names()
         if name in tasks.GLUE_TASKS:
             self.data_dir = tasks.glue_data_dir(name, data_dir)
-            train_path = os.path.join(self.data_dir, data.train_file or "train.tsv")
-            dev_names = [data.dev_file] if data.dev_file else list(tasks.GLUE_TASKS[name].dev_files)
+            dev_splits = tasks.GLUE_TASKS[name].dev_splits
         else:
             self.data_dir = data_dir
-            train_path = (
-                os.path.join(data_dir, data.train_file)
-                if data.train_file
-                else tasks.find_split_file(data_dir, "train")
-            )
-            dev_names = (
-                [data.dev_file]
-                if data.dev_file
-                else [os.path.basename(tasks.find_split_file(data_dir, "dev"))]
-            )
+            dev_splits = ("dev",)
+        train_path = (
+            os.path.join(self.data_dir, data.train_file)
+            if data.train_file
+            else tasks.find_split_file(self.data_dir, "train")
+        )
+        # `datasets` calls the dev split `validation` (MNLI: `validation_matched`, ...).
+        dev_names = (
+            [data.dev_file]
+            if data.dev_file
+            else [
+                os.path.basename(
+                    tasks.find_split_file(self.data_dir, split, split.replace("dev", "validation"))
+                )
+                for split in dev_splits
+            ]
+        )
         self.train_examples = take_limit(
             self._read(train_path), data.train_limit, config.training.seed
         )
@@ -94,14 +105,34 @@ class SentenceTask:
 
     def _read(self, path, labelled=True):
         if self.name in tasks.GLUE_TASKS:
-            if not labelled and tasks.is_glue_test_file(path):
-                return tasks.read_glue_test(self.name, path)
-            return tasks.read_glue(self.name, path)
+            return tasks.read_glue(self.name, path, labelled)
         data = self.config.data
         text_b = data.text_b_column or ("text_b" if self.name == "pair_classification" else None)
         return tasks.read_table(
             path, data.text_column, text_b, data.label_column if labelled else None
         )
+
+    def _refuse_label_names(self):
+        """`data.label_names` where the task fixes its labels: a GLUE task's
+        classes are its own (a `datasets` export's integers are read as
+        them), and a regression has none."""
+        given = self.config.data.label_names
+        if not given:
+            return
+        if self.regression:
+            raise ConfigError(
+                f"data.label_names={given}: task {self.name!r} predicts a score, "
+                "not classes; leave data.label_names unset"
+            )
+        if self.name in tasks.GLUE_TASKS and [tasks.canonical_label(n) for n in given] != list(
+            self.label_names
+        ):
+            raise ConfigError(
+                f"data.label_names={given}: task {self.name!r} has the classes "
+                f"{self.label_names} (a `datasets` export's integer labels are read as "
+                "them, docs/finetuning.md#glue-from-hugging-face-datasets); "
+                + tasks.glue_alternative(self.name, *tasks.GLUE_TASKS[self.name].export_columns)
+            )
 
     @property
     def model_class(self):

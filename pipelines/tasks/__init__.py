@@ -1,7 +1,10 @@
 """Fine-tuning task readers: files → examples → packed ids → tf.data.
 
-* GLUE TSVs (`GLUE_TASKS`, `read_glue`) and generic CSV/TSV/JSONL files
-  (`read_table`), packed by `classification_features`.
+* GLUE files, the distribution's TSVs or a Hugging Face `datasets` export
+  (`GLUE_TASKS`, `read_glue`), and generic tables (`read_table`), packed by
+  `classification_features`. Tables are CSV, TSV, JSON Lines, JSON,
+  Parquet or a `datasets` save_to_disk folder (`read_rows`; the last two
+  need pyarrow, an optional extra).
 * SQuAD v1.1/v2.0 JSON (`read_squad`, `squad_features`, windows by
   `doc_spans`).
 * CoNLL-2003 IOB1/IOB2 files (`read_conll`, `tagging_features`, `words_cut`).
@@ -37,6 +40,7 @@ from pipelines.tasks.squad import (
     squad_features,
 )
 from pipelines.tasks.swag import NUM_CHOICES, ChoiceExample, choice_features, read_swag
+from pipelines.tasks.table_formats import TABLE_EXTENSIONS, is_saved_dataset, read_rows
 from pipelines.tasks.tables import (
     GLUE_DIRS,
     GLUE_TASKS,
@@ -45,7 +49,9 @@ from pipelines.tasks.tables import (
     canonical_label,
     classification_features,
     find_split_file,
+    glue_alternative,
     glue_data_dir,
+    is_glue_export,
     is_glue_test_file,
     read_glue,
     read_glue_test,
@@ -62,6 +68,7 @@ __all__ = [
     "NUM_CHOICES",
     "SquadExample",
     "SquadFeature",
+    "TABLE_EXTENSIONS",
     "TaggedSentence",
     "TaskDataError",
     "canonical_label",
@@ -69,13 +76,17 @@ __all__ = [
     "classification_features",
     "doc_spans",
     "find_split_file",
+    "glue_alternative",
     "glue_data_dir",
+    "is_glue_export",
     "is_glue_test_file",
+    "is_saved_dataset",
     "make_dataset",
     "pack_pair",
     "read_conll",
     "read_glue",
     "read_glue_test",
+    "read_rows",
     "read_squad",
     "read_swag",
     "read_table",

@@ -1,21 +1,28 @@
-"""Sentence and sentence-pair datasets: GLUE TSVs and generic CSV/TSV/JSONL.
+"""Sentence and sentence-pair datasets: GLUE files and generic tables.
 
 Each reader returns a list of `Example`s; `classification_features` turns
-them into packed ids for `features.make_dataset`. Column layouts follow the
-GLUE distribution (and `run_classifier.py`'s processors): CoLA's train and
-dev files have no header, every other file has one.
+them into packed ids for `features.make_dataset`. A GLUE task reads two
+layouts. The GLUE distribution's TSVs are read by column position, as
+`run_classifier.py`'s processors read them: CoLA's train and dev files have
+no header, every other file has one. A Hugging Face `datasets` export of
+the task (a TSV, CSV, JSON, Parquet file or a save_to_disk folder) is read
+by the column names of `datasets`' GLUE config, its integer labels mapped
+onto the task's label names. Generic tables (`read_table`) name their
+columns in the task's config. Every table but the distribution's TSVs is
+read by `table_formats.read_rows`.
 """
 
 import csv
 import dataclasses
-import json
 import math
 import os
+import shlex
 
 import tensorflow as tf
 
 from pipelines.tasks.errors import TaskDataError, text_file_errors
 from pipelines.tasks.features import pack_pair, tokenize_texts
+from pipelines.tasks.table_formats import TABLE_EXTENSIONS, is_saved_dataset, read_rows
 from pipelines.tasks.task_files import is_file
 from pipelines.text_files import open_text
 
@@ -37,35 +44,93 @@ class Example:
 class GlueTask:
     """Where a GLUE task keeps its columns, and its label names.
 
-    Columns are 0-based indices; a negative index counts from the end (MNLI
-    has a variable number of annotator columns before `gold_label`).
-    `label_names` is None for regression (STS-B).
+    `text_a`, `text_b` and `label` are the GLUE distribution's columns,
+    0-based; a negative index counts from the end (MNLI has a variable
+    number of annotator columns before `gold_label`). `label_names` is None
+    for regression (STS-B). `export_columns` are the text columns of
+    `datasets`' config of the task, and `export_labels` its class names in
+    the order of its integer labels, each with the task's label it is.
+    `dev_splits`: the dev files' names without extension (`datasets` calls
+    them `validation...`).
     """
 
     text_a: int
     text_b: int
     label: int
     label_names: tuple
+    export_columns: tuple
+    export_labels: tuple = ()
     header: bool = True
-    dev_files: tuple = ("dev.tsv",)
+    dev_splits: tuple = ("dev",)
 
 
 GLUE_TASKS = {
-    "cola": GlueTask(3, None, 1, ("0", "1"), header=False),
-    "sst2": GlueTask(0, None, 1, ("0", "1")),
-    "mrpc": GlueTask(3, 4, 0, ("0", "1")),
-    "qqp": GlueTask(3, 4, 5, ("0", "1")),
-    "stsb": GlueTask(7, 8, 9, None),
+    "cola": GlueTask(
+        3,
+        None,
+        1,
+        ("0", "1"),
+        ("sentence", None),
+        (("unacceptable", "0"), ("acceptable", "1")),
+        header=False,
+    ),
+    "sst2": GlueTask(
+        0, None, 1, ("0", "1"), ("sentence", None), (("negative", "0"), ("positive", "1"))
+    ),
+    "mrpc": GlueTask(
+        3,
+        4,
+        0,
+        ("0", "1"),
+        ("sentence1", "sentence2"),
+        (("not_equivalent", "0"), ("equivalent", "1")),
+    ),
+    "qqp": GlueTask(
+        3,
+        4,
+        5,
+        ("0", "1"),
+        ("question1", "question2"),
+        (("not_duplicate", "0"), ("duplicate", "1")),
+    ),
+    "stsb": GlueTask(7, 8, 9, None, ("sentence1", "sentence2")),
     "mnli": GlueTask(
         8,
         9,
         -1,
         ("contradiction", "entailment", "neutral"),
-        dev_files=("dev_matched.tsv", "dev_mismatched.tsv"),
+        ("premise", "hypothesis"),
+        (
+            ("entailment", "entailment"),
+            ("neutral", "neutral"),
+            ("contradiction", "contradiction"),
+        ),
+        dev_splits=("dev_matched", "dev_mismatched"),
     ),
-    "qnli": GlueTask(1, 2, 3, ("entailment", "not_entailment")),
-    "rte": GlueTask(1, 2, 3, ("entailment", "not_entailment")),
-    "wnli": GlueTask(1, 2, 3, ("0", "1")),
+    "qnli": GlueTask(
+        1,
+        2,
+        3,
+        ("entailment", "not_entailment"),
+        ("question", "sentence"),
+        (("entailment", "entailment"), ("not_entailment", "not_entailment")),
+    ),
+    "rte": GlueTask(
+        1,
+        2,
+        3,
+        ("entailment", "not_entailment"),
+        ("sentence1", "sentence2"),
+        (("entailment", "entailment"), ("not_entailment", "not_entailment")),
+    ),
+    "wnli": GlueTask(
+        1,
+        2,
+        3,
+        ("0", "1"),
+        ("sentence1", "sentence2"),
+        (("not_entailment", "0"), ("entailment", "1")),
+    ),
 }
 GLUE_DIRS = {
     "cola": "CoLA",
@@ -81,26 +146,132 @@ GLUE_DIRS = {
 
 
 def glue_data_dir(task, data_dir):
-    """`data_dir` itself, or its GLUE sub-folder (`glue/SST-2`) if present."""
-    nested = os.path.join(data_dir, GLUE_DIRS[task])
-    return nested if tf.io.gfile.isdir(nested) else data_dir
+    """`data_dir` itself, or its sub-folder for the task if present: the
+    GLUE distribution's (`glue/SST-2`) or the Hub's (`glue/sst2`)."""
+    for name in (GLUE_DIRS[task], task):
+        nested = os.path.join(data_dir, name)
+        if tf.io.gfile.isdir(nested):
+            return nested
+    return data_dir
 
 
-def read_glue(task, path):
-    """Examples of one GLUE TSV file (`train.tsv`, `dev.tsv`, ...).
+def read_glue(task, path, labelled=True):
+    """Examples of one GLUE file, in the layout it shows: a `datasets`
+    export (`is_glue_export`), the official unlabelled test file (a header
+    starting `index` or `id`; read when `labelled` is False), or the GLUE
+    distribution's train/dev TSV (`train.tsv`, `dev.tsv`, ...).
+
+    `labelled=False` reads no label from an export or a test file (a
+    train/dev TSV's are checked all the same). An export's `idx` column,
+    where it has one, is the examples' `guid`.
 
     Raises:
         TaskDataError: missing file, a row with too few columns or with
-            text past the file's last column (a tab inside a sentence),
-            an unknown label or a non-numeric STS-B score, naming file and
-            line.
+            text past the file's last column (a tab inside a sentence), a
+            missing column, an unknown label or a non-numeric STS-B score,
+            naming file and line (or row); an unknown label's message names
+            the labels the task takes and the generic task for others.
     """
+    path = os.fspath(path)
+    if is_glue_export(task, path):
+        return _read_glue_export(task, path, labelled)
+    if not labelled and is_glue_test_file(path):
+        return read_glue_test(task, path)
+    return _read_glue_distribution(task, path)
+
+
+def is_glue_export(task, path):
+    """Whether `path` holds a `datasets` export of GLUE `task` rather than
+    a GLUE distribution TSV: any other format than TSV, or a TSV whose header
+    names `datasets`' text columns (`GlueTask.export_columns`) and `idx`,
+    or names them where the distribution's file has other columns (RTE's
+    `sentence1 sentence2 label` against `index sentence1 sentence2 label`).
+    A header starting with `index` or `id` is the distribution's."""
+    path = os.fspath(path)
+    if tf.io.gfile.isdir(path) or not path.lower().endswith(".tsv"):
+        return True
+    header = [cell.strip() for cell in next(_read_tsv(path), (1, []))[1]]
+    spec = GLUE_TASKS[task]
+    named = [(p, n) for p, n in zip((spec.text_a, spec.text_b), spec.export_columns) if n]
+    if not header or header[0] in ("index", "id") or any(n not in header for _, n in named):
+        return False
+    return "idx" in header or any(p >= len(header) or header[p] != n for p, n in named)
+
+
+def _read_glue_export(task, path, labelled):
+    spec = GLUE_TASKS[task]
+    text_a, text_b = spec.export_columns
+    columns = [c for c in (text_a, text_b, "label" if labelled else None) if c]
+    name = os.path.basename(path)
+    examples = []
+    for where, number, row in read_rows(path, columns, optional=("idx",)):
+        idx = "" if row.get("idx") is None else str(row["idx"]).strip()
+        examples.append(
+            Example(
+                text_a=_text(row, text_a, where),
+                text_b=_text(row, text_b, where) if text_b else None,
+                label=_export_label(task, row["label"], where) if labelled else None,
+                guid=idx or f"{name}-{number}",
+            )
+        )
+    return examples
+
+
+def _export_label(task, value, where):
+    """The task's label for a `datasets` label: its integer, its class name
+    or the task's own name for it."""
+    spec = GLUE_TASKS[task]
+    if spec.label_names is None:
+        return _parse_score(value, where)
+    label = canonical_label(value)
+    if label is None:
+        raise TaskDataError(f"{where}: empty label in column 'label'")
+    known = {str(i): ours for i, (_, ours) in enumerate(spec.export_labels)}
+    known.update(spec.export_labels)
+    known.update((n, n) for n in spec.label_names)
+    if label not in known:
+        numbered = [f"{i} ({theirs})" for i, (theirs, _) in enumerate(spec.export_labels)]
+        # `datasets` writes -1 where the GLUE test splits have no label.
+        unlabelled = " (-1: an unlabelled row, as in a test split)" if label == "-1" else ""
+        raise TaskDataError(
+            f"{where}: unknown label {label!r}{unlabelled}; {task} takes `datasets`' labels "
+            f"{', '.join(numbered[:-1])} and {numbered[-1]}, or those names; "
+            + glue_alternative(task, *spec.export_columns)
+        )
+    return known[label]
+
+
+def glue_alternative(task, text_a, text_b, label_column="label"):
+    """The advice for labels GLUE `task` does not know: the generic task
+    that reads the file, with the `--set`s naming its columns (`text_a`
+    None: a file without a header, which the generic tasks cannot read)."""
+    generic = "classification" if GLUE_TASKS[task].text_b is None else "pair_classification"
+    if text_a is None:
+        return f"for other labels use --task {generic} on a table whose header names its columns"
+    keys = [f"data.text_column={text_a}"]
+    keys += [f"data.text_b_column={text_b}"] if text_b else []
+    keys += [f"data.label_column={label_column}"] if label_column != "label" else []
+    return f"for other labels use --task {generic} " + " ".join(
+        f"--set {shlex.quote(key)}" for key in keys
+    )
+
+
+def _read_glue_distribution(task, path):
     spec = GLUE_TASKS[task]
     columns = [spec.text_a, spec.label] + ([spec.text_b] if spec.text_b is not None else [])
     needed = max(c + 1 if c >= 0 else -c for c in columns)
     rows = _read_tsv(path)
     # CoLA's files have no header: its four columns are fixed.
-    width = max(len(next(rows, (1, []))[1]), needed) if spec.header else needed
+    header = next(rows, (1, []))[1] if spec.header else None
+    width = max(len(header), needed) if spec.header else needed
+    advice = glue_alternative(task, None, None)
+    if header and len(header) >= needed:
+        advice = glue_alternative(
+            task,
+            header[spec.text_a].strip(),
+            header[spec.text_b].strip() if spec.text_b is not None else None,
+            header[spec.label].strip(),
+        )
     examples = []
     for line_number, row in rows:
         if len(row) < needed:
@@ -109,7 +280,8 @@ def read_glue(task, path):
                 f"columns for {task}, found {len(row)}"
             )
         _refuse_split_text(row, width, path, line_number)
-        label = _parse_label(row[spec.label], spec.label_names, path, line_number)
+        where = f"{path}:{line_number}"
+        label = _parse_label(row[spec.label], spec.label_names, where, advice)
         examples.append(
             Example(
                 text_a=row[spec.text_a],
@@ -179,21 +351,25 @@ def read_glue_test(task, path):
     return examples
 
 
-def _parse_label(value, label_names, path, line_number):
+def _parse_label(value, label_names, where, advice):
     value = value.strip()
     if label_names is None:
-        try:
-            score = float(value)
-        except ValueError:
-            score = math.nan
-        if not math.isfinite(score):  # nan and inf parse, but train to NaN.
-            raise TaskDataError(f"{path}:{line_number}: score {value!r} is not a finite number")
-        return score
+        return _parse_score(value, where)
     if value not in label_names:
         raise TaskDataError(
-            f"{path}:{line_number}: unknown label {value!r}; expected one of {list(label_names)}"
+            f"{where}: unknown label {value!r}; expected one of {list(label_names)}; {advice}"
         )
     return value
+
+
+def _parse_score(value, where):
+    try:
+        score = float(value)
+    except (TypeError, ValueError):
+        score = math.nan
+    if not math.isfinite(score):  # nan and inf parse, but train to NaN.
+        raise TaskDataError(f"{where}: score {value!r} is not a finite number")
+    return score
 
 
 def _refuse_split_text(row, width, path, line_number):
@@ -222,97 +398,44 @@ def _read_tsv(path):
 
 
 def read_table(path, text_column, text_b_column=None, label_column=None):
-    """Examples from a CSV, TSV or JSONL file with named columns.
+    """Examples from a table with named columns: CSV, TSV, JSON Lines, JSON,
+    Parquet or a `datasets` save_to_disk folder (`table_formats.read_rows`).
 
-    The format comes from the extension (`.csv`, `.tsv`, `.jsonl`/`.json`).
-    CSV and TSV need a header row naming the columns; each JSONL line is an
-    object. Labels are returned as `canonical_label` strings; the caller
-    turns them into class ids or floats.
+    CSV and TSV need a header row naming the columns. Labels are returned
+    as `canonical_label` strings; the caller turns them into class ids or
+    floats.
 
     Raises:
-        TaskDataError: missing file, unknown extension, a missing column,
-            an unparsable line, an empty label or a TSV quote left open,
-            naming file and line.
+        TaskDataError: what `read_rows` raises, a text that is null or an
+            empty label, naming file and line (or row).
     """
-    if not is_file(path):
-        raise TaskDataError(f"{path}: no such file")
-    wanted = [c for c in (text_column, text_b_column, label_column) if c]
-    extension = os.path.splitext(path)[1].lower()
-    examples = []
-    if extension in (".csv", ".tsv"):
-        with open_text(path, TaskDataError, newline="") as f, text_file_errors(path):
-            reader = csv.DictReader(f, delimiter="," if extension == ".csv" else "\t")
-            missing = [c for c in wanted if c not in (reader.fieldnames or [])]
-            if missing:
-                raise TaskDataError(
-                    f"{path}:1: header has no column(s) {missing}; found {reader.fieldnames}"
-                )
-            previous_line = reader.line_num
-            for row in reader:
-                if None in row or any(row[c] is None for c in wanted):
-                    raise TaskDataError(
-                        f"{path}:{reader.line_num}: expected {len(reader.fieldnames)} "
-                        "columns as in the header"
-                    )
-                # A quote opened and not closed on its line swallows the
-                # rows after it into one field (CSV allows line breaks in
-                # quoted fields; TSV exports do not write them).
-                # (An unused column left off the end is None.)
-                if extension == ".tsv" and any(
-                    value is not None and ("\n" in value or "\r" in value) for value in row.values()
-                ):
-                    raise TaskDataError(
-                        f"{path}:{previous_line + 1}: a quoted field runs on to "
-                        f"line {reader.line_num} (a stray '\"'?); a TSV field "
-                        "cannot hold a line break"
-                    )
-                previous_line = reader.line_num
-                examples.append(
-                    _table_example(
-                        row, text_column, text_b_column, label_column, path, reader.line_num
-                    )
-                )
-    elif extension in (".jsonl", ".json"):
-        with open_text(path, TaskDataError) as f:
-            for line_number, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                # A JSON array's "[" line is no JSON, and a one-line array
-                # no row: either would blame a line or a missing key.
-                if line.lstrip().startswith("["):
-                    raise TaskDataError(
-                        f"{path}:{line_number}: a JSON array; a table is JSON Lines "
-                        "(.jsonl: one object per line)"
-                    )
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise TaskDataError(
-                        f"{path}:{line_number}: invalid JSON: {error.msg}"
-                    ) from None
-                missing = [c for c in wanted if not isinstance(row, dict) or c not in row]
-                if missing:
-                    raise TaskDataError(f"{path}:{line_number}: missing key(s) {missing}")
-                examples.append(
-                    _table_example(row, text_column, text_b_column, label_column, path, line_number)
-                )
-    else:
-        raise TaskDataError(f"{path}: unknown file type {extension!r}; use .csv, .tsv or .jsonl")
-    return examples
+    columns = [c for c in (text_column, text_b_column, label_column) if c]
+    name = os.path.basename(path)
+    return [
+        _table_example(row, text_column, text_b_column, label_column, where, f"{name}-{number}")
+        for where, number, row in read_rows(path, columns)
+    ]
 
 
-def _table_example(row, text_column, text_b_column, label_column, path, line_number):
+def _table_example(row, text_column, text_b_column, label_column, where, guid):
     label = None
     if label_column:
         label = canonical_label(row[label_column])
         if label is None:
-            raise TaskDataError(f"{path}:{line_number}: empty label in column {label_column!r}")
+            raise TaskDataError(f"{where}: empty label in column {label_column!r}")
     return Example(
-        text_a=str(row[text_column]),
-        text_b=str(row[text_b_column]) if text_b_column else None,
+        text_a=_text(row, text_column, where),
+        text_b=_text(row, text_b_column, where) if text_b_column else None,
         label=label,
-        guid=f"{os.path.basename(path)}-{line_number}",
+        guid=guid,
     )
+
+
+def _text(row, column, where):
+    # A null (Parquet, Arrow, JSON) would become the text "None".
+    if row[column] is None:
+        raise TaskDataError(f"{where}: no text in column {column!r} (null)")
+    return str(row[column])
 
 
 def canonical_label(value):
@@ -333,13 +456,21 @@ def canonical_label(value):
     return text
 
 
-def find_split_file(data_dir, split):
-    """`data_dir/{split}.{tsv,csv,jsonl,json}`, the first that exists."""
-    for extension in (".tsv", ".csv", ".jsonl", ".json"):
-        path = os.path.join(data_dir, split + extension)
-        if is_file(path):
-            return path
-    raise TaskDataError(f"{data_dir}: no {split}.tsv, {split}.csv or {split}.jsonl file")
+def find_split_file(data_dir, *splits):
+    """The first of `data_dir/{split}.{tsv,csv,jsonl,json,parquet}` and
+    `data_dir/{split}/` (a `datasets` save_to_disk folder) that exists, for
+    each of `splits` in turn."""
+    for split in splits:
+        for extension in TABLE_EXTENSIONS:
+            path = os.path.join(data_dir, split + extension)
+            if is_file(path):
+                return path
+        if is_saved_dataset(os.path.join(data_dir, split)):
+            return os.path.join(data_dir, split)
+    raise TaskDataError(
+        f"{data_dir}: no {' or '.join(splits)} table ({', '.join(TABLE_EXTENSIONS)}, or a "
+        "`datasets` save_to_disk folder)"
+    )
 
 
 def classification_features(examples, tokenizer, max_seq_length):

@@ -71,7 +71,10 @@ def test_unknown_label_is_one_line(sst2_run, tmp_path, capsys):
     path = tmp_path / "dev.tsv"
     path.write_text("sentence\tlabel\na fine film .\t1\nawful .\t7\n")
     err = one_line_error(["--model_dir", str(sst2_run), "--input", str(path)], capsys)
-    assert err == f"error: {path}:3: unknown label '7'; expected one of ['0', '1']"
+    assert err == (
+        f"error: {path}:3: unknown label '7'; expected one of ['0', '1']; for other labels "
+        "use --task classification --set data.text_column=sentence"
+    )
 
 
 @pytest.mark.backend_independent

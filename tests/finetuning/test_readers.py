@@ -726,12 +726,17 @@ def test_every_reader_names_the_line_that_is_not_utf8(tmp_path, name, read, text
 @pytest.mark.parametrize(
     "text", ['[{"text": "fine", "label": "pos"}]\n', '[\n  {"text": "fine", "label": "pos"}\n]\n']
 )
-def test_a_json_array_is_named_as_such(tmp_path, text):
-    # Issue 67 item 13: "missing key(s) ['text', 'label']", or "invalid JSON".
+def test_a_json_array_is_read_from_json_and_named_in_jsonl(tmp_path, text):
+    # Issue 67 item 13: "missing key(s) ['text', 'label']", or "invalid JSON";
+    # issue 70: a .json file may hold an array of records.
     path = tmp_path / "train.json"
+    path.write_text(text)
+    assert [(e.text_a, e.label) for e in _table(str(path))] == [("fine", "pos")]
+    path = tmp_path / "train.jsonl"
     path.write_text(text)
     with pytest.raises(tasks.TaskDataError) as error:
         _table(str(path))
     assert str(error.value) == (
-        f"{path}:1: a JSON array; a table is JSON Lines (.jsonl: one object per line)"
+        f"{path}:1: a JSON array in a .jsonl file (one object a line); name it .json to "
+        "read it as an array of records"
     )
