@@ -32,7 +32,8 @@ transfer set, distilling), the fine-tuning recipe otherwise, seeds
 `--seeds` fixed before the run. OUT/results.json (each run appended as it
 ends; a rerun skips what is done) and OUT/table.md (mean ± std per cell
 and budget, the teacher's score in the table, the labelling and training
-minutes). Never run by the test suite.
+minutes) and OUT/students.png (the same, plotted; needs matplotlib,
+requirements-bench.txt). Never run by the test suite.
 """
 
 import argparse
@@ -42,6 +43,8 @@ import os
 import shutil
 import statistics
 import time
+
+import numpy as np
 
 from bench.common import DATA, VOCAB, markdown_table
 from keras_bert.finetuning.batch_prediction import take_limit
@@ -219,6 +222,44 @@ def write_table(args, records):
     with open(os.path.join(args.out, "table.md"), "w") as f:
         f.write(table + "\n")
     print(table)
+    plot(args, records, os.path.join(args.out, "students.png"))
+
+
+def plot(args, records, path):
+    """One panel per budget: each cell's mean score (error bar: the
+    std over seeds, dots: the seeds) against the teacher's, dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metric = METRIC[args.task]
+    figure, panels = plt.subplots(
+        1, len(args.budgets), figsize=(4.2 * len(args.budgets), 0.5 * len(args.cells) + 1.6)
+    )
+    for axes, budget in zip(list(np.atleast_1d(panels)), args.budgets):
+        for row, cell in enumerate(args.cells):
+            scores = [
+                100 * r[metric] for r in records if r["budget"] == budget and r["cell"] == cell
+            ]
+            if scores:
+                spread = statistics.stdev(scores) if len(scores) > 1 else 0
+                axes.errorbar(statistics.mean(scores), row, xerr=spread, fmt="o", capsize=3)
+                axes.plot(scores, [row] * len(scores), ".", color="grey")
+        teacher = [
+            100 * r[metric] for r in records if r["budget"] == budget and r["cell"] == "teacher"
+        ]
+        if teacher:
+            axes.axvline(teacher[0], linestyle="--", color="black", label="teacher")
+            axes.legend(loc="best", fontsize=8)
+        axes.set_yticks(range(len(args.cells)), args.cells, fontsize=8)
+        axes.set_ylim(len(args.cells) - 0.5, -0.5)  # The first cell on top.
+        axes.set_xlabel(f"dev {metric} (%)")
+        axes.set_title(f"{args.task}, {budget} labels", fontsize=10)
+        axes.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    print(f"plot: {path}", flush=True)
 
 
 if __name__ == "__main__":
