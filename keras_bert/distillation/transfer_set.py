@@ -209,9 +209,12 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
     start, done = time.time(), 0
     for index in todo:
         rows = transfer_set.rows(index * shard_size, min(size, (index + 1) * shard_size))
+        # Labelled shortest first, so that a batch pads its sentences to
+        # about their own length; the shard keeps the rows' order.
+        by_length = sorted(rows, key=_text_length)
         labelled = 0
-        for outputs in teacher.batch_outputs(rows, transfer_set.transfer.batch_size):
-            for row, values in zip(rows[labelled:], outputs):
+        for outputs in teacher.batch_outputs(by_length, transfer_set.transfer.batch_size):
+            for row, values in zip(by_length[labelled:], outputs):
                 row.update(values)
             labelled += len(outputs)
             done += len(outputs)
@@ -219,6 +222,13 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
                 bar.update(done, [("sentences/s", done / max(time.time() - start, 1e-9))])
         write_shard(paths[index], rows)
     return paths
+
+
+def _text_length(row):
+    """A row's text in characters: how long its tokens will be, roughly."""
+    if "words" in row:
+        return sum(len(word) + 1 for word in row["words"])
+    return len(row["text_a"]) + len(row["text_b"] or "")
 
 
 def _read_manifest(path):

@@ -75,6 +75,11 @@ def test_the_teachers_outputs_are_written_in_order_in_shards(tmp_path):
     assert [os.path.basename(p) for p in paths] == [f"shard-0000{i}.tfrecord" for i in range(4)]
     rows = [(r["text_a"], r["label"]) for r in transfer_set().rows(0, 15)]
     assert shard_rows(paths) == [(a, len(a), int(label is not None)) for a, label in rows]
+    # Each shard was labelled shortest first (batches pad less).
+    for start in range(0, 15, 4):
+        lengths = [len(text) for text in teacher.labelled[start : start + 4]]
+        assert lengths == sorted(lengths)
+    assert sorted(teacher.labelled) == sorted(a for a, _ in rows)
     manifest = json.loads((tmp_path / "transfer_set" / "manifest.json").read_text())
     assert manifest["size"] == 15 and manifest["teacher"] == "t1"
 
