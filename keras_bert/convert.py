@@ -9,6 +9,13 @@ with `bert_config.json` and `vocab.txt` beside it), a Hugging Face folder
 (`config.json` + `model.safetensors`), a keras-hub `BertBackbone`
 (`.keras`, `.weights.h5` or preset folder) or a keras_bert `.keras`.
 DST: `*.keras` for keras_bert, any other path for a Hugging Face folder.
+
+Fine-tuned models: a keras_bert fine-tuning run folder (what
+`python -m keras_bert.finetune` writes) converts to the transformers folder of its head
+(BertForSequenceClassification, BertForTokenClassification,
+BertForQuestionAnswering, BertForMultipleChoice), and such a folder to a
+run folder that predict, evaluate, export and distill take; `--task` names
+its task (default: the head's usual one).
 """
 
 import argparse
@@ -34,14 +41,14 @@ def main(argv=None):
         nargs="?",
         type=normal_path,
         metavar="DST",
-        help="model.keras, or a Hugging Face folder (--output)",
+        help="model.keras, a Hugging Face folder, or a fine-tuning run folder (--output)",
     )
     parser.add_argument("--input", action=PathFlag, metavar="SRC", help="the checkpoint to read")
     parser.add_argument(
         "--output",
         action=PathFlag,
         metavar="DST",
-        help="model.keras, or a Hugging Face folder, to write",
+        help="model.keras, a Hugging Face folder, or a fine-tuning run folder, to write",
     )
     heads = parser.add_mutually_exclusive_group()
     # The hyphenated spellings came first; every other flag is snake_case.
@@ -66,6 +73,12 @@ def main(argv=None):
     )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing DST")
     parser.add_argument(
+        "--task",
+        help="a fine-tuned transformers SRC: the fine-tuning task of the run written "
+        "(default: classification, regression, conll2003 or swag by the head; "
+        "squad_v1 or squad_v2 must be named)",
+    )
+    parser.add_argument(
         "--hidden_activation",
         metavar="{gelu,gelu_approximate}",
         help="the GELU the checkpoint was trained with: gelu (erf; "
@@ -88,6 +101,7 @@ def main(argv=None):
             vocab=args.vocab,
             overwrite=args.overwrite,
             hidden_activation=args.hidden_activation,
+            task=args.task,
         )
         print("\n".join(report))
 

@@ -2,7 +2,9 @@
 
 `convert(src, dst)` (also `python -m keras_bert.convert --input SRC --output DST`) reads any
 supported checkpoint into a `BertCheckpoint` (original variable names, see
-`bert_name_map`) and writes a keras_bert `.keras` or a Hugging Face folder.
+`bert_name_map`) and writes a keras_bert `.keras` or a Hugging Face folder. A fine-tuned
+model travels between a keras_bert fine-tuning run folder and transformers' task classes
+(`fine_tuned`, the heads in `task_head`).
 """
 
 from keras_bert.conversion.bert_checkpoint import BertCheckpoint

@@ -1,17 +1,22 @@
-"""`convert(src, dst)`: a BERT checkpoint to `.keras` or Hugging Face.
+"""`convert(src, dst)`: a BERT checkpoint to `.keras` or Hugging Face, and
+a fine-tuned model between a keras_bert run and transformers.
 
 Sources: an original Google checkpoint, a Hugging Face folder, a keras-hub
 `BertBackbone` (`.keras`, `.weights.h5`, preset folder) or a keras_bert
 `.keras`. Destinations: a keras_bert `.keras` archive, or a Hugging Face
-folder. Everything passes through one `BertCheckpoint` and one keras_bert
-model, so every conversion gets the same name and shape checks. Writes are
-atomic: the output appears under its name only once it is complete.
+folder. A fine-tuning run folder becomes the transformers folder of its
+head's class, and a transformers folder of such a class a run folder
+(`fine_tuned`). Everything passes through one `BertCheckpoint` and one
+keras_bert model, so every conversion gets the same name and shape checks.
+Writes are atomic: the output appears under its name only once it is
+complete.
 """
 
 import os
 import shutil
 import tempfile
 
+from keras_bert.conversion import fine_tuned
 from keras_bert.conversion.bert_checkpoint import BertCheckpoint
 from keras_bert.conversion.google_checkpoint import (
     google_checkpoint_prefix,
@@ -27,6 +32,7 @@ from keras_bert.conversion.keras_hub_checkpoint import (
     keras_archive_class,
     read_keras_hub,
 )
+from keras_bert.conversion.task_head import ARCHITECTURES
 from keras_bert.conversion.vocabulary import read_vocabulary
 from keras_bert.errors import CheckpointError
 from keras_bert.file_io import (
@@ -43,6 +49,9 @@ _ACTIVATION_FORMS = {
 }
 
 _OURS = ("keras_bert>BertBackbone", "keras_bert>BertPretrainer")
+# What a source is, besides a checkpoint: a fine-tuning run folder, or a
+# transformers folder of a fine-tuned head (`fine_tuned`).
+RUN, FINE_TUNED = "fine-tuning run", "fine-tuned transformers folder"
 
 
 def _read_keras_bert(path):
@@ -85,6 +94,12 @@ def read_checkpoint(src):
         name, _ = keras_archive_class(src)
         if name in _OURS:
             return _read_keras_bert(src)
+        if name and name.startswith("keras_bert>"):
+            raise CheckpointError(
+                f"{src}: holds a keras_bert {name.split('>', 1)[1]}; convert the fine-tuning "
+                "run folder that holds it (config.yaml, model.keras, vocab.txt) to write its "
+                "transformers class"
+            )
         return read_keras_hub(src)
     if src.endswith(".weights.h5") and os.path.isfile(src):
         return read_keras_hub(src)
@@ -93,31 +108,35 @@ def read_checkpoint(src):
     raise CheckpointError(f"{src}: no such checkpoint file or folder.")
 
 
-def _check_replaceable(dst):
+def _check_replaceable(dst, files, folder_kind):
     """Refuses an existing `dst` that overwrite must not replace: overwrite
-    swaps out only what this converter writes, never the user's files."""
+    swaps out only what this converter writes (`files`, for a folder of
+    `folder_kind`), never the user's files."""
     if dst.endswith(".keras"):
         if os.path.isdir(dst):
             raise CheckpointError(f"{dst}: is a folder, not a .keras file; not replaced.")
         return
     if not os.path.isdir(dst):
-        raise CheckpointError(f"{dst}: is a file, not a Hugging Face folder; not replaced.")
-    foreign = sorted(set(os.listdir(dst)) - set(HUGGING_FACE_FILES))
+        raise CheckpointError(f"{dst}: is a file, not a {folder_kind} folder; not replaced.")
+    foreign = sorted(set(os.listdir(dst)) - set(files))
     if foreign:
         raise CheckpointError(
             f"{dst}: not replaced: --overwrite replaces only a folder holding "
-            f"{', '.join(HUGGING_FACE_FILES)}; it also holds "
+            f"{', '.join(files)}; it also holds "
             f"{', '.join(foreign)}."
         )
 
 
-def _write_hugging_face(checkpoint, dst):
+def _write_folder(dst, fill):
+    """Calls `fill(folder)` on a new hidden folder beside `dst`, then
+    renames it to `dst` (setting a previous `dst` aside until then); returns
+    what `fill` returns. `dst` holds all of it or is left as it was."""
     dst = os.path.abspath(dst)
     parent = os.path.dirname(dst)
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(dst)}.", dir=parent)
     old = None
     try:
-        architecture = write_hugging_face(checkpoint, tmp)
+        result = fill(tmp)
         # safetensors writes 0600 files, mkdtemp a 0700 folder.
         for name in os.listdir(tmp):
             chmod_as_created(os.path.join(tmp, name))
@@ -137,10 +156,10 @@ def _write_hugging_face(checkpoint, dst):
             shutil.rmtree(tmp)
         if old and os.path.exists(old):
             shutil.rmtree(old)
-    return architecture
+    return result
 
 
-def _activation_line(checkpoint, hidden_activation):
+def _activation_line(checkpoint, hidden_activation, read_from="the source's config"):
     """Sets the backbone's GELU and says which one it is and why.
 
     Every Google `bert_config.json` says `"gelu"`, yet google-research/bert
@@ -150,27 +169,34 @@ def _activation_line(checkpoint, hidden_activation):
     """
     if hidden_activation is None:
         name = checkpoint.config["hidden_activation"]
-        why = "from the source's config"
+        why = f"from {read_from}"
     else:
         checkpoint.config["hidden_activation"] = name = hidden_activation
         why = "as requested"
     return f"activation: {name} ({_ACTIVATION_FORMS[name]}), {why}"
 
 
-def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation=None):
+def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation=None, task=None):
     """Converts the checkpoint at `src` and writes it to `dst`.
 
     Args:
         src: path of a Google checkpoint (prefix, `.index` or folder), a
             Hugging Face folder, a keras-hub `.keras` / `.weights.h5` /
-            preset folder, or a keras_bert `.keras`.
+            preset folder, or a keras_bert `.keras`; or a fine-tuned model:
+            a keras_bert fine-tuning run folder, or a transformers folder of
+            `BertForSequenceClassification`, `BertForTokenClassification`,
+            `BertForQuestionAnswering` or `BertForMultipleChoice`.
         dst: a path ending in `.keras` (a keras_bert `BertBackbone`, or
             `BertPretrainer` when there are heads) or any other path (a
             Hugging Face folder: `config.json`, `model.safetensors`,
-            `vocab.txt`).
+            `vocab.txt`, and `tokenizer_config.json` for a fine-tuned model;
+            for a fine-tuned transformers source, a fine-tuning run folder:
+            `config.yaml`, `model.keras`, `vocab.txt`, `outputs.json`).
         heads: None keeps the source's heads (initialising a missing one),
             True always writes both heads, False writes the encoder only.
-        vocab: optional `vocab.txt` replacing (or supplying) the source's.
+            Pre-training heads: not for a fine-tuned source.
+        vocab: optional `vocab.txt` replacing (or supplying) the source's
+            (not for a fine-tuning run, which has its own).
         overwrite: replace an existing `dst`: a `.keras` file, or a
             folder holding nothing but the files written here (anything
             else there is the user's, and the conversion is refused).
@@ -178,13 +204,23 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
             the exact erf form), `"gelu"` (erf) or `"gelu_approximate"`
             (tanh). Google checkpoints say `"gelu"` for both; those
             trained with google-research/bert from February 2019 on (the
-            compact models of 2020) used tanh, BERT-Base/Large erf.
+            compact models of 2020) used tanh, BERT-Base/Large erf. Not for
+            a fine-tuning run, whose backbone says which it computes.
+        task: for a fine-tuned transformers source only: the fine-tuning
+            task of the run written (a key of
+            `keras_bert.finetuning.task_registry.TASKS` whose model is the
+            head's); None: the head's usual task (`classification`,
+            `regression`, `conll2003`, `swag`; a question-answering head
+            needs `squad_v1` or `squad_v2` named).
 
     Returns:
-        The report: a list of lines (source, config, weights, heads, vocab).
+        The report: a list of lines (source, config, weights, heads, vocab;
+        task and tokenizer for a fine-tuned model).
 
     Raises:
         CheckpointError: for a bad source, config, weights or destination.
+        FinetuneError: for a fine-tuning run folder that `predict` would
+            refuse.
     """
     # The command's parser spells them so already; callers from Python too,
     # or `hf/` would put the claim at `hf/..lock`.
@@ -205,6 +241,15 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
             f"{dst}: the destination is a `.keras` file or a folder (for "
             "Hugging Face), not a single weights file."
         )
+    kind = _source_kind(src)
+    _check_options(kind, src, dst, heads, vocab, hidden_activation, task)
+    # What the destination folder receives: all that overwrite may replace.
+    if kind == RUN:
+        files, folder_kind = fine_tuned.FINE_TUNED_FILES, "Hugging Face"
+    elif kind == FINE_TUNED:
+        files, folder_kind = fine_tuned.RUN_FILES, "fine-tuning run"
+    else:
+        files, folder_kind = HUGGING_FACE_FILES, "Hugging Face"
     if os.path.islink(dst):  # Replace what it points to; the link stays.
         dst = os.path.realpath(dst)
     parent = os.path.dirname(os.path.abspath(dst))
@@ -215,57 +260,144 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
         raise CheckpointError(f"{dst}: parent folder {parent} is not writable.")
 
     def check_destination():
-        if os.path.exists(dst):
+        exists = os.path.exists(dst)
+        if exists:
             if not overwrite:
                 raise CheckpointError(f"{dst}: already exists; pass --overwrite to replace it")
-            _check_replaceable(dst)
+            _check_replaceable(dst, files, folder_kind)
         # Never the source, nor a run folder's own files (`output_guard.check_output`).
         inputs = [src, *([vocab] if vocab else [])]
         inputs += [os.path.join(src, name) for name in HUGGING_FACE_FILES]
-        targets = (
-            [dst] if dst.endswith(".keras") else [os.path.join(dst, n) for n in HUGGING_FACE_FILES]
-        )
+        if dst.endswith(".keras"):
+            targets = [dst]
+        elif kind == FINE_TUNED:
+            # A run folder: its own files are what is written. What holds
+            # only them is replaced whole (`_check_replaceable`); a new one
+            # must not lie inside another run's files.
+            targets = [] if exists else [dst]
+        else:
+            targets = [os.path.join(dst, n) for n in files]
         for target in targets:
             check_output("", target, inputs, overwrite=True, error=CheckpointError)
 
     # Of two conversions onto one new destination, the second is refused.
     with claimed_output(dst, check_destination, "conversion", error=CheckpointError):
-        return _convert_and_write(src, dst, heads, vocab, hidden_activation)
+        if kind == RUN:
+            return _run_to_hugging_face(src, dst)
+        return _convert_and_write(src, dst, heads, vocab, hidden_activation, task, kind)
 
 
-def _convert_and_write(src, dst, heads, vocab, hidden_activation):
-    checkpoint = read_checkpoint(src)
-    if vocab is not None:
-        tokens, note = read_vocabulary(vocab)
-        if tokens is None:
-            raise CheckpointError(f"{vocab}: no such vocabulary file.")
-        rows = checkpoint.config["vocabulary_size"]
-        if len(tokens) != rows:
+def _source_kind(src):
+    """`RUN`, `FINE_TUNED`, or None for a checkpoint (`read_checkpoint`)."""
+    folder = (os.path.dirname(src) or ".") if src.endswith(".safetensors") else src
+    if not os.path.isdir(folder):
+        return None
+    if fine_tuned.is_fine_tuning_run(folder):
+        return RUN
+    if is_hugging_face_folder(folder) and fine_tuned.fine_tuned_architecture(folder):
+        return FINE_TUNED
+    return None
+
+
+def _check_options(kind, src, dst, heads, vocab, hidden_activation, task):
+    """Refuses, before anything is read, what a source of `kind` cannot take."""
+    if kind is None:
+        if task is not None:
             raise CheckpointError(
-                f"{vocab}: {len(tokens)} tokens, but {src} has {rows} token "
-                "embeddings; export and fine-tuning need one per token "
-                "(wrong vocab.txt?)."
+                f"--task {task}: names the task of a fine-tuned transformers folder "
+                f"({', '.join(ARCHITECTURES)}); {src} is none"
             )
-        checkpoint.vocabulary = tokens
-        checkpoint.notes = [n for n in checkpoint.notes if not n.startswith("vocab:")]
-        checkpoint.notes.append(note)
+        return
+    if heads is not None:
+        flag = "--with_heads" if heads else "--without_heads"
+        raise CheckpointError(
+            f"{flag}: a {kind} has a task head, not BERT's pre-training heads; "
+            f"{src} converts with its task head"
+        )
+    if dst.endswith(".keras"):
+        other = "a transformers folder" if kind == RUN else "a keras_bert fine-tuning run folder"
+        raise CheckpointError(
+            f"{dst}: {src} is a {kind}, which converts to {other}; give DST as a "
+            "folder, not a .keras file"
+        )
+    if kind == RUN:
+        for flag, given, why in (
+            ("--vocab", vocab, "it carries its vocab.txt"),
+            ("--hidden_activation", hidden_activation, "its backbone says which GELU it computes"),
+            ("--task", task, "its config.yaml names its task"),
+        ):
+            if given is not None:
+                raise CheckpointError(f"{flag}: {src} is a {kind}, and {why}")
 
-    activation = _activation_line(checkpoint, hidden_activation)
-    model = checkpoint.to_model(heads)
+
+def _read_vocab_flag(checkpoint, vocab, src):
+    """Replaces the checkpoint's vocabulary by the file `vocab`."""
+    tokens, note = read_vocabulary(vocab)
+    if tokens is None:
+        raise CheckpointError(f"{vocab}: no such vocabulary file.")
+    rows = checkpoint.config["vocabulary_size"]
+    if len(tokens) != rows:
+        raise CheckpointError(
+            f"{vocab}: {len(tokens)} tokens, but {src} has {rows} token "
+            "embeddings; export and fine-tuning need one per token "
+            "(wrong vocab.txt?)."
+        )
+    checkpoint.vocabulary = tokens
+    checkpoint.notes = [n for n in checkpoint.notes if not n.startswith("vocab:")]
+    checkpoint.notes.append(note)
+
+
+def _report(checkpoint, activation, count, status):
+    """The report's lines on what was read: source, config, GELU, weights
+    (with the reader's notes), parts, vocabulary."""
     report = [
         f"source:  {checkpoint.source}",
         f"config:  {checkpoint.describe()}",
         activation,
-        f"weights: {len(checkpoint.weights)} tensors checked and loaded",
+        f"weights: {count} tensors checked and loaded",
     ]
     report += [f"         {note}" for note in checkpoint.notes if not note.startswith("vocab:")]
-    status = checkpoint.part_status(heads)
     report.append("parts:   " + "; ".join(f"{part} {state}" for part, state in status.items()))
     report += [note for note in checkpoint.notes if note.startswith("vocab:")]
+    return report
+
+
+def _convert_and_write(src, dst, heads, vocab, hidden_activation, task, kind):
+    checkpoint = read_checkpoint(src)
+    if vocab is not None:
+        _read_vocab_flag(checkpoint, vocab, src)
+    activation = _activation_line(checkpoint, hidden_activation)
+    if kind == FINE_TUNED:
+        count = len(checkpoint.weights)
+        task, config, model, lines = fine_tuned.hugging_face_to_run(checkpoint, src, task)
+        report = _report(checkpoint, activation, count, checkpoint.part_status(False)) + lines
+        source = os.path.abspath(src)
+        _write_folder(
+            dst, lambda folder: fine_tuned.write_run_folder(folder, config, model, source)
+        )
+        return report + [f"wrote:   {dst} (keras_bert fine-tuning run, task {task})"]
+    model = checkpoint.to_model(heads)
+    report = _report(checkpoint, activation, len(checkpoint.weights), checkpoint.part_status(heads))
     if dst.endswith(".keras"):
         save_keras_atomically(model, dst)
         report.append(f"wrote:   {dst} (keras_bert {type(model).__name__})")
     else:
-        architecture = _write_hugging_face(BertCheckpoint.from_model(model), dst)
+        written = BertCheckpoint.from_model(model)
+        architecture = _write_folder(dst, lambda folder: write_hugging_face(written, folder))
         report.append(f"wrote:   {dst} (Hugging Face {architecture})")
     return report
+
+
+def _run_to_hugging_face(src, dst):
+    checkpoint, tensors, config, tokenizer_config, lines = fine_tuned.run_to_hugging_face(src)
+    status = {"pooler": "carried" if "bert.pooler.dense.weight" in tensors else "dropped"}
+    activation = _activation_line(checkpoint, None, "the run's backbone")
+    report = _report(checkpoint, activation, len(tensors), status) + lines
+
+    def write(folder):
+        return fine_tuned.write_fine_tuned_hugging_face(
+            folder, checkpoint, tensors, config, tokenizer_config
+        )
+
+    architecture = _write_folder(dst, write)
+    return report + [f"wrote:   {dst} (Hugging Face {architecture})"]

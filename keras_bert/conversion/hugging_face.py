@@ -21,13 +21,15 @@ from keras_bert.conversion.config_json import (
     backbone_config_from_json,
     json_from_backbone_config,
 )
-from keras_bert.conversion.vocabulary import read_vocabulary
+from keras_bert.conversion.vocabulary import read_folder_vocabulary
 from keras_bert.errors import CheckpointError
 
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 # Everything `write_hugging_face` writes: all that overwrite may replace.
 HUGGING_FACE_FILES = ("config.json", SAFETENSORS, "vocab.txt")
+# The tokenizer's settings (`do_lower_case`), written with a fine-tuned model.
+TOKENIZER_CONFIG = "tokenizer_config.json"
 # Non-trainable buffers that some transformers versions save; rebuilt by
 # transformers on load and not part of the model.
 _BUFFERS = ("embeddings.position_ids",)
@@ -90,7 +92,9 @@ def read_hugging_face(folder):
 
     Encoder names may carry the `bert.` prefix or not; `cls.predictions.*`
     and `cls.seq_relationship.*` heads are read when present. Any other
-    tensor (a task head such as `classifier.weight`) is an error.
+    tensor (a task head such as `classifier.weight`) is kept under its own
+    name, for `BertCheckpoint.to_model` to list as unexpected unless the
+    caller takes it out first (`fine_tuned`'s task heads).
     """
     folder = os.fspath(folder)
     config_path = os.path.join(folder, "config.json")
@@ -142,7 +146,7 @@ def read_hugging_face(folder):
         notes.append(f"tied copies checked: {', '.join(sorted(tied))}")
     if dtypes - {"float32"}:
         notes.append(f"cast {', '.join(sorted(dtypes))} to float32")
-    vocabulary, vocab_note = read_vocabulary(os.path.join(folder, "vocab.txt"))
+    vocabulary, vocab_note = read_folder_vocabulary(folder)
     notes.append(vocab_note)
     prefixed = any(n.startswith("bert.") for n in tensors)
     return BertCheckpoint(
@@ -162,23 +166,43 @@ def write_hugging_face(checkpoint, folder):
     `BertForPreTraining` layout (`bert.` prefix, `cls.*`); the tied decoder
     is left out, as `save_pretrained` does. `folder` must exist and be
     empty (the converter writes into a temporary folder and renames it).
+    Returns the transformers class named in `config.json`.
     """
-    from safetensors.numpy import save_file
-
     heads = checkpoint.has_heads()
-    prefix = "bert." if heads else ""
+    architecture = "BertForPreTraining" if heads else "BertModel"
+    write_hugging_face_files(
+        folder,
+        hugging_face_tensors(checkpoint, "bert." if heads else ""),
+        json_from_backbone_config(checkpoint.config, architecture),
+        checkpoint.vocabulary,
+    )
+    return architecture
+
+
+def hugging_face_tensors(checkpoint, prefix):
+    """{transformers name: float32 array in transformers' layout} for the
+    weights of `checkpoint` (original names), `prefix` (`""` or `"bert."`)
+    before the encoder's names."""
     tensors = {}
     for name, value in checkpoint.weights.items():
         hf_name, transpose = original_to_hf_name(name, prefix)
         value = np.asarray(value, "float32")
         tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
-    architecture = "BertForPreTraining" if heads else "BertModel"
+    return tensors
+
+
+def write_hugging_face_files(folder, tensors, config, vocabulary, tokenizer_config=None):
+    """`model.safetensors`, `config.json`, `vocab.txt` (when `vocabulary`)
+    and `tokenizer_config.json` (when `tokenizer_config`) into `folder`."""
+    from safetensors.numpy import save_file
+
     save_file(tensors, os.path.join(folder, SAFETENSORS), metadata={"format": "pt"})
-    config = json_from_backbone_config(checkpoint.config, architecture)
-    with open(os.path.join(folder, "config.json"), "w") as f:
-        json.dump(config, f, indent=2)
-        f.write("\n")
-    if checkpoint.vocabulary is not None:
+    files = {"config.json": config, TOKENIZER_CONFIG: tokenizer_config}
+    for name, content in files.items():
+        if content is not None:
+            with open(os.path.join(folder, name), "w") as f:
+                json.dump(content, f, indent=2)
+                f.write("\n")
+    if vocabulary is not None:
         with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
-            f.write("".join(token + "\n" for token in checkpoint.vocabulary))
-    return architecture
+            f.write("".join(token + "\n" for token in vocabulary))

@@ -1,7 +1,11 @@
-"""Input batches shared by the conversion tests."""
+"""Input batches shared by the conversion tests, and the fine-tuning
+tests' session runs (one per task family) that the fine-tuned conversions
+start from."""
 
 import numpy as np
 import pytest
+
+from tests.finetuning.conftest import FIXTURES, checkpoint, fine_tuned, fixtures  # noqa: F401
 
 
 @pytest.fixture
