@@ -46,6 +46,39 @@ def _listing(items):
     return shown + (f" and {more} more" if more > 0 else "")
 
 
+def weight_mismatches(expected, weights, missing, name, against):
+    """Phrases for what of `weights` (name -> array) does not match
+    `expected` (name -> `WeightMapping`): the `missing` names, those not
+    expected, those of another shape than `against` (`"config"`,
+    `"model"`) gives; each name shown as `name(n)`."""
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} missing: " + _listing(name(n) for n in missing))
+    unexpected = set(weights) - set(expected)
+    if unexpected:
+        problems.append(f"{len(unexpected)} unexpected: " + _listing(name(n) for n in unexpected))
+    misshaped = [
+        f"{name(n)} {tuple(np.shape(weights[n]))} vs {expected[n].original_shape}"
+        for n in sorted(set(weights) & set(expected))
+        if tuple(np.shape(weights[n])) != expected[n].original_shape
+    ]
+    if misshaped:
+        problems.append(
+            f"{len(misshaped)} mis-shaped (checkpoint vs {against}): " + _listing(misshaped)
+        )
+    return problems
+
+
+def non_finite_weights(source, weights, name):
+    """Refuses `weights` with a NaN or inf, naming them as `name(n)`."""
+    non_finite = [name(n) for n in weights if not np.all(np.isfinite(weights[n]))]
+    if non_finite:
+        raise CheckpointError(
+            f"{source}: {len(non_finite)} variable(s) hold NaN or "
+            f"inf (corrupt checkpoint?): {_listing(non_finite)}."
+        )
+
+
 @dataclasses.dataclass
 class BertCheckpoint:
     """BERT weights under their original names, with config and vocabulary.
@@ -179,35 +212,17 @@ class BertCheckpoint:
             part = {name for name in expected if name.startswith(prefix)}
             if part <= missing:
                 missing -= part  # Wholly absent: initialised, not an error.
-        name = self.source_names.get
-        problems = []
-        if missing:
-            problems.append(f"{len(missing)} missing: " + _listing(name(n, n) for n in missing))
-        unexpected = set(weights) - set(expected)
-        if unexpected:
-            problems.append(
-                f"{len(unexpected)} unexpected: " + _listing(name(n, n) for n in unexpected)
-            )
-        misshaped = [
-            f"{name(n, n)} {tuple(np.shape(weights[n]))} vs {expected[n].original_shape}"
-            for n in sorted(set(weights) & set(expected))
-            if tuple(np.shape(weights[n])) != expected[n].original_shape
-        ]
-        if misshaped:
-            problems.append(
-                f"{len(misshaped)} mis-shaped (checkpoint vs config): " + _listing(misshaped)
-            )
+
+        def name(n):
+            return self.source_names.get(n, n)
+
+        problems = weight_mismatches(expected, weights, missing, name, "config")
         if problems:
             raise CheckpointError(
                 f"{self.source}: checkpoint does not match a BERT with "
                 f"{self.describe()}: " + "; ".join(problems) + "."
             )
-        non_finite = [name(n, n) for n in weights if not np.all(np.isfinite(weights[n]))]
-        if non_finite:
-            raise CheckpointError(
-                f"{self.source}: {len(non_finite)} variable(s) hold NaN or "
-                f"inf (corrupt checkpoint?): {_listing(non_finite)}."
-            )
+        non_finite_weights(self.source, weights, name)
         if self.vocabulary is not None and (len(self.vocabulary) > self.config["vocabulary_size"]):
             raise CheckpointError(
                 f"{self.source}: the vocabulary has {len(self.vocabulary)} "

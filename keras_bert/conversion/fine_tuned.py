@@ -24,7 +24,12 @@ import os
 
 import numpy as np
 
-from keras_bert.conversion.bert_checkpoint import OPTIONAL_PARTS, BertCheckpoint
+from keras_bert.conversion.bert_checkpoint import (
+    OPTIONAL_PARTS,
+    BertCheckpoint,
+    non_finite_weights,
+    weight_mismatches,
+)
 from keras_bert.conversion.config_json import json_from_backbone_config
 from keras_bert.conversion.hugging_face import (
     HUGGING_FACE_FILES,
@@ -446,33 +451,14 @@ def _fill_head(head, model, tensors, source):
     """Assigns the head's tensors to `model`, once every name, shape and
     value is found right; else one error listing all that is not."""
     mappings = {m.name: m for m in head.weight_map(model)}
-    problems = []
-    missing = sorted(set(mappings) - set(tensors))
-    if missing:
-        problems.append(f"{len(missing)} missing: {', '.join(missing)}")
-    unexpected = sorted(set(tensors) - set(mappings))
-    if unexpected:
-        problems.append(f"{len(unexpected)} unexpected: {', '.join(unexpected)}")
-    misshaped = [
-        f"{n} {tuple(np.shape(tensors[n]))} vs {mappings[n].original_shape}"
-        for n in sorted(set(tensors) & set(mappings))
-        if tuple(np.shape(tensors[n])) != mappings[n].original_shape
-    ]
-    if misshaped:
-        problems.append(
-            f"{len(misshaped)} mis-shaped (checkpoint vs model): " + ", ".join(misshaped)
-        )
+    missing = set(mappings) - set(tensors)
+    problems = weight_mismatches(mappings, tensors, missing, str, "model")
     if problems:
         raise CheckpointError(
             f"{source}: the head does not match a {head.architecture} of "
             f"{type(model).__name__}: " + "; ".join(problems) + "."
         )
-    non_finite = sorted(n for n, v in tensors.items() if not np.all(np.isfinite(v)))
-    if non_finite:
-        raise CheckpointError(
-            f"{source}: {len(non_finite)} variable(s) hold NaN or inf (corrupt "
-            f"checkpoint?): {', '.join(non_finite)}."
-        )
+    non_finite_weights(source, tensors, str)
     for name, mapping in mappings.items():
         mapping.variable.assign(mapping.to_keras(tensors[name]))
 
