@@ -211,7 +211,7 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
         rows = transfer_set.rows(index * shard_size, min(size, (index + 1) * shard_size))
         # Labelled shortest first, so that a batch pads its sentences to
         # about their own length; the shard keeps the rows' order.
-        by_length = sorted(rows, key=_text_length)
+        by_length = sorted(rows, key=text_length)
         labelled = 0
         for outputs in teacher.batch_outputs(by_length, transfer_set.transfer.batch_size):
             for row, values in zip(by_length[labelled:], outputs):
@@ -224,7 +224,7 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
     return paths
 
 
-def _text_length(row):
+def text_length(row):
     """A row's text in characters: how long its tokens will be, roughly."""
     if "words" in row:
         return sum(len(word) + 1 for word in row["words"])
