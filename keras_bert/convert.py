@@ -22,6 +22,7 @@ import argparse
 import os
 import sys
 
+from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.paths import PathFlag, normal_path
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
@@ -74,6 +75,7 @@ def main(argv=None):
     parser.add_argument("--overwrite", action="store_true", help="replace an existing DST")
     parser.add_argument(
         "--task",
+        choices=sorted(TASKS),
         help="a fine-tuned transformers SRC: the fine-tuning task of the run written "
         "(default: classification, regression, conll2003 or swag by the head; "
         "squad_v1 or squad_v2 must be named)",

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from keras_bert.conversion import convert
+from keras_bert.conversion import CheckpointError, convert
 from keras_bert.conversion.bert_name_map import original_to_hf_name
 from keras_bert.convert import main
 from keras_bert.finetuning.config import load_saved_config
@@ -293,7 +293,6 @@ def _refused(tmp_path, capsys, argv, message):
             ["--task", "qnli"],
             "classifies into ['yes', 'no'] (id2label); name a generic task",
         ),
-        ("BertForSequenceClassification", 2, {}, ["--task", "nope"], "--task nope: not a"),
         (
             "BertForSequenceClassification",
             3,
@@ -318,6 +317,18 @@ def test_a_head_keras_bert_cannot_hold_is_one_line(
     layer = "qa_outputs" if architecture == "BertForQuestionAnswering" else "classifier"
     write_fine_tuned_folder(tmp_path / "hf", architecture, rows, config, layer)
     _refused(tmp_path, capsys, [str(tmp_path / "hf"), str(tmp_path / "run"), *flags], message)
+
+
+@pytest.mark.backend_independent
+def test_an_unknown_task_is_refused_by_the_command_and_by_convert(tmp_path, capsys):
+    classifier_folder(tmp_path / "hf")
+    with pytest.raises(SystemExit) as exit_:
+        main([str(tmp_path / "hf"), str(tmp_path / "run"), "--task", "nope"])
+    assert exit_.value.code == 2
+    assert "argument --task: invalid choice: 'nope'" in capsys.readouterr().err
+    with pytest.raises(CheckpointError, match="--task nope: not a fine-tuning task"):
+        convert(str(tmp_path / "hf"), str(tmp_path / "run"), task="nope")
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.backend_independent
