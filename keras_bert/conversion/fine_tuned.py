@@ -63,10 +63,14 @@ def fine_tuned_architecture(folder):
     the folder's `config.json` names, or None (none, or unreadable: the
     backbone reader reports it)."""
     try:
-        config = _config_json(folder)
+        return _architecture(_config_json(folder))
     except CheckpointError:
         return None
-    names = config.get("architectures")
+
+
+def _architecture(config_json):
+    """The first fine-tuned class `config.json`'s `architectures` names, or None."""
+    names = config_json.get("architectures")
     found = [n for n in names if n in ARCHITECTURES] if isinstance(names, list) else []
     return found[0] if found else None
 
@@ -206,7 +210,7 @@ def hugging_face_to_run(checkpoint, folder, task=None):
     from keras_bert.finetuning.task_registry import TASKS
 
     config_json = _config_json(folder)
-    architecture = fine_tuned_architecture(folder)
+    architecture = _architecture(config_json)
     # Only a classifier's and a tagger's outputs are named (QA: start and
     # end; multiple choice: the choices).
     named = architecture in ("BertForSequenceClassification", "BertForTokenClassification")

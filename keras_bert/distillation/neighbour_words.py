@@ -50,6 +50,7 @@ class NeighbourWords:
         self.words = np.array(
             [i for i, token in enumerate(self.vocabulary) if is_whole_word(token)]
         )  # (W,)
+        self.word_unit = self.unit[self.words]  # (W, H), gathered once
         self._neighbours = {}  # Token id -> its nearest whole words, computed once.
 
     def neighbours(self, word):
@@ -59,7 +60,7 @@ class NeighbourWords:
         if token is None:
             return []
         if token not in self._neighbours:
-            similarity = self.unit[self.words] @ self.unit[token]  # (W,)
+            similarity = self.word_unit @ self.unit[token]  # (W,)
             best = self.words[np.argsort(-similarity, kind="stable")[: self.top_k + 1]]
             self._neighbours[token] = [self.vocabulary[i] for i in best if i != token][: self.top_k]
         return self._neighbours[token]
