@@ -25,7 +25,15 @@ none at budget `all`). A cell is INIT:LOSS[:TRANSFER]:
               heads in the student as in the teacher)
     TRANSFER  labelled (the labelled sentences only), text (+ the rest of
               the training sentences, unlabelled), text+augK (+ K augmented
-              copies of each, `distillation.transfer.copies=K`)
+              copies of each, `distillation.transfer.copies=K`: words
+              masked, n-grams kept), text+augK+neighbours (and words
+              replaced by the teacher's vocabulary neighbours with
+              probability 0.1, Tang et al.'s rate)
+
+A cell's student takes up the labelled transfer set of an earlier cell of
+the same budget and TRANSFER (copied into its folder; the labelling's own
+check keeps it only if teacher, sentences and settings match): a set
+without copies is labelled once for every init, loss and seed.
 
 Every student: batch 32, learning rate `--learning_rate`, 3 epochs (of the
 transfer set, distilling), the fine-tuning recipe otherwise, seeds
@@ -40,6 +48,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import statistics
 import time
@@ -84,15 +93,25 @@ def parse_cell(text):
     init = parts[0]
     loss, *intermediate = parts[1].split("+")
     transfer = parts[2] if len(parts) > 2 else None
+    source, *augmentation = (transfer or "labelled").split("+")
     if (
         loss not in ("labels", "logits")
         or (loss == "logits") != (transfer is not None)
         or not set(intermediate) <= {"hidden", "attention"}
         or (intermediate and loss != "logits")
+        or source not in ("labelled", "text")
+        or not re.fullmatch(r"(aug\d+(\+neighbours)?)?", "+".join(augmentation))
     ):
         raise SystemExit(
-            f"--cells {text}: INIT:labels or INIT:logits[+hidden][+attention]:TRANSFER"
+            f"--cells {text}: INIT:labels or "
+            "INIT:logits[+hidden][+attention]:(labelled|text)[+augK[+neighbours]]"
         )
+    copies = int(augmentation[0][3:]) if augmentation else 0
+    replacement = (
+        ["replace_probability=0.1", "replace_by=teacher_neighbours"]
+        if "neighbours" in augmentation
+        else []
+    )
     path = "random:bert_tiny" if init == "random" else init.split("=", 1)[1]
     name = init.split("=", 1)[0]
     return {
@@ -102,7 +121,30 @@ def parse_cell(text):
         "loss": loss,
         "intermediate": [f"distillation.intermediate.{i}_weight=1" for i in intermediate],
         "transfer": transfer,
+        "text": source == "text",
+        "transfer_overrides": [
+            f"distillation.transfer.{o}" for o in [f"copies={copies}"] + replacement
+        ],
     }
+
+
+def take_up_labels(records, out, budget, cell, model_dir):
+    """Copies into `model_dir` the transfer set an earlier cell of
+    `budget` with `cell`'s transfer set labelled, if one did."""
+    for record in records:
+        if record["budget"] != budget or record["cell"] == "teacher":
+            continue
+        earlier = parse_cell(record["cell"])
+        folder = os.path.join(
+            run_folder(out, budget, record["cell"], record["seed"]), "transfer_set"
+        )
+        if earlier["transfer"] == cell["transfer"] and os.path.isdir(folder):
+            shutil.copytree(folder, os.path.join(model_dir, "transfer_set"), dirs_exist_ok=True)
+            return
+
+
+def run_folder(out, budget, cell, seed):
+    return os.path.join(out, f"{budget}_{cell.replace('/', '_')}_{seed}")
 
 
 def main():
@@ -165,7 +207,7 @@ def main():
             for seed in args.seeds:
                 if (budget, text, seed) in done:
                     continue
-                model_dir = os.path.join(args.out, f"{budget}_{text.replace('/', '_')}_{seed}")
+                model_dir = run_folder(args.out, budget, text, seed)
                 overrides = common + [
                     f"optimizer.learning_rate={args.learning_rate}",
                     f"training.seed={seed}",
@@ -178,20 +220,18 @@ def main():
                         args.task, data, cell["checkpoint"], model_dir, vocab, overrides=overrides
                     )
                 else:
-                    transfer = cell["transfer"]
-                    if transfer.startswith("text") and unlabelled is None:
+                    if cell["text"] and unlabelled is None:
                         continue  # Budget `all`: no unlabelled sentences.
-                    copies = int(transfer.split("+aug")[1]) if "+aug" in transfer else 0
+                    if not os.path.exists(model_dir):
+                        take_up_labels(records, args.out, budget, cell, model_dir)
                     results = run_distillation(
                         teacher,
                         cell["checkpoint"],
                         model_dir,
                         data_dir=data,
-                        text_files=[unlabelled] if transfer.startswith("text") else [],
+                        text_files=[unlabelled] if cell["text"] else [],
                         vocab=vocab,
-                        overrides=overrides
-                        + cell["intermediate"]
-                        + [f"distillation.transfer.copies={copies}"],
+                        overrides=overrides + cell["intermediate"] + cell["transfer_overrides"],
                     )
                 record(budget, text, seed, results, time.time() - start)
     write_table(args, records)

@@ -7,7 +7,8 @@ user's text files' lines (without), each once as it is and
 from its source and its own seed alone, so any shard can be made again,
 in any process: a labelling that was killed resumes at the first shard it
 had not written, and a rerun with the same teacher, sentences and transfer
-settings (another temperature, say) labels nothing.
+settings (another temperature, or another seed when there are no
+augmented copies) labels nothing.
 
 `<model_dir>/transfer_set/` holds `manifest.json` (what was labelled: a
 fingerprint of the teacher, the sentences and the settings, the size, the
@@ -134,8 +135,10 @@ class TransferSet:
     def fingerprint(self):
         """A hash of the rows, the labels and what makes the copies."""
         digest = hashlib.sha256()
-        settings = {**vars(self.transfer), "seed": self.seed}
+        settings = dict(vars(self.transfer))
         settings.pop("batch_size")  # How fast it is labelled, not what.
+        if self.transfer.copies:  # The seed makes the copies; without any, nothing.
+            settings["seed"] = self.seed
         # The masked LM by its content, not by where it lies (the teacher,
         # whose neighbours replace words otherwise, is in the manifest).
         settings["masked_lm"] = self.replacer and self.replacer.fingerprint

@@ -24,12 +24,12 @@ LABELLED = [
 TEXT = ["some film", "another one", "a third"]
 
 
-def transfer_set(copies=2, shard_size=4, batch_size=2, **settings):
+def transfer_set(copies=2, shard_size=4, batch_size=2, seed=0, **settings):
     transfer = TransferConfig(
         copies=copies, shard_size=shard_size, batch_size=batch_size, **settings
     )
     unlabelled = [{"text_a": t, "text_b": None, "label": None} for t in TEXT]
-    return TransferSet(LABELLED, unlabelled, transfer, seed=0)
+    return TransferSet(LABELLED, unlabelled, transfer, seed=seed)
 
 
 class CountingTeacher:
@@ -105,6 +105,7 @@ def test_the_same_set_and_teacher_label_nothing_and_another_labels_all(tmp_path)
     label_transfer_set(transfer_set(batch_size=3), again, str(tmp_path), progress=False)
     assert again.labelled == []
     for changed_set, teacher in [
+        (transfer_set(seed=1), CountingTeacher()),  # Other copies.
         (transfer_set(copies=1), CountingTeacher()),
         (transfer_set(mask_probability=0.5), CountingTeacher()),
         (transfer_set(), CountingTeacher(fingerprint="t2")),
@@ -115,6 +116,13 @@ def test_the_same_set_and_teacher_label_nothing_and_another_labels_all(tmp_path)
     assert sorted(os.listdir(tmp_path / "transfer_set")) == ["manifest.json"] + [
         f"shard-0000{i}.tfrecord" for i in range(4)
     ]
+
+
+def test_without_copies_another_seed_labels_nothing(tmp_path):
+    label_transfer_set(transfer_set(copies=0), CountingTeacher(), str(tmp_path), progress=False)
+    again = CountingTeacher()
+    label_transfer_set(transfer_set(copies=0, seed=1), again, str(tmp_path), progress=False)
+    assert again.labelled == []
 
 
 def test_text_files_give_a_sentence_a_pair_or_words_a_line(tmp_path):
