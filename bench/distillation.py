@@ -1,7 +1,7 @@
 """What task distillation buys a BERT-Tiny student: dev score per student
 init, loss and transfer set, at each label budget, against the teacher.
 
-    KERAS_BACKEND=jax python -m bench.distillation --task sst2 \
+    KERAS_BACKEND=jax python -m bench.distillation --task {sst2,conll2003} \
         --teacher_init /tmp/q/minilm.keras --out runs/distill_sst2 \
         [--budgets 1000 all] [--seeds 0 1 2] \
         [--cells random:labels random:logits:labelled random:logits:text \
@@ -9,10 +9,11 @@ init, loss and transfer set, at each label budget, against the teacher.
                  own_text=runs/own/backbone.keras:logits:text]
 
 For each label budget the teacher (`--teacher_init`, fine-tuned by
-`finetune`) is fine-tuned once, seed 0, on that budget's labelled
-sentences: a seeded draw (seed 0) of the training file, written with the
-dev file to OUT/data_BUDGET/; the rest of the training file, labels
-removed, is OUT/data_BUDGET/unlabelled.txt (a sentence a line, for SST-2;
+`finetune`) is fine-tuned once, seed 0, lr 5e-5, 3 epochs (SST-2 with all
+labels: 1), on that budget's labelled sentences: a seeded draw (seed 0)
+of the training file, written with the dev file to OUT/data_BUDGET/; the
+rest of the training file, labels removed, is OUT/data_BUDGET/
+unlabelled.txt (SST-2: a sentence a line; CoNLL-2003: a sentence's words;
 none at budget `all`). A cell is INIT:LOSS[:TRANSFER]:
 
     INIT      random (random:bert_tiny, the uncased BERT vocabulary), or
@@ -23,12 +24,12 @@ none at budget `all`). A cell is INIT:LOSS[:TRANSFER]:
               intermediate losses, each at weight 1
               (`distillation.intermediate.*`; attention needs as many
               heads in the student as in the teacher)
-    TRANSFER  labelled (the labelled sentences only), text (+ the rest of
-              the training sentences, unlabelled), text+augK (+ K augmented
-              copies of each, `distillation.transfer.copies=K`: words
-              masked, n-grams kept), text+augK+neighbours (and words
-              replaced by the teacher's vocabulary neighbours with
-              probability 0.1, Tang et al.'s rate)
+    TRANSFER  labelled (the labelled sentences only) or text (+ the rest
+              of the training sentences, unlabelled); then +augK for K
+              augmented copies of each (`distillation.transfer.copies=K`:
+              words masked, n-grams kept), +augK+neighbours with words
+              also replaced by the teacher's vocabulary neighbours with
+              probability 0.1, Tang et al.'s rate
 
 A cell's student takes up the labelled transfer set of an earlier cell of
 the same budget and TRANSFER (copied into its folder; the labelling's own
@@ -59,7 +60,7 @@ from bench.common import DATA, VOCAB, markdown_table
 from keras_bert.finetuning.batch_prediction import take_limit
 
 METRIC = {"sst2": "accuracy", "conll2003": "f1"}
-GLUE = {"sst2": "SST-2"}
+SEQ_LEN = {"sst2": 64, "conll2003": 128}
 DATA_SEED = 0
 
 
@@ -67,25 +68,54 @@ def budget_data(task, data_dir, budget, out):
     """OUT/data_BUDGET/ with the budget's labelled training file, the dev
     file, and unlabelled.txt (the rest of the training sentences) or None."""
     folder = os.path.join(out, f"data_{budget}")
-    source = os.path.join(data_dir, "glue", GLUE[task])
-    target = os.path.join(folder, GLUE[task])
     unlabelled = os.path.join(folder, "unlabelled.txt")
-    if not os.path.isdir(target):
-        os.makedirs(target)
-        with open(os.path.join(source, "train.tsv"), encoding="utf-8") as f:
-            rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-        header, rows = rows[0], rows[1:]
-        limit = None if budget == "all" else int(budget)
-        chosen = set(take_limit(list(range(len(rows))), limit, DATA_SEED))
-        with open(os.path.join(target, "train.tsv"), "w", encoding="utf-8") as f:
-            f.write(
-                "".join("\t".join(r) + "\n" for r in [header] + [rows[i] for i in sorted(chosen)])
-            )
-        if len(chosen) < len(rows):
-            with open(unlabelled, "w", encoding="utf-8") as f:
-                f.write("".join(rows[i][0] + "\n" for i in range(len(rows)) if i not in chosen))
-        shutil.copy(os.path.join(source, "dev.tsv"), os.path.join(target, "dev.tsv"))
+    limit = None if budget == "all" else int(budget)
+    if task == "sst2" and not os.path.isdir(os.path.join(folder, "SST-2")):
+        _glue_data(os.path.join(data_dir, "glue", "SST-2"), os.path.join(folder, "SST-2"), limit)
+    if task == "conll2003" and not os.path.isdir(folder):
+        _conll_data(os.path.join(data_dir, "conll2003"), folder, limit)
     return folder, unlabelled if os.path.exists(unlabelled) else None
+
+
+def _glue_data(source, target, limit):
+    with open(os.path.join(source, "train.tsv"), encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    header, rows = rows[0], rows[1:]
+    chosen = set(take_limit(list(range(len(rows))), limit, DATA_SEED))
+    os.makedirs(target)
+    with open(os.path.join(target, "train.tsv"), "w", encoding="utf-8") as f:
+        f.write("".join("\t".join(r) + "\n" for r in [header] + [rows[i] for i in sorted(chosen)]))
+    _write_unlabelled(
+        os.path.dirname(target), [r[0] for i, r in enumerate(rows) if i not in chosen]
+    )
+    shutil.copy(os.path.join(source, "dev.tsv"), os.path.join(target, "dev.tsv"))
+
+
+def _conll_data(source, target, limit):
+    """A sentence is a block of lines between blank or `-DOCSTART-` lines;
+    unlabelled, its words (the first column) a line."""
+    sentences, lines = [], []
+    with open(os.path.join(source, "train.txt"), encoding="utf-8") as f:
+        for line in f:
+            if line.split() and not line.startswith("-DOCSTART-"):
+                lines.append(line)
+            elif lines:
+                sentences.append(lines)
+                lines = []
+    sentences += [lines] if lines else []
+    chosen = set(take_limit(list(range(len(sentences))), limit, DATA_SEED))
+    os.makedirs(target)
+    with open(os.path.join(target, "train.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join("".join(sentences[i]) for i in sorted(chosen)))
+    rest = [s for i, s in enumerate(sentences) if i not in chosen]
+    _write_unlabelled(target, [" ".join(line.split()[0] for line in s) for s in rest])
+    shutil.copy(os.path.join(source, "valid.txt"), os.path.join(target, "valid.txt"))
+
+
+def _write_unlabelled(folder, sentences):
+    if sentences:
+        with open(os.path.join(folder, "unlabelled.txt"), "w", encoding="utf-8") as f:
+            f.write("".join(s + "\n" for s in sentences))
 
 
 def parse_cell(text):
@@ -151,7 +181,7 @@ def main():
     parser = argparse.ArgumentParser(
         prog="python -m bench.distillation", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--task", default="sst2", choices=sorted(GLUE))
+    parser.add_argument("--task", default="sst2", choices=sorted(METRIC))
     parser.add_argument("--data_dir", default=DATA, help="../shared/data")
     parser.add_argument("--teacher_init", required=True, help="the teacher's backbone (.keras)")
     parser.add_argument("--out", required=True)
@@ -163,7 +193,9 @@ def main():
         default=["random:labels", "random:logits:labelled", "random:logits:text"],
     )
     parser.add_argument("--learning_rate", type=float, default=1e-3)
-    parser.add_argument("--max_seq_length", type=int, default=64)
+    parser.add_argument(
+        "--max_seq_length", type=int, help="default: 64 for sst2, 128 for conll2003"
+    )
     parser.add_argument("--teacher_set", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
 
@@ -174,7 +206,8 @@ def main():
     results_path = os.path.join(args.out, "results.json")
     records = json.load(open(results_path)) if os.path.exists(results_path) else []
     done = {(r["budget"], r["cell"], r["seed"]) for r in records}
-    common = [f"data.max_seq_length={args.max_seq_length}", "training.verbose=2"]
+    seq_len = args.max_seq_length or SEQ_LEN[args.task]
+    common = [f"data.max_seq_length={seq_len}", "training.verbose=2"]
     common += ["export.enabled=false"]
 
     def record(budget, cell, seed, results, seconds):
@@ -191,7 +224,7 @@ def main():
         teacher = os.path.join(args.out, f"teacher_{budget}")
         if (budget, "teacher", 0) not in done:
             start = time.time()
-            epochs = "1" if budget == "all" else "3"
+            epochs = "1" if budget == "all" and args.task == "sst2" else "3"
             results = run_finetune(
                 args.task,
                 data,
