@@ -274,7 +274,7 @@ def write_table(args, records):
     metric = METRIC[args.task]
     rows = []
     for cell in ["teacher"] + args.cells:
-        row = [cell]
+        row = [short_name(cell)]
         for budget in args.budgets:
             scores = [
                 100 * r[metric] for r in records if r["budget"] == budget and r["cell"] == cell
@@ -298,6 +298,12 @@ def write_table(args, records):
     plot(args, records, os.path.join(args.out, "students.png"))
 
 
+def short_name(cell):
+    """A cell as tables and plots show it: NAME=PATH's init as NAME."""
+    init, colon, rest = cell.partition(":")
+    return init.split("=", 1)[0] + colon + rest
+
+
 def plot(args, records, path):
     """One panel per budget: each cell's mean score (error bar: the
     std over seeds, dots: the seeds) against the teacher's, dashed."""
@@ -308,7 +314,7 @@ def plot(args, records, path):
 
     metric = METRIC[args.task]
     figure, panels = plt.subplots(
-        1, len(args.budgets), figsize=(4.2 * len(args.budgets), 0.5 * len(args.cells) + 1.6)
+        1, len(args.budgets), figsize=(6 * len(args.budgets), 0.5 * len(args.cells) + 1.6)
     )
     for axes, budget in zip(list(np.atleast_1d(panels)), args.budgets):
         for row, cell in enumerate(args.cells):
@@ -325,7 +331,7 @@ def plot(args, records, path):
         if teacher:
             axes.axvline(teacher[0], linestyle="--", color="black", label="teacher")
             axes.legend(loc="best", fontsize=8)
-        axes.set_yticks(range(len(args.cells)), args.cells, fontsize=8)
+        axes.set_yticks(range(len(args.cells)), [short_name(c) for c in args.cells], fontsize=8)
         axes.set_ylim(len(args.cells) - 0.5, -0.5)  # The first cell on top.
         axes.set_xlabel(f"dev {metric} (%)")
         axes.set_title(f"{args.task}, {budget} labels", fontsize=10)
