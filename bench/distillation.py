@@ -92,23 +92,19 @@ def _glue_data(source, target, limit):
 
 
 def _conll_data(source, target, limit):
-    """A sentence is a block of lines between blank or `-DOCSTART-` lines;
-    unlabelled, its words (the first column) a line."""
-    sentences, lines = [], []
-    with open(os.path.join(source, "train.txt"), encoding="utf-8") as f:
-        for line in f:
-            if line.split() and not line.startswith("-DOCSTART-"):
-                lines.append(line)
-            elif lines:
-                sentences.append(lines)
-                lines = []
-    sentences += [lines] if lines else []
+    """The drawn sentences as `word tag` lines; the rest, unlabelled, their
+    words a line."""
+    from pipelines.tasks.conll import read_conll
+
+    sentences = read_conll(os.path.join(source, "train.txt"))
     chosen = set(take_limit(list(range(len(sentences))), limit, DATA_SEED))
     os.makedirs(target)
     with open(os.path.join(target, "train.txt"), "w", encoding="utf-8") as f:
-        f.write("\n".join("".join(sentences[i]) for i in sorted(chosen)))
-    rest = [s for i, s in enumerate(sentences) if i not in chosen]
-    _write_unlabelled(target, [" ".join(line.split()[0] for line in s) for s in rest])
+        for i in sorted(chosen):
+            words = sentences[i].words
+            f.write("".join(f"{w} {t}\n" for w, t in zip(words, sentences[i].tags)) + "\n")
+    rest = [" ".join(s.words) for i, s in enumerate(sentences) if i not in chosen]
+    _write_unlabelled(target, rest)
     shutil.copy(os.path.join(source, "valid.txt"), os.path.join(target, "valid.txt"))
 
 
