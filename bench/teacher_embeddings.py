@@ -22,18 +22,20 @@ def main():
     parser = argparse.ArgumentParser(
         prog="python -m bench.teacher_embeddings", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--teacher", required=True, help="the teacher's backbone (.keras)")
+    parser.add_argument(
+        "--teacher", required=True, help="the teacher's backbone, as --init_checkpoint takes it"
+    )
     parser.add_argument("--out", required=True, help="the student backbone to write (.keras)")
     parser.add_argument("--config", default="bert_tiny", help="the student's model config")
     args = parser.parse_args()
 
     import keras
 
+    from keras_bert.finetuning.runner import load_backbone
     from keras_bert.model_configs import load_model_config
     from keras_bert.models import BertBackbone
-    from keras_bert.serving.serving_export import load_model
 
-    teacher = load_model(args.teacher)
+    teacher = load_backbone(args.teacher)
     embeddings = np.asarray(teacher.token_embedding.embeddings)
     keras.utils.set_random_seed(0)
     student = BertBackbone(
