@@ -3,6 +3,7 @@
 import errno
 import os
 import socket
+import sys
 
 import tensorflow as tf
 
@@ -68,7 +69,8 @@ class RunLock:
             raise self._held(pid, holder)
         else:
             why = f" of pid {pid}, which is no longer running"
-        print(f"warning: taking over the lock {self.path}{why}.", flush=True)
+        # On stderr: a command's stdout is its results (JSON, for a pipe).
+        print(f"warning: taking over the lock {self.path}{why}.", file=sys.stderr, flush=True)
         tf.io.gfile.remove(self.path)
         if not self._create(claim):  # Another starter took it over first.
             raise self._held(*self._holder())

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import keras
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from keras_bert.distill import main as distill
 from keras_bert.distillation.runner import run_distillation
 from pipelines.tasks import read_conll
+from pipelines.transfer_set import read_shards
 
 QUICK = ["training.epochs=1", "training.batch_size=4", "training.verbose=0"]
 
@@ -82,6 +84,40 @@ def test_the_student_folder_is_a_fine_tuning_run_for_every_command(
     # A rerun with another temperature takes up the teacher's labels.
     rerun = command("distill", *argv, "--set", "distillation.temperature=2")
     assert "24 of 24 sentences labelled before" in rerun.stderr
+
+
+@pytest.mark.backend_independent
+def test_a_labelling_killed_by_sigkill_resumes_at_the_shards_it_had_not_written(
+    fine_tuned, checkpoint, tmp_path
+):
+    teacher, _ = fine_tuned("sst2")
+    text = tmp_path / "reviews.txt"
+    text.write_text("".join(f"review {i} of a warm and funny film\n" for i in range(46)))
+    size, shard_size = 6 + 46, 4  # The training file's 6, the text's 46: 13 shards.
+    student = tmp_path / "student"
+    argv = ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student]
+    argv += ["--text", text, *settings("export.enabled=false")]
+    argv += settings(f"distillation.transfer.shard_size={shard_size}")
+    with open(tmp_path / "killed.log", "w") as log:
+        killed = subprocess.Popen(
+            [sys.executable, "-m", "keras_bert.distill", *map(str, argv)], stderr=log
+        )
+        shards = student / "transfer_set"
+        deadline = time.time() + 600
+        while not list(shards.glob("shard-*.tfrecord")) and killed.poll() is None:
+            assert time.time() < deadline, "no shard written in 10 minutes"
+            time.sleep(0.005)
+        killed.kill()
+        killed.wait()
+    written = len(list(shards.glob("shard-*.tfrecord")))
+    assert 0 < written < size // shard_size, (tmp_path / "killed.log").read_text()[-3000:]
+
+    resumed = command("distill", *argv)
+    assert f"{written * shard_size} of {size} sentences labelled before" in resumed.stderr
+    assert "taking over the lock" in resumed.stderr  # Not in stdout: the results.
+    assert json.loads(resumed.stdout)["train_examples"] == size
+    rows = list(read_shards(sorted(map(str, shards.glob("shard-*.tfrecord"))), 2))
+    assert len(rows) == size and sum(int(r["has_label"]) for r in rows) == 6
 
 
 def test_a_student_learns_the_teacher_on_this_backend(fine_tuned, checkpoint, tmp_path):

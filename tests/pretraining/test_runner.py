@@ -314,7 +314,7 @@ def test_stale_lock_is_taken_over(full_run, tmp_path, tiny_corpus, capsys):
     lock = tmp_path / "run" / "pretrain.lock"
     lock.write_text(f"{dead.pid} {socket.gethostname()}\n")
     assert run_pretraining(config, verbose=0)["state"].finished
-    assert f"taking over the lock {lock} of pid {dead.pid}" in (capsys.readouterr().out)
+    assert f"taking over the lock {lock} of pid {dead.pid}" in capsys.readouterr().err
     assert not lock.exists()  # Released at the end.
 
 

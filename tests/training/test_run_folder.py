@@ -376,8 +376,8 @@ def test_an_empty_or_unreadable_lock_is_taken_over_with_one_line(left, tmp_path,
     lock.write_bytes(left)
     with RunLock(str(tmp_path)):
         assert lock.read_text() == f"{os.getpid()} {socket.gethostname()}\n"
-    out = capsys.readouterr().out
-    assert out == f"warning: taking over the lock {lock}, which names no process " + (
+    err = capsys.readouterr().err
+    assert err == f"warning: taking over the lock {lock}, which names no process " + (
         "(empty or unreadable: a write that failed).\n"
     )
     assert os.listdir(tmp_path) == []
