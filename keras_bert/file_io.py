@@ -126,8 +126,8 @@ _REMOTE_PATH = re.compile(r"\w+://[^\s'\"]+")
 
 def _named_by_the_user(path):
     """`path` without keras_bert's own files in it: they are hidden
-    (`.previous-run.json`, a `.lock`, a `.partial`), and the folder the
-    user named is what an error reports."""
+    (`.previous-run.json`, a `.lock`, a `.<name>.<random>.partial`), and
+    the folder the user named is what an error reports."""
     while posixpath.basename(path).startswith("."):
         path = posixpath.dirname(path)
     return path
@@ -247,8 +247,8 @@ def special_file(path):
     return None
 
 
-class _WriteThrough:
-    """An opened special file with `GFile`'s `write` (str or bytes)."""
+class _TextOrBytes:
+    """An opened binary file with `GFile`'s `write` (str as UTF-8, or bytes)."""
 
     def __init__(self, raw):
         self.raw = raw
@@ -256,23 +256,49 @@ class _WriteThrough:
     def write(self, data):
         self.raw.write(data.encode("utf-8") if isinstance(data, str) else data)
 
+    def flush(self):
+        self.raw.flush()
+
 
 def write_atomically(path, write):
     """Calls `write(f)` on a new file beside `path`, then renames it to
     `path`: `path` holds all of it or is left as it was. The temporary
-    file is removed if anything fails (a full disk, an interrupt). `f` is
-    a `tf.io.gfile.GFile`: `f.write` takes str or bytes; there is no
+    file is removed if anything fails (a full disk, an interrupt). `f.write`
+    takes str or bytes, as a `tf.io.gfile.GFile`'s does; there is no
     `writelines`. A character device or FIFO (`WRITTEN_THROUGH`) is
-    written through, not replaced."""
+    written through, not replaced; a link at `path` is replaced, never
+    written through.
+
+    The temporary name is random and, locally, created with `O_EXCL`: at a
+    fixed name (`x.jsonl.partial`) anyone who can write in the folder could
+    plant a link, and the write would go through it to the link's target.
+    """
     if special_file(path) in WRITTEN_THROUGH:
         with open(path, "wb") as raw:
-            write(_WriteThrough(raw))
+            write(_TextOrBytes(raw))
         return
-    partial = path + ".partial"
+    folder, name = os.path.split(os.fspath(path))
+    partial = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.partial")
+    if not is_local(path):
+        try:
+            with tf.io.gfile.GFile(partial, "w") as f:
+                write(f)
+            tf.io.gfile.rename(partial, path, overwrite=True)
+        except BaseException:
+            remove(partial, ignore_errors=True)
+            raise
+        return
     try:
-        with tf.io.gfile.GFile(partial, "w") as f:
-            write(f)
-        tf.io.gfile.rename(partial, path, overwrite=True)
+        # 0o666 under the umask, as `open` would make it.
+        descriptor = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+    except OSError as error:
+        # The user named `path`, not the hidden name beside it.
+        raise OSError(error.errno, error.strerror, os.fspath(path)) from None
+    try:
+        with os.fdopen(descriptor, "wb") as raw:
+            write(_TextOrBytes(raw))
+        # Renames over a link at `path` (replacing the link, not its target).
+        os.replace(partial, path)
     except BaseException:
         remove(partial, ignore_errors=True)
         raise

@@ -11,6 +11,9 @@ before they are read.
 import hashlib
 import json
 import os
+import shutil
+import tempfile
+import uuid
 
 import numpy as np
 import tensorflow as tf
@@ -20,9 +23,11 @@ from pipelines.bert_tokenizer import BertTokenizer
 from pipelines.errors import CorpusError
 
 TFRECORD_METADATA = "metadata.json"
-# The hidden folder inside `output_dir` that new shards are written to and
-# moved out of once complete, so that a failed run leaves the folder as it
-# was (an earlier run's shards included, under --overwrite).
+# The hidden folder inside `output_dir`, `.partial-<random>`, that new
+# shards are written to and moved out of once complete, so that a failed
+# run leaves the folder as it was (an earlier run's shards included, under
+# --overwrite). Random and created exclusively: at a fixed name a planted
+# link would have the shards written, and the folder emptied, through it.
 STAGING = ".partial"
 
 
@@ -37,7 +42,12 @@ def _is_shard(name):
 
 def _is_own_file(name):
     """A name `write_tfrecord_shards` writes (or stages) in its folder."""
-    return name in (TFRECORD_METADATA, STAGING) or _is_shard(name)
+    return name == TFRECORD_METADATA or _is_staging(name) or _is_shard(name)
+
+
+def _is_staging(name):
+    """A staging folder's name; a bare `.partial` is an older version's."""
+    return name == STAGING or name.startswith(STAGING + "-")
 
 
 def _check_output_dir(output_dir, num_shards, overwrite):
@@ -129,13 +139,14 @@ def write_tfrecord_shards(
         deterministic=True,
     )
     names = [f"part-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
-    staging = os.path.join(output_dir, STAGING)
+    staging = None
     try:  # Before the tokenizing pass, which the writers' loop drives.
-        _remove_staging(staging)  # Left by a killed run.
-        tf.io.gfile.makedirs(staging)
+        _remove_left_staging(output_dir)
+        staging = _new_staging(output_dir)
         writers = [tf.io.TFRecordWriter(os.path.join(staging, name)) for name in names]
     except (tf.errors.OpError, OSError) as error:
-        _remove_staging(staging)
+        if staging is not None:
+            _remove_staging(staging)
         raise CorpusError(
             f"`output_dir` cannot be written: {error}. Received: output_dir={output_dir!r}"
         ) from None
@@ -194,12 +205,43 @@ def _move_into_place(staging, output_dir, names):
     _remove_staging(staging)
 
 
+# `keras_bert.file_io.remove` and `atomic_directory` sit a floor above
+# `pipelines`; the folder must stay (it may hold an earlier run's shards),
+# so only the staging inside it is created and removed here.
+
+
+def _new_staging(output_dir):
+    """A new, empty staging folder in `output_dir` (made if missing)."""
+    if "://" in os.fspath(output_dir):
+        staging = os.path.join(output_dir, f"{STAGING}-{uuid.uuid4().hex}")
+        tf.io.gfile.makedirs(staging)
+        return staging
+    # `mkdtemp` never takes an existing name, and its folder is private
+    # (0700) while it exists; the shards moved out of it keep the umask's
+    # mode. `os.makedirs`: TensorFlow makes local folders 0755 whatever
+    # the umask says.
+    os.makedirs(output_dir, exist_ok=True)
+    return tempfile.mkdtemp(prefix=f"{STAGING}-", dir=output_dir)
+
+
+def _remove_left_staging(output_dir):
+    """Removes the staging folders a killed run left in `output_dir`."""
+    if tf.io.gfile.isdir(output_dir):
+        for name in tf.io.gfile.listdir(output_dir):
+            if _is_staging(name.rstrip("/")):
+                _remove_staging(os.path.join(output_dir, name.rstrip("/")))
+
+
 def _remove_staging(staging):
-    # `keras_bert.file_io.remove` and `atomic_directory` sit a floor above
-    # `pipelines`; the folder must stay (it may hold an earlier run's
-    # shards), so only the staging inside it is created and removed here.
-    if tf.io.gfile.exists(staging):
-        tf.io.gfile.rmtree(staging)
+    """Removes `staging`; a link there is unlinked, never followed
+    (TensorFlow's `rmtree` would empty the folder it points to)."""
+    if "://" in os.fspath(staging):
+        if tf.io.gfile.exists(staging):
+            tf.io.gfile.rmtree(staging)
+    elif os.path.islink(staging) or os.path.isfile(staging):
+        os.unlink(staging)
+    elif os.path.isdir(staging):
+        shutil.rmtree(staging)
 
 
 def _write_documents(file_documents, writers, counts, progress):

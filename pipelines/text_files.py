@@ -29,7 +29,10 @@ def open_text(path, error, newline=None):
             yield f
         except UnicodeDecodeError:
             # The decoder's position counts from its chunk, not the file:
-            # a second pass, taken only here, finds the line.
+            # a second pass, taken only here, finds the line. A pipe has
+            # none: opened again, it would wait for a writer forever.
+            if "://" not in path and not os.path.isfile(path):
+                raise error(f"{path}: not UTF-8; save the file as UTF-8") from None
             raise error(_not_utf8(path)) from None
 
 

@@ -25,6 +25,9 @@ target (the layout `keras_bert.distillation.StudentLoss` reads): (B, C + 3)
 for sentences, (B, T, C + 3) for tagging, each word's at its first piece.
 """
 
+import os
+import uuid
+
 import tensorflow as tf
 
 from pipelines.packing import pack
@@ -154,12 +157,24 @@ def write_shard(path, rows):
     """Writes `rows` (a sentence's dicts: `text_a`, `text_b` or None,
     `label` or None, `teacher`; a tagged sentence's: `words`, `labels` or
     None, `teacher` flat, `is_target`) to the TFRecord file `path`, whole
-    or not at all (written under a temporary name, then renamed)."""
-    partial = path + ".partial"
-    with tf.io.TFRecordWriter(partial) as writer:
-        for row in rows:
-            writer.write(_example(row).SerializeToString())
-    tf.io.gfile.rename(partial, path, overwrite=True)
+    or not at all: written under a hidden random name ending in `.partial`
+    (what a killed writer leaves), then renamed."""
+    folder, name = os.path.split(path)
+    # Random, not `path + ".partial"`: a link planted at a fixed name would
+    # be written through. Locally the name is also created with `O_EXCL`,
+    # so nothing was there before the writer opens it.
+    partial = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.partial")
+    if "://" not in path:
+        os.close(os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+    try:
+        with tf.io.TFRecordWriter(partial) as writer:
+            for row in rows:
+                writer.write(_example(row).SerializeToString())
+        tf.io.gfile.rename(partial, path, overwrite=True)
+    except BaseException:
+        if tf.io.gfile.exists(partial):
+            tf.io.gfile.remove(partial)
+        raise
 
 
 def read_shards(files, num_outputs, tagging=False):

@@ -2,6 +2,9 @@
 and on `ram://` (no directory rename, like an object store)."""
 
 import os
+import stat
+import threading
+import uuid
 
 import pytest
 import tensorflow as tf
@@ -148,3 +151,63 @@ def test_json_lines_keep_text_as_it_is(tmp_path):
     path = tmp_path / "predictions.jsonl"
     write_jsonl_atomically([{"text": "café"}, {"text": "東京"}], str(path))
     assert path.read_text(encoding="utf-8") == '{"text": "café"}\n{"text": "東京"}\n'
+
+
+def planted(folder, victim, names):
+    """Links named `names` in `folder` to `victim`, as someone who can
+    write in the folder could plant them before a write."""
+    for name in names:
+        (folder / name).symlink_to(victim)
+
+
+def test_a_write_never_goes_through_a_planted_link(tmp_path):
+    # Issue 82 item 3: `x.jsonl.partial` planted as a link to a file
+    # outside had the write overwrite that file, and `x.jsonl` became a
+    # link to it.
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    out = tmp_path / "out"
+    out.mkdir()
+    temporary = ["x.jsonl.partial", ".x.jsonl.partial", ".x.jsonl.tmp"]
+    planted(out, victim, temporary + ["x.jsonl"])  # The final name too.
+    write_atomically(str(out / "x.jsonl"), lambda f: (f.write("a é\n"), f.write(b"\x00b")))
+    assert victim.read_text() == "mine"
+    assert not (out / "x.jsonl").is_symlink()  # The link was replaced, its target kept.
+    assert (out / "x.jsonl").read_bytes() == "a é\n\x00b".encode()
+    assert sorted(os.listdir(out)) == sorted(temporary + ["x.jsonl"])  # Nothing left.
+
+
+def test_the_temporary_file_is_created_exclusively(tmp_path, monkeypatch):
+    # Were its random name known in advance, a link planted there would
+    # make the write fail, never go through it (nor be removed).
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=7))
+    partial = f".x.json.{uuid.UUID(int=7).hex}.partial"
+    planted(tmp_path, victim, [partial])
+    with pytest.raises(FileExistsError, match="x.json'$") as caught:
+        write_atomically(str(tmp_path / "x.json"), lambda f: f.write("results"))
+    assert caught.value.filename == str(tmp_path / "x.json")  # What the user named.
+    assert victim.read_text() == "mine"
+    assert sorted(os.listdir(tmp_path)) == [partial, "victim.txt"]
+
+
+def test_a_written_file_has_the_mode_open_would_give_it(tmp_path):
+    umask = os.umask(0o027)
+    try:
+        write_atomically(str(tmp_path / "x.json"), lambda f: f.write("{}"))
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(os.stat(tmp_path / "x.json").st_mode) == 0o640
+
+
+def test_a_fifo_is_written_through(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    read = []
+    reader = threading.Thread(target=lambda: read.append(fifo.read_bytes()))
+    reader.start()
+    write_atomically(str(fifo), lambda f: (f.write("a é"), f.write(b"\n")))
+    reader.join(timeout=10)
+    assert read == ["a é\n".encode()]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)

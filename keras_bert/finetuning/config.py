@@ -12,8 +12,9 @@ import os
 import typing
 
 from keras_bert.config_tree import Schema, parse_override
-from keras_bert.errors import ConfigError
+from keras_bert.errors import ConfigError, FinetuneError
 from keras_bert.finetuning.task_registry import CONFIG_DIR, TASKS, default_config_file
+from keras_bert.model_configs import read_model_config
 from keras_bert.optimization.optimizer_config import (
     DECAY_STARTS,
     OPTIMIZERS,
@@ -21,6 +22,7 @@ from keras_bert.optimization.optimizer_config import (
     optimizer_keys,
 )
 from keras_bert.training.recipe import read_recipe, resolve_recipe
+from pipelines.labels import canonical_label
 from pipelines.limits import MIN_SEQ_LEN
 
 
@@ -123,6 +125,26 @@ def load_finetune_config(task, config_file=None, overrides=(), config_class=None
     return config
 
 
+def check_local_inputs(init_checkpoint, vocab=None, data_dir=None):
+    """Refuses what `finetune` and `distill` would fail on after start-up:
+    a local `data_dir`, `init_checkpoint` or `vocab` that names nothing, or
+    a `random:` model config that is unknown or out of bounds. Keras-free:
+    the commands call it before the backend is measured."""
+    if data_dir and "://" not in data_dir and not os.path.isdir(data_dir):
+        raise FinetuneError(f"--data_dir {data_dir}: no such directory")
+    if init_checkpoint.startswith("random:"):
+        try:
+            read_model_config(init_checkpoint[len("random:") :])
+        except ValueError as error:
+            raise FinetuneError(f"--init_checkpoint {init_checkpoint}: {error}") from None
+    elif "://" not in init_checkpoint and not any(
+        os.path.exists(path) for path in (init_checkpoint, init_checkpoint + ".index")
+    ):
+        raise FinetuneError(f"{init_checkpoint}: no such checkpoint file or folder")
+    if vocab and "://" not in vocab and not os.path.isfile(vocab):
+        raise FinetuneError(f"--vocab {vocab}: no such file")
+
+
 def _refuse_another_tasks_section(task, sets_squad, where):
     """A `squad` section is read by the tasks whose own config has one (the
     SQuAD tasks); set for another task (`--config squad` for `sst2`), it
@@ -159,6 +181,14 @@ def load_saved_config(model_dir):
     return task, config
 
 
+def _distinct_classes(names):
+    """Whether `names` name each class once, spelt as the files' labels are
+    (`canonical_label`): a class named twice would be a head output that
+    no example trains."""
+    spellings = [canonical_label(name) for name in names]
+    return None not in spellings and len(set(spellings)) == len(spellings)
+
+
 # What each key may hold (NaN fails every comparison, so it is refused).
 SCHEMA = Schema(
     error=ConfigError,
@@ -188,5 +218,9 @@ SCHEMA = Schema(
         ),
         "training.epochs": (lambda v: 0 < v < math.inf, "finite and > 0"),
         "training.dropout": (lambda v: 0 <= v < 1, ">= 0 and < 1"),
+        "data.label_names": (
+            _distinct_classes,
+            "distinct, non-blank class names (1, 1.0 and ' 1 ' name one class)",
+        ),
     },
 )

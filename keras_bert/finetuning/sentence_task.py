@@ -69,8 +69,9 @@ class SentenceTask:
             [data.dev_file]
             if data.dev_file
             else [
-                os.path.basename(
-                    tasks.find_split_file(self.data_dir, split, split.replace("dev", "validation"))
+                os.path.relpath(  # The Hub's data/validation, say.
+                    tasks.find_split_file(self.data_dir, split, split.replace("dev", "validation")),
+                    self.data_dir,
                 )
                 for split in dev_splits
             ]

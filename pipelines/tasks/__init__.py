@@ -3,8 +3,9 @@
 * GLUE files, the distribution's TSVs or a Hugging Face `datasets` export
   (`GLUE_TASKS`, `read_glue`), and generic tables (`read_table`), packed by
   `classification_features`. Tables are CSV, TSV, JSON Lines, JSON,
-  Parquet or a `datasets` save_to_disk folder (`read_rows`; the last two
-  need pyarrow, an optional extra).
+  Parquet, a `datasets` save_to_disk folder or a split in the Hub's
+  Parquet shards (`read_rows`; the last three need pyarrow, an optional
+  extra).
 * SQuAD v1.1/v2.0 JSON (`read_squad`, `squad_features`, windows by
   `doc_spans`).
 * CoNLL-2003 IOB1/IOB2 files (`read_conll`, `tagging_features`, `words_cut`).

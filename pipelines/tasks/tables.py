@@ -9,20 +9,31 @@ the task (a TSV, CSV, JSON, Parquet file or a save_to_disk folder) is read
 by the column names of `datasets`' GLUE config, its integer labels mapped
 onto the task's label names. Generic tables (`read_table`) name their
 columns in the task's config. Every table but the distribution's TSVs is
-read by `table_formats.read_rows`.
+read by `table_formats.read_rows`. A GLUE TSV is opened once, its header
+telling its layout before its rows are read on: `predict` may read a named
+pipe.
 """
 
+import contextlib
 import csv
 import dataclasses
+import itertools
 import math
 import os
 import shlex
 
 import tensorflow as tf
 
+from pipelines.labels import canonical_label
 from pipelines.tasks.errors import TaskDataError, text_file_errors
 from pipelines.tasks.features import pack_pair, tokenize_texts
-from pipelines.tasks.table_formats import TABLE_EXTENSIONS, is_saved_dataset, read_rows
+from pipelines.tasks.table_formats import (
+    TABLE_EXTENSIONS,
+    delimited_rows,
+    hub_shards,
+    is_saved_dataset,
+    read_rows,
+)
 from pipelines.tasks.task_files import is_file
 from pipelines.text_files import open_text
 
@@ -168,16 +179,23 @@ def read_glue(task, path, labelled=True):
     Raises:
         TaskDataError: missing file, a row with too few columns or with
             text past the file's last column (a tab inside a sentence), a
-            missing column, an unknown label or a non-numeric STS-B score,
-            naming file and line (or row); an unknown label's message names
-            the labels the task takes and the generic task for others.
+            missing column, a column or value of the wrong type (as
+            `read_rows` refuses them), an unknown label or a non-numeric
+            STS-B score, naming file and line (or row); an unknown label's
+            message names the labels the task takes and the generic task
+            for others.
     """
     path = os.fspath(path)
-    if is_glue_export(task, path):
+    if not _is_tsv(path):
         return _read_glue_export(task, path, labelled)
-    if not labelled and is_glue_test_file(path):
-        return read_glue_test(task, path)
-    return _read_glue_distribution(task, path)
+    with _open_tsv(path) as f:
+        header, lines = _header(f)
+        if _names_export_columns(task, header):
+            return _read_glue_export(task, path, labelled, lines)
+        rows = _tsv_rows(lines)
+        if not labelled and _is_test_header(header):
+            return _glue_test_examples(task, path, rows)
+        return _glue_distribution_examples(task, path, rows)
 
 
 def is_glue_export(task, path):
@@ -188,9 +206,14 @@ def is_glue_export(task, path):
     `sentence1 sentence2 label` against `index sentence1 sentence2 label`).
     A header starting with `index` or `id` is the distribution's."""
     path = os.fspath(path)
-    if tf.io.gfile.isdir(path) or not path.lower().endswith(".tsv"):
+    if not _is_tsv(path):
         return True
-    header = [cell.strip() for cell in next(_read_tsv(path), (1, []))[1]]
+    with _open_tsv(path) as f:
+        return _names_export_columns(task, _header(f)[0])
+
+
+def _names_export_columns(task, header):
+    header = [cell.strip() for cell in header]
     spec = GLUE_TASKS[task]
     named = [(p, n) for p, n in zip((spec.text_a, spec.text_b), spec.export_columns) if n]
     if not header or header[0] in ("index", "id") or any(n not in header for _, n in named):
@@ -198,18 +221,26 @@ def is_glue_export(task, path):
     return "idx" in header or any(p >= len(header) or header[p] != n for p, n in named)
 
 
-def _read_glue_export(task, path, labelled):
+def _read_glue_export(task, path, labelled, lines=None):
+    """`lines`: those of the TSV `path`, opened already (None: `path`'s
+    rows, as `read_rows` reads them)."""
     spec = GLUE_TASKS[task]
     text_a, text_b = spec.export_columns
-    columns = [c for c in (text_a, text_b, "label" if labelled else None) if c]
+    texts = [c for c in (text_a, text_b) if c]
+    labels = ["label"] if labelled else []
+    rows = (
+        read_rows(path, texts, labels, optional=("idx",))
+        if lines is None
+        else delimited_rows(path, lines, texts, labels, optional=("idx",))
+    )
     name = os.path.basename(path)
     examples = []
-    for where, number, row in read_rows(path, columns, optional=("idx",)):
+    for where, number, row in rows:
         idx = "" if row.get("idx") is None else str(row["idx"]).strip()
         examples.append(
             Example(
-                text_a=_text(row, text_a, where),
-                text_b=_text(row, text_b, where) if text_b else None,
+                text_a=row[text_a],
+                text_b=row[text_b] if text_b else None,
                 label=_export_label(task, row["label"], where) if labelled else None,
                 guid=idx or f"{name}-{number}",
             )
@@ -256,11 +287,12 @@ def glue_alternative(task, text_a, text_b, label_column="label"):
     )
 
 
-def _read_glue_distribution(task, path):
+def _glue_distribution_examples(task, path, rows):
+    """The examples of a GLUE distribution train/dev TSV's `rows`
+    (`_tsv_rows`), the header's first where the task's files have one."""
     spec = GLUE_TASKS[task]
     columns = [spec.text_a, spec.label] + ([spec.text_b] if spec.text_b is not None else [])
     needed = max(c + 1 if c >= 0 else -c for c in columns)
-    rows = _read_tsv(path)
     # CoLA's files have no header: its four columns are fixed.
     header = next(rows, (1, []))[1] if spec.header else None
     width = max(len(header), needed) if spec.header else needed
@@ -312,8 +344,12 @@ GLUE_TEST_COLUMNS = {
 def is_glue_test_file(path):
     """Whether `path` has the test files' layout (a header starting `index`
     or `id`) rather than the train/dev one."""
-    first = next(_read_tsv(path), (None, [""]))[1]
-    return bool(first) and first[0].strip() in ("index", "id")
+    with _open_tsv(path) as f:
+        return _is_test_header(_header(f)[0])
+
+
+def _is_test_header(header):
+    return bool(header) and header[0].strip() in ("index", "id")
 
 
 def read_glue_test(task, path):
@@ -325,8 +361,14 @@ def read_glue_test(task, path):
             short row or one with text past the header's last column (a tab
             inside a sentence), naming file and line.
     """
+    with _open_tsv(path) as f:
+        return _glue_test_examples(task, path, _tsv_rows(f))
+
+
+def _glue_test_examples(task, path, rows):
+    """The examples of a GLUE test file's `rows` (`_tsv_rows`), its header
+    the first."""
     text_a, text_b = GLUE_TEST_COLUMNS[task]
-    rows = _read_tsv(path)
     _, header = next(rows, (1, []))
     header = [h.strip() for h in header]
     missing = [c for c in (header[:1] + [text_a, text_b]) if c and c not in header]
@@ -383,37 +425,64 @@ def _refuse_split_text(row, width, path, line_number):
         )
 
 
-def _read_tsv(path):
-    """`(line number, cells)` of each row with text, the header included."""
+def _is_tsv(path):
+    return path.lower().endswith(".tsv") and not tf.io.gfile.isdir(path)
+
+
+@contextlib.contextmanager
+def _open_tsv(path):
+    """A GLUE TSV, open as text; its reading in the block raises
+    `TaskDataError`s naming it."""
     if not is_file(path):
         raise TaskDataError(f"{path}: no such file")
     with open_text(path, TaskDataError, newline="") as f, text_file_errors(path):
-        # GLUE files are plain tab-separated, without quoting (as the
-        # original processors read them: `quotechar=None`).
-        reader = csv.reader(f, delimiter="\t", quotechar=None)
-        for row in reader:
-            if not row or not any(cell.strip() for cell in row):
-                continue
-            yield reader.line_num, row
+        yield f
+
+
+def _header(lines):
+    """`(cells, lines)`: the tab-separated cells of the first line of
+    `lines` with text, and `lines` from their start again (those read
+    kept, so that a pipe is read once)."""
+    read = []
+    for line in lines:
+        read.append(line)
+        cells = line.rstrip("\r\n").split("\t")
+        if any(cell.strip() for cell in cells):
+            return cells, itertools.chain(read, lines)
+    return [], iter(read)
+
+
+def _tsv_rows(lines):
+    """`(line number, cells)` of each row with text, the header included."""
+    # GLUE files are plain tab-separated, without quoting (as the original
+    # processors read them: `quotechar=None`).
+    reader = csv.reader(lines, delimiter="\t", quotechar=None)
+    for row in reader:
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        yield reader.line_num, row
 
 
 def read_table(path, text_column, text_b_column=None, label_column=None):
     """Examples from a table with named columns: CSV, TSV, JSON Lines, JSON,
-    Parquet or a `datasets` save_to_disk folder (`table_formats.read_rows`).
+    Parquet, a `datasets` save_to_disk folder or a split in the Hub's shards
+    (`table_formats.read_rows`).
 
     CSV and TSV need a header row naming the columns. Labels are returned
     as `canonical_label` strings; the caller turns them into class ids or
     floats.
 
     Raises:
-        TaskDataError: what `read_rows` raises, a text that is null or an
-            empty label, naming file and line (or row).
+        TaskDataError: what `read_rows` raises (a text that is not a
+            string, a label that is null or NaN, ...) or an empty label,
+            naming file and line (or row).
     """
-    columns = [c for c in (text_column, text_b_column, label_column) if c]
+    texts = [c for c in (text_column, text_b_column) if c]
+    labels = [label_column] if label_column else []
     name = os.path.basename(path)
     return [
         _table_example(row, text_column, text_b_column, label_column, where, f"{name}-{number}")
-        for where, number, row in read_rows(path, columns)
+        for where, number, row in read_rows(path, texts, labels)
     ]
 
 
@@ -424,52 +493,31 @@ def _table_example(row, text_column, text_b_column, label_column, where, guid):
         if label is None:
             raise TaskDataError(f"{where}: empty label in column {label_column!r}")
     return Example(
-        text_a=_text(row, text_column, where),
-        text_b=_text(row, text_b_column, where) if text_b_column else None,
+        text_a=row[text_column],
+        text_b=row[text_b_column] if text_b_column else None,
         label=label,
         guid=guid,
     )
 
 
-def _text(row, column, where):
-    # A null (Parquet, Arrow, JSON) would become the text "None".
-    if row[column] is None:
-        raise TaskDataError(f"{where}: no text in column {column!r} (null)")
-    return str(row[column])
-
-
-def canonical_label(value):
-    """One spelling per label: surrounding blanks dropped and whole numbers
-    written as integers (`1`, `1.0` and ` 1 ` are one class); None for a
-    missing or blank label."""
-    if value is None or isinstance(value, bool):
-        return None if value is None else str(value).lower()
-    text = str(value).strip()
-    if not text:
-        return None
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    if math.isfinite(number) and number == int(number):
-        return str(int(number))
-    return text
-
-
 def find_split_file(data_dir, *splits):
-    """The first of `data_dir/{split}.{tsv,csv,jsonl,json,parquet}` and
-    `data_dir/{split}/` (a `datasets` save_to_disk folder) that exists, for
-    each of `splits` in turn."""
+    """The first table of `splits`, each in turn, in `data_dir` or else in
+    its `data/` (where the Hub keeps a dataset's files): `{split}.tsv`,
+    `.csv`, `.jsonl`, `.json`, `.parquet`, a `{split}/` save_to_disk folder
+    or the Hub's `{split}-00000-of-00002.parquet`, ... (returned as
+    `{split}`: `read_rows` reads every shard)."""
     for split in splits:
-        for extension in TABLE_EXTENSIONS:
-            path = os.path.join(data_dir, split + extension)
-            if is_file(path):
+        for folder in (data_dir, os.path.join(data_dir, "data")):
+            path = os.path.join(folder, split)
+            for extension in TABLE_EXTENSIONS:
+                if is_file(path + extension):
+                    return path + extension
+            if is_saved_dataset(path) or hub_shards(path):
                 return path
-        if is_saved_dataset(os.path.join(data_dir, split)):
-            return os.path.join(data_dir, split)
     raise TaskDataError(
-        f"{data_dir}: no {' or '.join(splits)} table ({', '.join(TABLE_EXTENSIONS)}, or a "
-        "`datasets` save_to_disk folder)"
+        f"{data_dir}: no {' or '.join(splits)} table ({', '.join(TABLE_EXTENSIONS)}, a "
+        f"`datasets` save_to_disk folder or the Hub's {splits[-1]}-00000-of-00001.parquet "
+        "shards, there or in data/)"
     )
 
 

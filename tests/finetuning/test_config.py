@@ -133,6 +133,21 @@ def test_numbers_must_be_finite_and_bounded(override):
         load_finetune_config("sst2", overrides=[override])
 
 
+@pytest.mark.parametrize(
+    "names, received",
+    [("[pos, neg, pos]", "['pos', 'neg', 'pos']"), ("[1, 1.0, 0]", "[1, 1.0, 0]")],
+)
+def test_a_class_named_twice_is_refused(names, received):
+    # Issue 82 item 7: it built a 3-way classifier; 1 and 1.0 are one class
+    # in the files (`canonical_label`), so in the names too.
+    with pytest.raises(ConfigError) as error:
+        load_finetune_config("classification", overrides=[f"data.label_names={names}"])
+    assert str(error.value) == (
+        "data.label_names must be distinct, non-blank class names (1, 1.0 and ' 1 ' name "
+        f"one class). Received: data.label_names={received}"
+    )
+
+
 def test_a_task_loads_its_own_yaml_by_default():
     # Issue 48: `load_finetune_config("squad_v1")` once returned the dataclass
     # defaults (128 tokens) where squad.yaml says 384.

@@ -261,7 +261,7 @@ def test_labels_have_one_spelling(tmp_path):
         (
             "train.jsonl",
             '{"text": "a", "label": 1}\n{"text": "b", "label": null}\n',
-            "train.jsonl:2: empty label in column 'label'",
+            "train.jsonl:2: no label in column 'label' (null)",
         ),
         ("train.tsv", "text\tlabel\na\t1\nb\t \n", "train.tsv:3: empty label in column 'label'"),
         # 40 rows must not become 34 examples: the stray quote is named.

@@ -3,11 +3,13 @@ save_to_disk folders and JSON besides TSV, CSV and JSON Lines, and GLUE
 tasks reading Hugging Face `datasets` exports. Every file is written here,
 by pyarrow where the format needs it (skipped without it)."""
 
+import contextlib
 import csv
 import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -180,7 +182,7 @@ def test_parquet_streams_in_record_batches(pyarrow, tmp_path, monkeypatch):
 
     monkeypatch.setattr(pyarrow.parquet.ParquetFile, "iter_batches", spy)
     monkeypatch.setattr(table_formats, "BATCH_ROWS", 16)
-    read = table_formats.read_rows(str(path), ["text", "label"])
+    read = table_formats.read_rows(str(path), ["text"], ["label"])
     where, number, row = next(read)
     # One batch of the wanted columns is read for the first row, not the file.
     assert (where, number, row) == (f"{path}: row 1", 1, {"text": "film 0", "label": 0})
@@ -245,8 +247,9 @@ def test_split_files_of_every_format_are_found(tmp_path):
     with pytest.raises(tasks.TaskDataError) as error:
         tasks.find_split_file(str(tmp_path), "train")
     assert str(error.value) == (
-        f"{tmp_path}: no train table (.tsv, .csv, .jsonl, .json, .parquet, or a "
-        "`datasets` save_to_disk folder)"
+        f"{tmp_path}: no train table (.tsv, .csv, .jsonl, .json, .parquet, a `datasets` "
+        "save_to_disk folder or the Hub's train-00000-of-00001.parquet shards, there or in "
+        "data/)"
     )
 
 
@@ -478,3 +481,246 @@ def test_evaluate_and_predict_take_datasets_exports(pyarrow, fine_tuned, fixture
     assert output.read_text().splitlines() == ["index\tprediction"] + [
         f"{i}\t{p}" for i, p in enumerate(fine_tuned_predictions)
     ]
+
+
+# --- What a hostile file holds (issue 82) ---
+
+
+@pytest.mark.backend_independent
+def test_label_and_text_columns_are_checked_by_their_type(pyarrow, tmp_path):
+    # `datasets` stores class labels as integers, and scores as floats.
+    path = write_parquet(
+        pyarrow, tmp_path / "ints.parquet", [{"text": "a", "label": 1}, {"text": "b", "label": 0}]
+    )
+    assert [e.label for e in tasks.read_table(str(path), "text", label_column="label")] == [
+        "1",
+        "0",
+    ]
+    cases = [
+        # pandas' missing value, written by `to_parquet`: no class "nan".
+        (
+            [{"text": "a", "label": 1.0}, {"text": "b", "label": float("nan")}],
+            True,
+            "row 2: no label in column 'label' (NaN, a missing value)",
+        ),
+        (
+            [{"text": "a", "label": 1}, {"text": "b", "label": None}],
+            True,
+            "row 2: no label in column 'label' (null)",
+        ),
+        ([{"text": 5, "label": "pos"}], False, "column 'text' holds int64, not text"),
+        (
+            [{"text": ["hide", "new"], "label": "pos"}],
+            False,
+            "column 'text' holds list<item: string>, not text",
+        ),
+        (
+            [{"text": "a", "label": {"id": 1}}],
+            False,
+            "column 'label' holds struct<id: int64>, not labels (strings, integers or numbers)",
+        ),
+    ]
+    for number, (rows, per_row, message) in enumerate(cases):
+        path = write_parquet(pyarrow, tmp_path / "t.parquet", rows)
+        with pytest.raises(tasks.TaskDataError) as error:
+            tasks.read_table(str(path), "text", label_column="label")
+        # Parquet names a list's values `element`, an Arrow stream `item`.
+        assert str(error.value).replace("<element:", "<item:") == f"{path}: {message}"
+        # A save_to_disk folder's names its data file, before any row is read.
+        folder = write_saved_dataset(pyarrow, tmp_path / f"saved{number}", rows, 1)
+        data_file = folder / "data-00000-of-00001.arrow"
+        with pytest.raises(tasks.TaskDataError) as error:
+            tasks.read_table(str(folder), "text", label_column="label")
+        assert str(error.value) == f"{folder if per_row else data_file}: {message}"
+    # A GLUE export's list text is refused as well, not scored as "['hide', ...]".
+    path = write_parquet(pyarrow, tmp_path / "train.parquet", [{"sentence": ["a"], "label": 0}])
+    with pytest.raises(tasks.TaskDataError, match=r"column 'sentence' holds list<\w+: string>"):
+        tasks.read_glue("sst2", str(path))
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"text": 5, "label": 1}', "column 'text' holds a number, not text"),
+        ('{"text": ["a", "b"], "label": 1}', "column 'text' holds an array, not text"),
+        (
+            '{"text": "b", "label": [1]}',
+            "column 'label' holds an array, not a label (a string, an integer or a number)",
+        ),
+        ('{"text": "b", "label": NaN}', "no label in column 'label' (NaN, a missing value)"),
+        ('{"text": "b", "label": null}', "no label in column 'label' (null)"),
+    ],
+)
+def test_a_json_value_of_the_wrong_type_names_its_row(tmp_path, line, message):
+    path = _write(tmp_path / "t.jsonl", '{"text": "a", "label": 0}\n' + line + "\n")
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_table(str(path), "text", label_column="label")
+    assert str(error.value) == f"{path}:2: {message}"
+    document = f'[{{"text": "a", "label": 0}},\n {line}]'
+    path = _write(tmp_path / "t.json", document)
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_table(str(path), "text", label_column="label")
+    assert str(error.value) == f"{path}: row 2: {message}"
+
+
+@pytest.mark.backend_independent
+def test_a_saved_dataset_reads_no_file_outside_itself(pyarrow, tmp_path):
+    folder = write_saved_dataset(pyarrow, tmp_path / "data" / "train", ROWS, files=1)
+    name = "data-00000-of-00001.arrow"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.replace(folder / name, outside / name)
+    state = folder / "state.json"
+    for listed in (f"../../outside/{name}", str(outside / name)):
+        state.write_text(json.dumps({"_data_files": [{"filename": listed}]}))
+        with pytest.raises(tasks.TaskDataError) as error:
+            tasks.read_table(str(folder), "text", label_column="label")
+        assert str(error.value) == (
+            f"{state}: data file {listed!r} lies outside {folder}; a save_to_disk "
+            "folder's files are inside it"
+        )
+    # A link inside, to a file outside, is outside too.
+    os.symlink(outside / name, folder / name)
+    state.write_text(json.dumps({"_data_files": [{"filename": name}]}))
+    with pytest.raises(tasks.TaskDataError, match="lies outside"):
+        tasks.read_table(str(folder), "text", label_column="label")
+
+
+def write_hub_split(pyarrow, folder, split, rows, shards, fingerprint=""):
+    """A split as the Hub stores it: `split-00000-of-00002.parquet`, ...
+    (`push_to_hub` before datasets 2.15 added a fingerprint to each name)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    per_shard = -(-len(rows) // shards)
+    for i in range(shards):
+        name = f"{split}-{i:05d}-of-{shards:05d}{fingerprint}.parquet"
+        write_parquet(pyarrow, folder / name, rows[i * per_shard : (i + 1) * per_shard])
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize("under", ["", "data"])
+def test_the_hubs_shards_are_a_split_read_whole_in_order(pyarrow, tmp_path, under):
+    rows = [{"text": f"film {i}", "label": i % 2} for i in range(5)]
+    shards = tmp_path / under
+    write_hub_split(pyarrow, shards, "train", rows, 2)
+    write_hub_split(pyarrow, shards, "validation", rows[:2], 1, "-6ef3991c06080e14")
+    train = tasks.find_split_file(str(tmp_path), "train")
+    assert train == str(shards / "train")
+    assert tasks.find_split_file(str(tmp_path), "dev", "validation") == str(shards / "validation")
+    examples = tasks.read_table(train, "text", label_column="label")
+    assert [(e.text_a, e.label, e.guid) for e in examples] == [
+        (f"film {i}", str(i % 2), f"train-{i + 1}") for i in range(5)
+    ]
+    # A row's message names its shard, and its row there.
+    write_parquet(
+        pyarrow,
+        shards / "train-00001-of-00002.parquet",
+        [{"text": "a", "label": 0}, {"text": None, "label": 1}],
+    )
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_table(train, "text", label_column="label")
+    assert str(error.value) == (
+        f"{shards / 'train-00001-of-00002.parquet'}: row 2: no text in column 'text' (null)"
+    )
+    # A shard missing (a download cut short) is named, not skipped.
+    os.remove(shards / "train-00000-of-00002.parquet")
+    with pytest.raises(tasks.TaskDataError) as error:
+        tasks.read_table(train, "text", label_column="label")
+    assert str(error.value) == (
+        f"{train}: the Hub's shards of the split are train-00001-of-00002.parquet; "
+        "shard 00000 of 00002 is missing"
+    )
+
+
+@pytest.mark.backend_independent
+def test_a_task_reads_the_hubs_splits_in_their_data_folder(pyarrow, tmp_path, tokenizer):
+    rows = export_rows("mnli", [0, 1, 2])
+    for split, shards in (("train", 2), ("validation_matched", 1), ("validation_mismatched", 1)):
+        write_hub_split(pyarrow, tmp_path / "data", split, rows, shards)
+    config = load_finetune_config("mnli", default_config_file("mnli"))
+    mnli = SentenceTask("mnli", config, str(tmp_path), tokenizer)
+    assert [e.label for e in mnli.train_examples] == ["entailment", "neutral", "contradiction"]
+    assert list(mnli.dev_sets) == ["data/validation_matched", "data/validation_mismatched"]
+
+
+def read_through_a_pipe(tmp_path, name, content, read):
+    """`read(path)` of a named pipe that `content` is written to once (as
+    `zcat test.tsv.gz > test.tsv &` does): a reader that opened it twice
+    would wait for another writer forever."""
+    pipe = tmp_path / name
+    os.mkfifo(pipe)
+
+    def write():
+        with contextlib.suppress(BrokenPipeError), open(pipe, "wb") as f:
+            f.write(content)
+
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = read(str(pipe))
+        except Exception as error:
+            outcome["error"] = error
+
+    threading.Thread(target=write, daemon=True).start()
+    reader = threading.Thread(target=run, daemon=True)
+    reader.start()
+    reader.join(timeout=20)
+    if reader.is_alive():
+        # The reader waits on a second open: a writer that closes at once
+        # lets it (and this test) end.
+        with contextlib.suppress(OSError):
+            os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(timeout=20)
+        pytest.fail(f"{name}: opened twice")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize(
+    "content, labelled",
+    [
+        ("sentence\tlabel\na fine film\t1\n", True),  # The distribution's train/dev file.
+        ("index\tsentence\n0\ta fine film\n", False),  # Its test file.
+        ("sentence\tlabel\tidx\na fine film\t-1\t0\n", False),  # A `datasets` export.
+    ],
+)
+def test_a_glue_file_is_read_once(tmp_path, content, labelled):
+    examples = read_through_a_pipe(
+        tmp_path,
+        "test.tsv",
+        content.encode(),
+        lambda path: tasks.read_glue("sst2", path, labelled=labelled),
+    )
+    assert [e.text_a for e in examples] == ["a fine film"]
+
+
+@pytest.mark.backend_independent
+def test_bytes_not_utf8_in_a_pipe_are_one_line(tmp_path):
+    # The line is found by a second pass over the file, which a pipe has not.
+    with pytest.raises(tasks.TaskDataError) as error:
+        read_through_a_pipe(
+            tmp_path,
+            "test.tsv",
+            b"sentence\tlabel\ncaf\xe9\t1\n",
+            lambda path: tasks.read_glue("sst2", path),
+        )
+    assert str(error.value) == f"{tmp_path / 'test.tsv'}: not UTF-8; save the file as UTF-8"
+
+
+@pytest.mark.backend_independent
+def test_a_parquet_pipe_is_refused_in_one_line(pyarrow, tmp_path):
+    parquet = write_parquet(pyarrow, tmp_path / "rows.parquet", ROWS).read_bytes()
+    with pytest.raises(tasks.TaskDataError) as error:
+        read_through_a_pipe(
+            tmp_path,
+            "test.parquet",
+            parquet,
+            lambda path: tasks.read_table(path, "text", label_column="label"),
+        )
+    assert str(error.value) == (
+        f"{tmp_path / 'test.parquet'}: not a regular file (a pipe?); Parquet is read from its "
+        "end, so save it to a file first"
+    )

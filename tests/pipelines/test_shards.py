@@ -236,6 +236,31 @@ def test_overwrite_replaces_an_earlier_run_once_the_new_one_is_complete(tmp_path
     assert sum(1 for _ in tf.data.TFRecordDataset(files)) == written > 1
 
 
+def test_shards_are_never_staged_through_a_planted_link(tmp_path):
+    # Issue 82 item 3: the staging folder had a fixed name, `.partial`; a
+    # link planted there had TensorFlow's rmtree empty its target and the
+    # shards written into it.
+    victim = tmp_path / "outside"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("mine")
+    output = tmp_path / "out"
+    assert data_cli.main(_data_argv(output, "--num_shards", "1")) == 0
+    (output / ".partial").symlink_to(victim)
+    (output / ".partial-0").mkdir()  # What a killed run leaves.
+    (output / ".partial-0" / "part-00000-of-00001.tfrecord").write_text("cut")
+    info = shards.write_tfrecord_shards(
+        SMALL, str(output), VOCAB, corpus_format="text", num_shards=2, overwrite=True
+    )
+    assert os.listdir(victim) == ["keep.txt"]
+    assert (victim / "keep.txt").read_text() == "mine"
+    assert sorted(os.listdir(output)) == [  # The link unlinked, the leftover gone.
+        "metadata.json",
+        "part-00000-of-00002.tfrecord",
+        "part-00001-of-00002.tfrecord",
+    ]
+    assert sum(1 for _ in tf.data.TFRecordDataset(info["shards"])) == len(SMALL)
+
+
 def test_every_shard_is_checked_against_the_vocabulary(tmp_path):
     other_vocab = tmp_path / "other_vocab.txt"
     other_vocab.write_text(open(VOCAB, encoding="utf-8").read() + "zzz\n")

@@ -2,6 +2,8 @@
 packing, and the shards, against the original BERT's Python tokenizer and
 `_truncate_seq_pair`."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -91,6 +93,26 @@ def test_a_shard_keeps_every_row(tmp_path):
     assert [r["has_label"] for r in read] == [1, 0, 1]
     assert [r["has_b"] for r in read] == [0, 0, 0]
     np.testing.assert_array_equal([r["teacher"] for r in read], [r["teacher"] for r in ROWS])
+
+
+def test_a_shard_is_never_written_through_a_planted_link(tmp_path):
+    # Issue 82 item 3: the shard was written to `path + ".partial"`, through
+    # a link planted there to a file outside.
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    folder = tmp_path / "transfer_set"
+    folder.mkdir()
+    planted = ["shard-00000.tfrecord.partial", ".shard-00000.tfrecord.partial"]
+    for name in planted + ["shard-00000.tfrecord"]:  # The final name too.
+        (folder / name).symlink_to(victim)
+    path = str(folder / "shard-00000.tfrecord")
+    write_shard(path, ROWS)
+    assert victim.read_text() == "mine"
+    assert not os.path.islink(path)
+    assert [r["text_a"].decode() for r in read_shards([path], 2).as_numpy_iterator()] == [
+        r["text_a"] for r in ROWS
+    ]
+    assert sorted(os.listdir(folder)) == sorted(planted + ["shard-00000.tfrecord"])
 
 
 def test_student_batches_carry_the_teacher_the_label_and_whether_there_is_one(tokenizer, tmp_path):
