@@ -23,6 +23,7 @@ import typing
 import yaml
 
 from keras_bert.errors import ConfigError
+from keras_bert.runtime.console import import_tensorflow_quietly
 from pipelines.text_files import read_text
 
 
@@ -34,7 +35,15 @@ def read_yaml(path, error=ConfigError):
     Raises `error` naming the line for bytes that are not UTF-8, and
     `yaml.YAMLError` for the recipe to word.
     """
+    _quiet_tensorflow_for(path)
     return yaml.safe_load(read_text(path, error)) or {}
+
+
+def _quiet_tensorflow_for(path):
+    """A remote path is read through TensorFlow's file systems: imported
+    here without its start-up notices, as the commands import it later."""
+    if "://" in os.fspath(path):
+        import_tensorflow_quietly()
 
 
 def config_file_exists(path):
@@ -44,6 +53,7 @@ def config_file_exists(path):
     path = os.fspath(path)
     if "://" not in path:
         return os.path.isfile(path)
+    _quiet_tensorflow_for(path)
     from keras_bert.file_io import is_file  # TensorFlow's file systems.
 
     return is_file(path)

@@ -23,7 +23,7 @@ import os
 import sys
 
 from keras_bert.finetuning.task_registry import TASKS
-from keras_bert.paths import PathFlag, normal_path
+from keras_bert.paths import PathFlag, normal_path, refuse_overlap
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -107,7 +107,14 @@ def main(argv=None):
         )
         print("\n".join(report))
 
-    return run_command(convert_checkpoint, output=target, verbose=args.verbose)
+    return run_command(
+        convert_checkpoint,
+        output=target,
+        check=lambda: refuse_overlap(
+            {"--output": target}, {"--input": source, "--vocab": args.vocab}
+        ),
+        verbose=args.verbose,
+    )
 
 
 def _paths(parser, args):

@@ -18,7 +18,7 @@ import argparse
 import sys
 import time
 
-from keras_bert.paths import PathFlag, normal_path
+from keras_bert.paths import PathFlag, normal_path, refuse_overlap
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -104,7 +104,13 @@ def main(argv=None):
         )
 
     return run_command(
-        write_shards, output=args.output, log_format="%(message)s", verbose=args.verbose
+        write_shards,
+        output=args.output,
+        log_format="%(message)s",
+        check=lambda: refuse_overlap(
+            {"--output": args.output}, {"--input": args.input, "--vocab": args.vocab}
+        ),
+        verbose=args.verbose,
     )
 
 

@@ -16,7 +16,7 @@ replaced only with `--overwrite`. Input errors print one line, exit 2.
 import argparse
 import sys
 
-from keras_bert.paths import PathFlag
+from keras_bert.paths import PathFlag, refuse_overlap
 from keras_bert.runtime.command import LOG_FORMAT, print_json, run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -59,7 +59,16 @@ def main(argv=None):
         )
 
     return run_command(
-        evaluate, output=args.output or args.model_dir, log_format=LOG_FORMAT, verbose=args.verbose
+        evaluate,
+        output=args.output or args.model_dir,
+        log_format=LOG_FORMAT,
+        # Its default output folder is inside the run it scores.
+        check=lambda: refuse_overlap(
+            {"--output": args.output},
+            {"--model_dir": args.model_dir, "--input": args.input},
+            inside={("--output", "--model_dir")},
+        ),
+        verbose=args.verbose,
     )
 
 

@@ -10,8 +10,11 @@ however it was typed.
 """
 
 import argparse
+import glob
 import os
 from pathlib import Path
+
+from pipelines.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "configs"
@@ -71,3 +74,70 @@ class PathFlag(argparse.Action):
         if given is not self.default:
             raise argparse.ArgumentError(self, f"{given} and {values} both given; give one")
         setattr(namespace, self.dest, values)
+
+
+def refuse_overlap(outputs, inputs, inside=(), holding=()):
+    """Raises a `UserError` when a path a command writes (`outputs`) is one
+    of the paths it reads (`inputs`), holds one, or lies inside one: the
+    output would replace or mix with what it is made from (a student
+    written over its teacher's folder). Each path is resolved once, links
+    followed (a hard link is the file it links); a glob stands for the
+    files it matches.
+
+    Args:
+        outputs: dict of flag to path (None: not given).
+        inputs: dict of flag to a path, a list of paths or globs, or None.
+        inside: pairs `(output flag, input flag)` where the output may lie
+            inside the input (`predict` writes into the run folder it reads).
+        holding: pairs where the output may hold the input (`finetune`
+            continues from `<model_dir>/model.keras`). The same path is
+            refused all the same.
+    """
+    read = [
+        (flag, given, _resolved(path))
+        for flag, value in inputs.items()
+        for given in ([value] if isinstance(value, str) else value or [])
+        for path in _expanded(given)
+    ]
+    for out_flag, output in outputs.items():
+        if not output:
+            continue
+        written = _resolved(output)
+        for in_flag, given, path in read:
+            if written == path or _same_inode(written, path):
+                how = "is"
+            elif _inside(path, written) and (out_flag, in_flag) not in holding:
+                how = "holds"
+            elif _inside(written, path) and (out_flag, in_flag) not in inside:
+                how = "lies inside"
+            else:
+                continue
+            raise UserError(
+                f"{out_flag} {output}: {how} the input {in_flag} {given}; write the output "
+                "elsewhere (it would replace or mix with what it is made from)"
+            )
+
+
+def _expanded(pattern):
+    """The local files a glob matches (the pattern itself when none)."""
+    if "://" in pattern or not any(c in pattern for c in "*?["):
+        return [pattern]
+    return glob.glob(os.path.expanduser(pattern), include_hidden=True) or [pattern]
+
+
+def _resolved(path):
+    """`path` spelt one way: a local one with its links followed."""
+    path = normal_path(path)
+    return path if "://" in path else os.path.realpath(path)
+
+
+def _same_inode(a, b):
+    """Two local names of one file (a hard link)."""
+    try:
+        return "://" not in a and os.path.samefile(a, b)
+    except OSError:  # Either does not exist (yet).
+        return False
+
+
+def _inside(path, folder):
+    return path.startswith(folder.rstrip("/") + "/")

@@ -17,7 +17,7 @@ the input and the run's own files never are. Input errors print one line, exit 2
 import argparse
 import sys
 
-from keras_bert.paths import PathFlag, file_output
+from keras_bert.paths import PathFlag, file_output, refuse_overlap
 from keras_bert.runtime.command import LOG_FORMAT, print_json, run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -73,7 +73,16 @@ def main(argv=None):
         )
 
     return run_command(
-        predict, output=args.output or args.model_dir, log_format=LOG_FORMAT, verbose=args.verbose
+        predict,
+        output=args.output or args.model_dir,
+        log_format=LOG_FORMAT,
+        # Its default output is inside the run it predicts with.
+        check=lambda: refuse_overlap(
+            {"--output": args.output},
+            {"--model_dir": args.model_dir, "--input": args.input},
+            inside={("--output", "--model_dir")},
+        ),
+        verbose=args.verbose,
     )
 
 

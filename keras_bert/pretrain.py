@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from keras_bert.paths import PathFlag
+from keras_bert.paths import PathFlag, refuse_overlap
 from keras_bert.pretraining.config import STRATEGIES
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
@@ -112,6 +112,18 @@ def main(argv=None):
 
         config = load_pretraining_config(args.config, overrides)
         check_local_paths(config)
+        data = config.data
+        refuse_overlap(
+            {"model_dir": config.model_dir},
+            {
+                "data.train_files": data.train_files,
+                "data.eval_files": data.eval_files,
+                "data.vocab_file": data.vocab_file,
+                "init_checkpoint": config.init_checkpoint,
+            },
+            # `--overwrite` may warm-start from the run it replaces.
+            holding={("model_dir", "init_checkpoint")},
+        )
 
     def pretrain():
         from keras_bert.pretraining.runner import run_pretraining

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 
-from keras_bert.paths import PathFlag, file_output, normal_path
+from keras_bert.paths import PathFlag, file_output, normal_path, refuse_overlap
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -124,7 +124,13 @@ def main(argv=None):
             pipelines.load_vocabulary(args.output)
         print(f"Wrote {len(tokens)} tokens to {args.output} in {time.time() - start:.0f}s.")
 
-    return run_command(learn, output=args.output, log_format="%(message)s", verbose=args.verbose)
+    return run_command(
+        learn,
+        output=args.output,
+        log_format="%(message)s",
+        check=lambda: refuse_overlap({"--output": args.output}, {"--input": args.input}),
+        verbose=args.verbose,
+    )
 
 
 if __name__ == "__main__":

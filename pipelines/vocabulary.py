@@ -69,3 +69,10 @@ def load_vocabulary(vocab_file):
             f"{' '.join(SPECIAL_TOKENS)}."
         )
     return tokens
+
+
+def infer_lower_case(vocabulary):
+    """Whether text for `vocabulary` is lower-cased: uncased vocabularies
+    have no upper-case letter outside their [SPECIAL] tokens. Training,
+    `predict` and the serving export all decide by this one rule."""
+    return not any(token != token.lower() for token in vocabulary if not token.startswith("["))

@@ -1,6 +1,11 @@
-"""`--set` on a section merges into the recipe (issue 49, item 4)."""
+"""Recipes and their config files: `--set` on a section merges into the recipe (issue 49,
+item 4); a remote config file is read quietly (issue 82, item 16)."""
 
 import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -8,8 +13,11 @@ from keras_bert.errors import ConfigError, FinetuneConfigError
 from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.model_configs import read_model_config
 from keras_bert.pretraining import load_pretraining_config
+from keras_bert.runtime.hardware import accelerator_expected
 
 pytestmark = pytest.mark.backend_independent
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def sections(config):
@@ -106,3 +114,24 @@ def test_every_config_reader_names_the_line_that_is_not_utf8(tmp_path, read, rec
     assert str(raised.value) == (
         f"{path}: line 3 is not UTF-8 (byte 0xe9 at column 6); save the file as UTF-8"
     )
+
+
+@pytest.mark.skipif(accelerator_expected(), reason="a GPU or TPU is here")
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["keras_bert.finetune", "--task", "sst2", "--init_checkpoint", "random:bert_tiny"],
+        ["keras_bert.pretrain"],
+    ],
+)
+def test_a_remote_config_is_read_without_tensorflows_start_up_notices(tmp_path, command):
+    # Issue 82 item 16: reading it imported TensorFlow before the quiet import.
+    argv = [*command, "--model_dir", str(tmp_path / "run"), "--config", "ram://nowhere/c.yaml"]
+    if "--task" in command:
+        argv += ["--data_dir", str(tmp_path)]
+    env = {k: v for k, v in os.environ.items() if k != "KERAS_BERT_VERBOSE"}
+    result = subprocess.run(
+        [sys.executable, "-m", *argv], capture_output=True, text=True, cwd=REPO, env=env
+    )
+    assert result.returncode == 2
+    assert result.stderr == "error: ram://nowhere/c.yaml: no such config file\n", result.stderr

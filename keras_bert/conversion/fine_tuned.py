@@ -21,6 +21,7 @@ starts with. The encoder goes through `BertCheckpoint`, the head through
 import json
 import math
 import os
+import unicodedata
 
 import numpy as np
 
@@ -214,7 +215,7 @@ def hugging_face_to_run(checkpoint, folder, task=None):
     # Only a classifier's and a tagger's outputs are named (QA: start and
     # end; multiple choice: the choices).
     named = architecture in ("BertForSequenceClassification", "BertForTokenClassification")
-    labels = _label_names(config_json, folder) if named else []
+    labels = _label_names(config_json, folder, architecture) if named else []
     head = _head(architecture, config_json, len(labels), folder)
     chosen, why = _task(head, task, folder, TASKS)
     head_tensors = {
@@ -273,9 +274,11 @@ def hugging_face_to_run(checkpoint, folder, task=None):
     return chosen, config, model, lines
 
 
-def _label_names(config_json, folder):
+def _label_names(config_json, folder, architecture):
     """The class names in id order: `id2label`'s, else `LABEL_<i>` for
-    `num_labels` ids, as transformers names them."""
+    `num_labels` ids, as transformers names them. A name must be text that
+    keeps a prediction on its line: no control characters, and a tagger's
+    no white space either (`predict` writes `word label` lines)."""
     id2label = config_json.get("id2label")
     if not id2label:
         count = config_json.get("num_labels", _DEFAULT_NUM_LABELS)
@@ -289,13 +292,26 @@ def _label_names(config_json, folder):
     by_id = {}
     if isinstance(id2label, dict):
         for key, name in id2label.items():
-            by_id[int(key) if str(key).isdigit() else -1] = str(name)
+            by_id[int(key) if str(key).isdigit() else -1] = name
     if sorted(by_id) != list(range(len(id2label))):
         raise CheckpointError(
             f"{folder}/config.json: `id2label` must map the ids 0..n-1 to names. "
             f"Received: id2label={id2label!r}"
         )
     names = [by_id[i] for i in range(len(by_id))]
+    tagger = architecture == "BertForTokenClassification"
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not name:
+            rule = "non-empty text"
+        elif tagger and any(c.isspace() or unicodedata.category(c) == "Cc" for c in name):
+            rule = "free of white space and control characters (predict writes `word label` lines)"
+        elif any(unicodedata.category(c) == "Cc" or c in "\u2028\u2029" for c in name):
+            rule = "free of control characters and line breaks"
+        else:
+            continue
+        raise CheckpointError(
+            f"{folder}/config.json: `id2label` names must be {rule}. Received: id {i} named {name!r}"
+        )
     if len(set(names)) != len(names):
         raise CheckpointError(
             f"{folder}/config.json: `id2label` names a class twice; keras_bert names its "

@@ -21,11 +21,12 @@ from keras_bert.file_io import (
     write_json_atomically,
 )
 from keras_bert.finetuning.config import load_saved_config
-from keras_bert.finetuning.runner import infer_lower_case, load_keras_model
+from keras_bert.finetuning.runner import load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.runtime.progress import StderrProgbar
 from keras_bert.training.output_guard import check_output, claimed_output
 from keras_bert.training.run_folder import EVAL_FILES, FINETUNING, RunFolder
+from pipelines.vocabulary import infer_lower_case
 
 logger = logging.getLogger(__name__)
 

@@ -38,6 +38,7 @@ from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.optimization import create_optimizer
 from keras_bert.training.run_folder import FINETUNING, RunFolder
 from keras_bert.training.run_record import trained_under, write_run_config
+from pipelines.vocabulary import infer_lower_case
 
 logger = logging.getLogger("keras_bert.finetune")
 
@@ -97,11 +98,6 @@ def with_dropout(backbone, rate):
     return rebuilt
 
 
-def infer_lower_case(vocabulary):
-    """Uncased vocabularies have no upper-case letters outside [SPECIAL]."""
-    return not any(token != token.lower() for token in vocabulary if not token.startswith("["))
-
-
 def _tokenizer(backbone, vocab, model_dir, lower_case):
     import pipelines
 
@@ -137,25 +133,15 @@ def _tokenizer(backbone, vocab, model_dir, lower_case):
 def _export(model, model_dir, config):
     try:
         from keras_bert.serving import export_for_serving
+        from keras_bert.serving.serving_export import finetuned_export_options
     except ImportError:
         logger.warning("export skipped: keras_bert.serving.export_for_serving is unavailable")
         return None
-    seq_len = min(
-        config.export.seq_len or config.data.max_seq_length,
-        model.backbone.max_sequence_length,
-    )
     return export_for_serving(
         model,
         os.path.join(model_dir, "export"),
         vocabulary=model.backbone.vocabulary,
-        seq_len=seq_len,
-        # A span labeler serves with the windows and n-best it was
-        # evaluated with.
-        max_query_length=config.data.max_query_length,
-        doc_stride=config.data.doc_stride,
-        n_best_size=config.squad.n_best_size,
-        max_answer_length=config.squad.max_answer_length,
-        jit_compile=config.export.jit_compile,
+        **finetuned_export_options(config, model.backbone),
     )
 
 
@@ -201,6 +187,14 @@ def run_in_folder(task, model_dir, overwrite, make_run):
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
     run = make_run(folder)
     with removed_if_left_empty(model_dir, created), folder.lock():
+        left = folder.take_over()
+        if left:
+            logger.warning(
+                "Removed what a first pre-training run killed before its first checkpoint "
+                "left in %s: %s",
+                model_dir,
+                ", ".join(left),
+            )
         return _replacing_the_previous_run(folder, run.run)
 
 

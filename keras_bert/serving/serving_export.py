@@ -38,6 +38,7 @@ from keras_bert.file_io import (
 )
 from keras_bert.training.run_folder import FINETUNING, RunFolder
 from pipelines.text_files import read_text
+from pipelines.vocabulary import infer_lower_case
 
 logger = logging.getLogger(__name__)
 
@@ -104,10 +105,24 @@ def _backbone_of(model):
     return getattr(model, "backbone", model)
 
 
-def infer_lower_case(vocabulary):
-    """Uncased unless a token outside [SPECIAL] ones has an upper-case
-    letter (the fine-tuning runner's rule, so both sides agree)."""
-    return not any(token != token.lower() for token in vocabulary if not token.startswith("["))
+def finetuned_export_options(config, backbone):
+    """`export_for_serving`'s keyword arguments for a fine-tuning run's
+    model: the `FinetuneConfig` `config` it was trained with, so the
+    SavedModel tokenizes, truncates and windows requests as `predict` does
+    its input (`data.lower_case` None is inferred from the vocabulary by
+    the same rule on both sides)."""
+    return dict(
+        lower_case=config.data.lower_case,
+        seq_len=min(
+            config.export.seq_len or config.data.max_seq_length,
+            backbone.max_sequence_length,
+        ),
+        max_query_length=config.data.max_query_length,
+        doc_stride=config.data.doc_stride,
+        n_best_size=config.squad.n_best_size,
+        max_answer_length=config.squad.max_answer_length,
+        jit_compile=config.export.jit_compile,
+    )
 
 
 def _read_vocabulary(path):

@@ -72,6 +72,7 @@ class PreviousRun:
         journal = self._read_journal()
         if journal is None:
             return None
+        self._check_journal(journal["names"], journal["finished"])
         if journal["finished"]:
             self._clear()
             return f"A finished rerun's set-aside run in {self.folder} removed"
@@ -113,8 +114,33 @@ class PreviousRun:
             self._write_journal(self.names, finished=True)
             self._clear()
 
-    def _put_back(self, names):
+    def _check_journal(self, names, finished):
+        """Refuses, before anything is moved or removed, a journal that does
+        not describe the folder: no names (`set_aside` writes none then), a
+        set-aside folder holding a name it does not list, or, for a rerun
+        that did not finish, a name neither set aside nor in `model_dir`.
+        Acting on it would delete the run as "the rerun's files"."""
         moved = set(listdir(self.folder)) if tf.io.gfile.isdir(self.folder) else set()
+        present = set(listdir(self.model_dir))
+        problem = None
+        if not names:
+            problem = "names no set-aside file"
+        elif moved - set(names):
+            problem = f"does not name {', '.join(sorted(moved - set(names)))} set aside there"
+        elif not finished and set(names) - moved - present:
+            problem = f"names {', '.join(sorted(set(names) - moved - present))}, found nowhere"
+        if problem:
+            raise FinetuneError(
+                f"{self.journal}: {problem}; it does not describe {self.model_dir}, so nothing "
+                f"was moved or removed: check the run's files (and {self.folder}, if any) and "
+                "delete the journal"
+            )
+
+    def _put_back(self, names):
+        if not tf.io.gfile.isdir(self.folder):
+            remove(self.journal)  # Killed before the first move: nothing to undo.
+            return
+        moved = set(listdir(self.folder))
         for name in self.run_files(guess_unrecorded=False):
             if name in moved or name not in names:
                 remove(os.path.join(self.model_dir, name))
@@ -136,14 +162,14 @@ class PreviousRun:
         reads as an unfinished rerun of the names it holds; a journal that
         cannot be parsed is an error naming it."""
         if not is_file(self.journal):
-            if tf.io.gfile.isdir(self.folder):
+            if tf.io.gfile.isdir(self.folder) and listdir(self.folder):
                 return {"names": listdir(self.folder), "finished": False}
             return None
         try:
             with tf.io.gfile.GFile(self.journal) as f:
                 journal = json.load(f)
             names, finished = journal["names"], journal["finished"]
-            if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            if not (isinstance(names, list) and all(_is_entry_name(n) for n in names)):
                 raise ValueError("names")
             if not isinstance(finished, bool):  # "false" would read as finished.
                 raise ValueError("finished")
@@ -154,6 +180,12 @@ class PreviousRun:
                 "and delete the journal"
             ) from None
         return {"names": names, "finished": finished}
+
+
+def _is_entry_name(name):
+    """Whether `name` names an entry of the folder itself: not a path that
+    would reach outside it (`../x`, `/x`)."""
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
 
 
 def _move(source, target):

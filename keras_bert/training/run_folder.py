@@ -44,6 +44,9 @@ FINETUNING_FILES = frozenset(
 # that was stopped resumes and a rerun of the same set labels nothing; the
 # distillation reuses or replaces it by its manifest.
 TRANSFER_SET = "transfer_set"
+# All a first pre-training run leaves when it is killed before its first
+# checkpoint: no weights, so nothing a user could want back.
+_KILLED_FIRST_PRETRAINING = frozenset({"config.yaml", "checkpoints", "logs"})
 _ABSENT = object()
 
 
@@ -101,6 +104,8 @@ class RunFolder:
         if self.kind == PRETRAINING:
             own = pretraining_files()
             return sorted(name for name in names if name in own)
+        if not self.holds_run():  # A project's own files, whatever their names.
+            return []
         recorded = self._recorded_outputs()
         if recorded is None and guess_unrecorded:
             recorded = [
@@ -111,6 +116,15 @@ class RunFolder:
         own = run_files() - {"export", LOCK_FILE, FINETUNE_LOCK_FILE, TRANSFER_SET}
         own |= set(recorded or [])
         return sorted((n for n in names if n in own), key=lambda n: (n == OUTPUTS_RECORD, n))
+
+    def holds_run(self):
+        """Whether the folder holds a run of its kind: its `config.yaml` (the
+        set-aside run's while a rerun is pending) is a keras_bert config of
+        that kind, not a project's file of that name."""
+        config = self.config()
+        if self.kind == PRETRAINING:
+            return _is_pretraining_config(config)
+        return isinstance(config, dict) and "task" in config and "phases" not in config
 
     def remove_failed_first_run(self):
         """What a first run that failed before it could be resumed or used
@@ -174,9 +188,12 @@ class RunFolder:
         config.yaml that is not a pre-training run's (a project's own: the
         rerun would set it aside as the run's). Fine-tuning `task` is
         refused, with a `FinetuneError`, a pre-training run's folder (its
-        lock or checkpoints), a config.yaml that is no fine-tuning run's,
-        and another task's run, unless `overwrite` (that run is then
-        replaced as a rerun's predecessor is).
+        lock, checkpoints or config; not what a first one killed before
+        its first checkpoint left, which `take_over` removes), a config.yaml
+        that is no fine-tuning run's, a folder without a run that holds
+        files of the names the run writes (the user's), and another task's
+        run, unless `overwrite` (that run is then replaced as a rerun's
+        predecessor is).
         """
         model_dir, previous = self.model_dir, self.config()
         if self.kind == PRETRAINING:
@@ -192,20 +209,34 @@ class RunFolder:
                     "folder."
                 )
             return  # An unreadable config.yaml is `check_rerun_config`'s to report.
-        if tf.io.gfile.exists(os.path.join(model_dir, LOCK_FILE)) or tf.io.gfile.isdir(
-            os.path.join(model_dir, "checkpoints")
+        checkpoints = os.path.join(model_dir, "checkpoints")
+        if self.killed_first_pretraining():
+            return  # Nothing to resume there: `take_over` removes what it left.
+        if (
+            tf.io.gfile.exists(os.path.join(model_dir, LOCK_FILE))
+            or (tf.io.gfile.isdir(checkpoints) and listdir(checkpoints))
+            or _is_pretraining_config(previous)
         ):
             raise FinetuneError(
                 f"--model_dir {model_dir}: holds a pre-training run; fine-tune "
                 "into another folder (--init_checkpoint takes its backbone.keras)"
             )
-        if previous is _ABSENT:
-            return
-        if not isinstance(previous, dict) or "phases" in previous:
+        if previous is not _ABSENT and not self.holds_run():
             raise FinetuneError(
                 f"--model_dir {model_dir}: its config.yaml is not a fine-tuning "
                 "run's; pick another folder"
             )
+        if previous is _ABSENT:
+            # No run: a file of a name the run writes is the user's.
+            present = set(listdir(model_dir)) if tf.io.gfile.isdir(model_dir) else set()
+            clashing = sorted(present & FINETUNING_FILES)
+            if clashing:
+                raise FinetuneError(
+                    f"--model_dir {model_dir}: holds no keras_bert run but its own "
+                    f"{', '.join(clashing)}, which the run would write over; pick another "
+                    "folder or move them"
+                )
+            return
         # A first run killed before it saved its model (`kill -9`) left its
         # config and vocabulary, no run: another task may take the folder.
         if (
@@ -218,6 +249,31 @@ class RunFolder:
                 f"{previous.get('task')!r}; pick another folder for {task!r}, or pass "
                 "--overwrite to replace that run"
             )
+
+    def killed_first_pretraining(self):
+        """Whether the folder holds only what a first pre-training run left
+        when it was killed before its first checkpoint (its config.yaml, an
+        empty `checkpoints/`, logs): no run to resume, nothing of value."""
+        if self.kind != FINETUNING or self.previous.pending():
+            return False
+        pretraining = RunFolder(self.model_dir, PRETRAINING)
+        checkpoints = os.path.join(self.model_dir, "checkpoints")
+        return (
+            pretraining.holds_run()
+            and set(pretraining.run_files()) <= _KILLED_FIRST_PRETRAINING
+            and not tf.io.gfile.exists(os.path.join(self.model_dir, LOCK_FILE))
+            and not (tf.io.gfile.isdir(checkpoints) and listdir(checkpoints))
+        )
+
+    def take_over(self):
+        """Before a fine-tuning run writes: removes what a killed first
+        pre-training run left (`killed_first_pretraining`), logged."""
+        if not self.killed_first_pretraining():
+            return []
+        pretraining = RunFolder(self.model_dir, PRETRAINING)
+        names = pretraining.run_files()
+        pretraining.remove_failed_first_run()
+        return names
 
     def refuse_unfinished_rerun(self, error=FinetuneError):
         """Raises `error` when a fine-tuning rerun of the folder has not
@@ -241,4 +297,4 @@ def is_run_folder(folder):
 
 
 def _is_pretraining_config(config):
-    return isinstance(config, dict) and "phases" in config
+    return isinstance(config, dict) and "phases" in config and "task" not in config

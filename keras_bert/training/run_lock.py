@@ -4,6 +4,7 @@ import errno
 import os
 import socket
 import sys
+import uuid
 
 import tensorflow as tf
 
@@ -62,6 +63,13 @@ class RunLock:
         claim = f"{os.getpid()} {host}\n"
         if self._create(claim):
             return self
+        problem = self._not_a_lock_file()
+        if problem:
+            # Never taken over: no run leaves one, so what put it there is unknown.
+            raise self.error(
+                f"{self.path}: the {self.activity} lock of {self.holds} is {problem}, "
+                "not a lock file a run wrote. Remove it, then start again."
+            )
         pid, holder = self._holder()
         if pid is None:
             why = ", which names no process (empty or unreadable: a write that failed)"
@@ -103,9 +111,11 @@ class RunLock:
         name, which fails if the lock exists: of two starters exactly one
         gets it, and no one ever reads it half-written. What was written
         beside it is removed whatever happens."""
-        staged = f"{self.path}.{os.getpid()}.{socket.gethostname()}"
+        # Random and created exclusively ("x"): a link planted at a name
+        # known in advance (the pid's) would be written through.
+        staged = f"{self.path}.{uuid.uuid4().hex}"
         try:
-            with open(staged, "w", encoding="utf-8") as f:
+            with open(staged, "x", encoding="utf-8") as f:
                 f.write(claim)
             try:
                 os.link(staged, self.path)
@@ -137,6 +147,16 @@ class RunLock:
             f"another {self.activity} is using {self.holds}. Wait "
             "for it to end, or delete the file if it is gone."
         )
+
+    def _not_a_lock_file(self):
+        """What stands at the lock's name when it cannot be read as a lock
+        (a folder, a link to nothing), else None."""
+        link = is_local(self.path) and os.path.islink(self.path)
+        if tf.io.gfile.isdir(self.path):
+            return "a link to a folder" if link else "a folder"
+        if link and not os.path.exists(self.path):
+            return f"a link to {os.readlink(self.path)}, which does not exist"
+        return None
 
     def _holder(self):
         """`(pid, host)` written in the lock; pid None if unreadable."""

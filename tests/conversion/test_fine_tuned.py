@@ -308,6 +308,37 @@ def _refused(tmp_path, capsys, argv, message):
             [],
             "`id2label` must map the ids 0..n-1 to names",
         ),
+        # Issue 82 item 5: names that break predict's lines, or are no text.
+        (
+            "BertForTokenClassification",
+            2,
+            {"id2label": {"0": "B LOC", "1": "O"}},
+            [],
+            "`id2label` names must be free of white space and control characters "
+            "(predict writes `word label` lines). Received: id 0 named 'B LOC'",
+        ),
+        (
+            "BertForTokenClassification",
+            2,
+            {"id2label": {"0": "O", "1": "B-PER\nX"}},
+            [],
+            "Received: id 1 named 'B-PER\\nX'",
+        ),
+        (
+            "BertForSequenceClassification",
+            2,
+            {"id2label": {"0": "good", "1": "bad\r\nworse"}},
+            [],
+            "`id2label` names must be free of control characters and line breaks. "
+            "Received: id 1 named 'bad\\r\\nworse'",
+        ),
+        (
+            "BertForSequenceClassification",
+            2,
+            {"id2label": {"0": 0, "1": 1}},
+            [],
+            "`id2label` names must be non-empty text. Received: id 0 named 0",
+        ),
         ("BertForMultipleChoice", 1, {}, ["--with_heads"], "--with_heads: a fine-tuned"),
     ],
 )

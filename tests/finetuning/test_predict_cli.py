@@ -7,6 +7,8 @@ import json
 import logging
 import os
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -335,3 +337,34 @@ def test_two_predictions_onto_one_new_output_cannot_both_write(
     assert "already exists; pass --overwrite" in capsys.readouterr().err
     assert output.read_text() == "the first prediction's file\n"
     assert sorted(os.listdir(tmp_path)) == ["out.jsonl"]
+
+
+@pytest.mark.backend_independent
+def test_a_link_planted_at_the_temporary_name_is_not_written_through(
+    fine_tuned, fixtures, tmp_path
+):
+    # Issue 82 item 3, as reported, in a process of its own: with
+    # `pout/x.jsonl.partial` planted as a link to a file outside, the
+    # predictions overwrote that file and `pout/x.jsonl` became a link to it.
+    run, _ = fine_tuned("sst2")
+    victim = tmp_path / "fx" / "victim.txt"
+    victim.parent.mkdir()
+    victim.write_text("mine")
+    out = tmp_path / "pout"
+    out.mkdir()
+    (out / "x.jsonl.partial").symlink_to("../fx/victim.txt")
+    args = ["--model_dir", str(run), "--input", str(fixtures / "glue" / "SST-2" / "dev.tsv")]
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_bert.predict", *args, "--output", str(out / "x.jsonl")],
+        capture_output=True,
+        text=True,
+        cwd=os.getcwd(),
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert victim.read_text() == "mine"
+    assert not (out / "x.jsonl").is_symlink()
+    fine_tuned_rows = jsonl(run / "predictions.jsonl")
+    assert [r["prediction"] for r in jsonl(out / "x.jsonl")] == [
+        r["prediction"] for r in fine_tuned_rows
+    ]
+    assert sorted(os.listdir(out)) == ["x.jsonl", "x.jsonl.partial"]

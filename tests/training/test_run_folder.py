@@ -29,7 +29,7 @@ def folder(tmp_path, config=None, lock=False, checkpoints=False, model=False):
     if lock:
         (tmp_path / "pretrain.lock").write_text("1 host\n")
     if checkpoints:
-        (tmp_path / "checkpoints").mkdir()
+        (tmp_path / "checkpoints" / "ckpt-1").mkdir(parents=True)
     return str(tmp_path)
 
 
@@ -76,6 +76,9 @@ def test_finetuning_reruns_into_its_own_or_a_new_folder(tmp_path, setup):
             "its config.yaml is not a fine-tuning run's; pick another folder",
         ),
         ({"config": "{not yaml"}, "its config.yaml is not a fine-tuning run's"),
+        # Issue 82 item 2: a project's config.yaml was set aside and deleted
+        # as a previous run's.
+        ({"config": "name: my project\n"}, "its config.yaml is not a fine-tuning run's"),
         (
             {"config": "task: cola\n", "model": True},
             "holds a fine-tuning run of task 'cola'; pick another folder for 'sst2'",
@@ -92,6 +95,40 @@ def test_finetuning_refuses_another_run(tmp_path, setup, message):
     else:
         with pytest.raises(FinetuneError):
             refuse_another_run(model_dir, "sst2", overwrite=True)
+
+
+@pytest.mark.parametrize("name", ["vocab.txt", "model.keras", "eval_results.json", "export"])
+def test_finetuning_refuses_a_folder_of_the_users_files_it_would_write_over(tmp_path, name):
+    # Issue 82 item 2: without a run in the folder, a rerun set the user's
+    # vocab.txt (and any file of a run's name) aside, then deleted it.
+    (tmp_path / name).write_text("the user's")
+    (tmp_path / "eval_plan.md").write_text("the user's")
+    with pytest.raises(FinetuneError) as error:
+        refuse_another_run(str(tmp_path), "sst2", overwrite=True)
+    assert str(error.value) == (
+        f"--model_dir {tmp_path}: holds no keras_bert run but its own {name}, which the run "
+        "would write over; pick another folder or move them"
+    )
+    assert RunFolder(str(tmp_path), FINETUNING).run_files() == []
+
+
+def test_finetuning_takes_over_what_a_killed_first_pretraining_run_left(tmp_path):
+    # Issue 82 item 16: only its config.yaml and an empty checkpoints/ were
+    # there, and every fine-tuning was refused as "holds a pre-training run".
+    (tmp_path / "config.yaml").write_text("phases: []\n")
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "notes.txt").write_text("the user's")
+    refuse_another_run(str(tmp_path), "sst2")
+    assert RunFolder(str(tmp_path), FINETUNING).take_over() == ["checkpoints", "config.yaml"]
+    assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
+    # A live run (its lock) or a trained one (a model) is refused, not taken.
+    (tmp_path / "config.yaml").write_text("phases: []\n")
+    for name in ("pretrain.lock", "backbone.keras"):
+        (tmp_path / name).write_text("1 host\n")
+        with pytest.raises(FinetuneError, match="holds a pre-training run"):
+            refuse_another_run(str(tmp_path), "sst2")
+        assert RunFolder(str(tmp_path), FINETUNING).take_over() == []
+        (tmp_path / name).unlink()
 
 
 # --- Outputs that are not regular files (issue 49, items 1 and 6) ---
@@ -353,6 +390,8 @@ def test_a_set_aside_folder_from_before_the_journal_is_put_back(tmp_path):
         '{"names": ["model.keras"], "finished": "false"}',
         '{"names": ["model.keras"], "finished": "no"}',
         '{"names": ["model.keras"], "finished": 1}',
+        # A name that reaches outside the folder would be moved from there.
+        '{"names": ["../model.keras"], "finished": false}',
     ],
 )
 def test_a_journal_keras_bert_did_not_write_is_one_line(journal, tmp_path):
@@ -362,6 +401,41 @@ def test_a_journal_keras_bert_did_not_write_is_one_line(journal, tmp_path):
     set_aside = contents(tmp_path / ".previous-run")
     (tmp_path / ".previous-run.json").write_text(journal)
     with pytest.raises(FinetuneError, match="not a rerun journal keras_bert wrote"):
+        RunFolder(str(tmp_path), FINETUNING).previous.recover()
+    assert contents(tmp_path / ".previous-run") == set_aside
+
+
+@pytest.mark.parametrize(
+    "journal, problem",
+    [
+        # Issue 82 item 4: these read as "undo a rerun" and deleted the run.
+        ('{"names": [], "finished": false}', "names no set-aside file"),
+        ('{"names": ["nothing"], "finished": false}', "names nothing, found nowhere"),
+        ('{"names": [], "finished": true}', "names no set-aside file"),
+    ],
+)
+@pytest.mark.parametrize("kind", [FINETUNING, PRETRAINING])
+def test_a_journal_that_does_not_describe_the_folder_deletes_nothing(
+    journal, problem, kind, tmp_path
+):
+    old_run(tmp_path)
+    if kind == PRETRAINING:
+        (tmp_path / "config.yaml").write_text("phases: []\n")
+        (tmp_path / "checkpoints" / "ckpt-9").mkdir(parents=True)
+    (tmp_path / ".previous-run.json").write_text(journal)
+    before = contents(tmp_path)
+    with pytest.raises(FinetuneError) as error:
+        RunFolder(str(tmp_path), kind).previous.recover()
+    assert str(error.value).startswith(f"{tmp_path / '.previous-run.json'}: {problem}; ")
+    assert contents(tmp_path) == before
+
+
+def test_a_set_aside_name_the_journal_does_not_list_is_refused(tmp_path):
+    old_run(tmp_path)
+    RunFolder(str(tmp_path), FINETUNING).previous.set_aside()
+    (tmp_path / ".previous-run.json").write_text('{"names": ["vocab.txt"], "finished": true}')
+    set_aside = contents(tmp_path / ".previous-run")
+    with pytest.raises(FinetuneError, match="does not name config.yaml, eval_results.json"):
         RunFolder(str(tmp_path), FINETUNING).previous.recover()
     assert contents(tmp_path / ".previous-run") == set_aside
 
@@ -397,6 +471,25 @@ def test_a_lock_whose_write_fails_leaves_nothing(tmp_path, monkeypatch):
     monkeypatch.undo()
     with RunLock(str(tmp_path)):  # The rerun the error advises.
         pass
+
+
+def test_a_lock_is_never_written_through_a_planted_link(tmp_path):
+    # Issue 82 item 3: the claim was written beside the lock under a name
+    # known in advance (`pretrain.lock.<pid>.<host>`), through a link
+    # planted there.
+    from keras_bert.training.run_lock import RunLock
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    model_dir = tmp_path / "run"
+    model_dir.mkdir()
+    staged = f"pretrain.lock.{os.getpid()}.{socket.gethostname()}"
+    (model_dir / staged).symlink_to(victim)
+    claim = f"{os.getpid()} {socket.gethostname()}\n"
+    with RunLock(str(model_dir)):
+        assert (model_dir / "pretrain.lock").read_text() == claim
+    assert victim.read_text() == "mine"
+    assert os.listdir(model_dir) == [staged]
 
 
 def test_the_lock_falls_back_to_an_exclusive_create_without_hard_links(tmp_path, monkeypatch):
