@@ -92,14 +92,29 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
 
     def check():
-        # Local paths and the config, before the backend measurement
-        # (`run_distillation` checks them again, for callers from Python).
+        # The teacher's run, the local paths and the recipe, before the backend
+        # measurement (`run_distillation` checks them again, for callers from Python).
+        from keras_bert.distillation.config import load_distill_config
         from keras_bert.errors import FinetuneError
-        from keras_bert.finetuning.config import load_saved_config
+        from keras_bert.finetuning.config import (
+            check_local_inputs,
+            load_saved_config,
+            refuse_run_over_inputs,
+        )
 
-        for flag, path in [("--teacher", args.teacher), ("--data_dir", args.data_dir)]:
-            if path and "://" not in path and not os.path.isdir(path):
-                raise FinetuneError(f"{flag} {path}: no such directory")
+        teacher = args.teacher
+        if "://" not in teacher:
+            if os.path.isfile(teacher):
+                raise FinetuneError(
+                    f"--teacher {teacher}: a file; --teacher takes the fine-tuning run folder "
+                    f"that holds it ({os.path.dirname(teacher) or '.'})"
+                )
+            if not os.path.isdir(teacher):
+                raise FinetuneError(f"--teacher {teacher}: no such directory")
+            if not os.path.isfile(os.path.join(teacher, "config.yaml")):
+                raise FinetuneError(
+                    f"--teacher {teacher}: not a fine-tuning run folder (no config.yaml)"
+                )
         for path in args.text:
             if "://" in path:
                 continue
@@ -108,12 +123,21 @@ def main(argv=None):
                     raise FinetuneError(f"--text {path}: matches no file")
             elif not os.path.isfile(path):
                 raise FinetuneError(f"--text {path}: no such file")
-        if "://" not in args.teacher:
-            if not os.path.isfile(os.path.join(args.teacher, "config.yaml")):
-                raise FinetuneError(
-                    f"--teacher {args.teacher}: not a fine-tuning run folder (no config.yaml)"
-                )
-            load_saved_config(args.teacher)
+        check_local_inputs(args.init_checkpoint, args.vocab, args.data_dir)
+        refuse_run_over_inputs(
+            args.model_dir,
+            {
+                "--teacher": teacher,
+                "--data_dir": args.data_dir,
+                "--text": args.text,
+                "--init_checkpoint": args.init_checkpoint,
+                "--vocab": args.vocab,
+                "--config": args.config,
+            },
+        )
+        if "://" not in teacher:  # A remote run's task is read once TensorFlow is up.
+            task, _ = load_saved_config(teacher)
+            load_distill_config(task, args.config, args.set)
 
     def distill():
         from keras_bert.distillation.runner import run_distillation

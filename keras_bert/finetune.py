@@ -13,7 +13,6 @@ backend`). Input errors print one line and exit with status 2.
 """
 
 import argparse
-import os
 import sys
 
 from keras_bert.finetuning.task_registry import TASKS
@@ -77,24 +76,22 @@ def main(argv=None):
     def check():
         # The config, its overrides and the local paths, before the backend
         # measurement (`run_finetune` checks them again, for callers from Python).
-        from keras_bert.errors import FinetuneError
-        from keras_bert.finetuning.config import load_finetune_config
-        from keras_bert.model_configs import read_model_config
+        from keras_bert.finetuning.config import (
+            check_local_inputs,
+            load_finetune_config,
+            refuse_run_over_inputs,
+        )
 
-        if "://" not in args.data_dir and not os.path.isdir(args.data_dir):
-            raise FinetuneError(f"--data_dir {args.data_dir}: no such directory")
-        checkpoint = args.init_checkpoint
-        if checkpoint.startswith("random:"):
-            try:
-                read_model_config(checkpoint[len("random:") :])
-            except ValueError as error:
-                raise FinetuneError(f"--init_checkpoint {checkpoint}: {error}") from None
-        elif "://" not in checkpoint and not any(
-            os.path.exists(path) for path in (checkpoint, checkpoint + ".index")
-        ):
-            raise FinetuneError(f"{checkpoint}: no such checkpoint file or folder")
-        if args.vocab and "://" not in args.vocab and not os.path.isfile(args.vocab):
-            raise FinetuneError(f"--vocab {args.vocab}: no such file")
+        check_local_inputs(args.init_checkpoint, args.vocab, args.data_dir)
+        refuse_run_over_inputs(
+            args.model_dir,
+            {
+                "--data_dir": args.data_dir,
+                "--init_checkpoint": args.init_checkpoint,
+                "--vocab": args.vocab,
+                "--config": args.config,
+            },
+        )
         load_finetune_config(args.task, args.config, args.set)
 
     def finetune():

@@ -38,8 +38,9 @@ class MaskedLmWords:
     def __init__(self, path, top_k, batch_size):
         import pipelines
         from keras_bert.distillation.transfer_set import file_fingerprint
-        from keras_bert.finetuning.runner import infer_lower_case, load_keras_model
+        from keras_bert.finetuning.runner import load_keras_model
         from keras_bert.models import BertPretrainer
+        from pipelines.vocabulary import infer_lower_case
 
         flag = "distillation.transfer.masked_lm"
         if not os.path.exists(path):

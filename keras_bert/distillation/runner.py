@@ -26,6 +26,7 @@ from keras_bert.distillation.transfer_set import (
 )
 from keras_bert.errors import ConfigError, FinetuneError
 from keras_bert.file_io import is_dir
+from keras_bert.finetuning.config import refuse_run_over_inputs
 from keras_bert.finetuning.runner import FinetuneRun, run_in_folder
 from keras_bert.training.run_folder import FINETUNING, RunFolder
 from pipelines.transfer_set import student_batches
@@ -72,6 +73,17 @@ def run_distillation(
             )
     if not is_dir(data_dir):
         raise FinetuneError(f"--data_dir {data_dir}: no such directory")
+    refuse_run_over_inputs(
+        model_dir,
+        {
+            "--teacher": teacher,
+            "--data_dir": data_dir,
+            "--text": list(text_files),
+            "--init_checkpoint": init_checkpoint,
+            "--vocab": vocab,
+            "--config": config_file,
+        },
+    )
     config = load_distill_config(teacher_run.task, config_file, overrides)
     distillation = config.distillation
     distillation.teacher, distillation.text_files = teacher, list(text_files)
@@ -109,6 +121,7 @@ class DistillRun(FinetuneRun):
         self.transfer_examples = 0
         self.labelling_seconds = 0.0
         self.layer_map = None  # With intermediate losses: `check_intermediate`'s.
+        self.handler = None  # `task_handler`'s, whose compile arguments the student is saved with.
 
     def load_backbone(self):
         backbone = super().load_backbone()
@@ -183,6 +196,7 @@ class DistillRun(FinetuneRun):
             len(unlabelled),
             self.config.distillation.transfer.copies,
         )
+        self.handler = handler
         return handler
 
     def _labelled_rows(self, handler):
@@ -227,6 +241,17 @@ class DistillRun(FinetuneRun):
                 regression=getattr(handler, "regression", False),
             )
         )
+
+    def save(self, model):
+        # `StudentLoss` reads the transfer set's targets, which no one who
+        # loads the student has: it is saved as `finetune` saves a task
+        # model, with the task's loss and metrics, so that `import
+        # keras_bert` alone loads it and its `fit` takes the task's labels.
+        # (Trained inside `IntermediateDistiller`, it was never compiled and
+        # is saved as it is.)
+        if model.compiled:
+            model.compile(optimizer=model.optimizer, **self.handler.compile_args())
+        super().save(model)
 
     def train_dataset(self, handler):
         training = self.config.training

@@ -1,5 +1,7 @@
 """The teacher: a fine-tuning run folder, read as `predict` reads it."""
 
+import hashlib
+import json
 import os
 
 import numpy as np
@@ -27,7 +29,10 @@ class Teacher:
         label_names: list of str, or None for a regression.
         num_outputs: int. Outputs a sentence or a word: the classes, or 1.
         parameters: int. The backbone's weights.
-        fingerprint: str. The SHA-256 of its `model.keras`.
+        fingerprint: str. A hash of everything its outputs depend on: its
+            `model.keras` and `vocab.txt` by their content, its task, classes,
+            sequence length and casing (a rerun whose teacher changed any
+            labels the transfer set again).
     """
 
     def __init__(self, run_dir):
@@ -52,7 +57,19 @@ class Teacher:
         regression = getattr(handler, "regression", False)
         self.num_outputs = 1 if regression else len(self.label_names)
         self.parameters = self.model.backbone.count_params()
-        self.fingerprint = file_fingerprint(os.path.join(run_dir, "model.keras"))
+        self.fingerprint = hashlib.sha256(
+            json.dumps(
+                {
+                    "model": file_fingerprint(os.path.join(run_dir, "model.keras")),
+                    "vocabulary": file_fingerprint(os.path.join(run_dir, "vocab.txt")),
+                    "task": self.task,
+                    "label_names": self.label_names,
+                    "max_seq_length": self.max_seq_length,
+                    "lower_case": self.tokenizer.lower_case,
+                },
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()
 
     def batch_outputs(self, rows, batch_size):
         """The teacher's outputs for `rows`, a list of dicts a batch, in

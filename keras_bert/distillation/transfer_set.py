@@ -12,14 +12,19 @@ augmented copies) labels nothing.
 
 `<model_dir>/transfer_set/` holds `manifest.json` (what was labelled: a
 fingerprint of the teacher, the sentences and the settings, the size, the
-shard size and the teacher's outputs a sentence) and `shard-NNNNN.tfrecord`
-files (`pipelines.transfer_set`), each written whole or not at all.
+shard size and the teacher's outputs a sentence; and each shard written,
+by its size and SHA-256) and `shard-NNNNN.tfrecord` files
+(`pipelines.transfer_set`), each written whole or not at all; one that is
+not as recorded is labelled again.
 """
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import signal
+import threading
 import time
 
 import numpy as np
@@ -37,10 +42,12 @@ from keras_bert.file_io import (
 )
 from keras_bert.runtime.progress import StderrProgbar
 from keras_bert.training.run_folder import TRANSFER_SET
+from pipelines.text_files import read_text
 from pipelines.transfer_set import write_shard
 
 logger = logging.getLogger("keras_bert.distill")
 MANIFEST = "manifest.json"
+SHARDS = "shards"  # The manifest's record of each shard written: its size and SHA-256.
 
 
 def expand_text_files(patterns):
@@ -65,12 +72,11 @@ def read_text_file(path, kind):
     sentence a line; `"pair"` two a line, separated by a tab; `"words"`
     a tagged sentence's words a line, separated by white space."""
     try:
-        with tf.io.gfile.GFile(path) as f:
-            lines = f.read().splitlines()
+        # As every text file is read: a BOM (Notepad's) dropped, bytes not
+        # UTF-8 named by their line.
+        lines = read_text(path, lambda message: FinetuneError(f"--text {message}")).splitlines()
     except FILE_ERRORS as error:
         raise FinetuneError(f"--text {path}: cannot read: {error}") from None
-    except UnicodeDecodeError as error:
-        raise FinetuneError(f"--text {path}: not UTF-8 text ({error.reason})") from None
     rows = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -160,8 +166,11 @@ def file_fingerprint(path):
 def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
     """Writes the teacher's outputs for every sentence of `transfer_set` as
     shards in `<model_dir>/transfer_set/`, keeping the shards a previous
-    labelling of the same set by the same teacher wrote; returns the shard
-    paths, in order.
+    labelling of the same set by the same teacher wrote whole; returns the
+    shard paths, in order.
+
+    Ctrl-C (or SIGTERM) stops it between two batches, as a
+    `KeyboardInterrupt`, the shards written so far kept.
 
     Args:
         transfer_set: `TransferSet`.
@@ -171,9 +180,13 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
             time left.
     """
     folder = os.path.join(model_dir, TRANSFER_SET)
+    if tf.io.gfile.exists(folder) and not tf.io.gfile.isdir(folder):
+        raise FinetuneError(
+            f"{folder}: is a file, not a folder (the teacher's labels go there); move it away"
+        )
     shard_size = transfer_set.transfer.shard_size
     size = len(transfer_set)
-    manifest = {
+    labelled_set = {
         "teacher": teacher.fingerprint,
         "sentences": transfer_set.fingerprint(),
         "size": size,
@@ -185,15 +198,30 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
         for index in range((size + shard_size - 1) // shard_size)
     ]
     manifest_path = os.path.join(folder, MANIFEST)
-    if _read_manifest(manifest_path) != manifest:
+    manifest = _read_manifest(manifest_path)
+    if manifest is None or {k: v for k, v in manifest.items() if k != SHARDS} != labelled_set:
         if tf.io.gfile.isdir(folder):
             logger.info("%s: labelled for another teacher or set; labelling again", folder)
             remove(folder)
         makedirs(folder)
+        manifest = {**labelled_set, SHARDS: {}}
         write_json_atomically(manifest, manifest_path)
     for name in listdir(folder):
         if name.endswith(".partial"):  # A shard a killed labelling was writing.
             remove(os.path.join(folder, name))
+    damaged = [
+        path
+        for path in paths
+        if is_file(path) and not _as_written(path, manifest[SHARDS].get(os.path.basename(path)))
+    ]
+    if damaged:
+        logger.warning(
+            "%s: %s not as written (cut short or damaged); labelling again",
+            folder,
+            ", ".join(os.path.basename(path) for path in damaged),
+        )
+        for path in damaged:
+            remove(path)
     todo = [i for i, path in enumerate(paths) if not is_file(path)]
     remaining = sum(min(size, (i + 1) * shard_size) - i * shard_size for i in todo)
     if remaining < size:
@@ -210,21 +238,78 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
         else None
     )
     start, done = time.time(), 0
-    for index in todo:
-        rows = transfer_set.rows(index * shard_size, min(size, (index + 1) * shard_size))
-        # Labelled shortest first, so that a batch pads its sentences to
-        # about their own length; the shard keeps the rows' order.
-        by_length = sorted(rows, key=text_length)
-        labelled = 0
-        for outputs in teacher.batch_outputs(by_length, transfer_set.transfer.batch_size):
-            for row, values in zip(by_length[labelled:], outputs):
-                row.update(values)
-            labelled += len(outputs)
-            done += len(outputs)
-            if bar:
-                bar.update(done, [("sentences/s", done / max(time.time() - start, 1e-9))])
-        write_shard(paths[index], rows)
+    with _interrupts_between_batches() as stop_if_interrupted:
+        for index in todo:
+            rows = transfer_set.rows(index * shard_size, min(size, (index + 1) * shard_size))
+            # Labelled shortest first, so that a batch pads its sentences to
+            # about their own length; the shard keeps the rows' order.
+            by_length = sorted(rows, key=text_length)
+            labelled = 0
+            for outputs in teacher.batch_outputs(by_length, transfer_set.transfer.batch_size):
+                stop_if_interrupted()
+                for row, values in zip(by_length[labelled:], outputs):
+                    row.update(values)
+                labelled += len(outputs)
+                done += len(outputs)
+                if bar:
+                    bar.update(done, [("sentences/s", done / max(time.time() - start, 1e-9))])
+            write_shard(paths[index], rows)
+            # After the shard: one written but not recorded (a kill in
+            # between) is labelled again, never trusted.
+            manifest[SHARDS][os.path.basename(paths[index])] = _written(paths[index])
+            write_json_atomically(manifest, manifest_path)
+            stop_if_interrupted()
     return paths
+
+
+def _written(path):
+    """What the manifest records of a shard: its size and content."""
+    return {"bytes": tf.io.gfile.stat(path).length, "sha256": file_fingerprint(path)}
+
+
+def _as_written(path, record):
+    """Whether the shard at `path` is the one the manifest `record`s. A
+    shard cut short or damaged would fail training with a
+    `DataLossError` (and again on every rerun); its size says so at once,
+    its hash otherwise, for a read of the set that costs less than an
+    epoch's."""
+    return (
+        record is not None
+        and tf.io.gfile.stat(path).length == record["bytes"]
+        and file_fingerprint(path) == record["sha256"]
+    )
+
+
+@contextlib.contextmanager
+def _interrupts_between_batches():
+    """Yields `stop_if_interrupted`, which raises `KeyboardInterrupt` once
+    Ctrl-C or SIGTERM has come: inside, their handlers only take note, of
+    the first signal and of a second alike.
+
+    Python raises `KeyboardInterrupt` wherever the main thread is; under
+    JAX that is often jaxlib's garbage-collection callback, which prints
+    and drops it, and labelling went on. Off the main thread, where no
+    handler can be set, the signals keep their own handlers.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    received = []
+
+    def note(signum, frame):
+        received.append(signum)
+
+    def stop_if_interrupted():
+        if received:
+            raise KeyboardInterrupt
+
+    previous = {signum: signal.signal(signum, note) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop_if_interrupted
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    stop_if_interrupted()  # One that came after the last look.
 
 
 def text_length(row):

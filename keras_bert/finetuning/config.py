@@ -21,6 +21,7 @@ from keras_bert.optimization.optimizer_config import (
     OptimizerConfig,
     optimizer_keys,
 )
+from keras_bert.paths import refuse_overlap
 from keras_bert.training.recipe import read_recipe, resolve_recipe
 from pipelines.labels import canonical_label
 from pipelines.limits import MIN_SEQ_LEN
@@ -143,6 +144,21 @@ def check_local_inputs(init_checkpoint, vocab=None, data_dir=None):
         raise FinetuneError(f"{init_checkpoint}: no such checkpoint file or folder")
     if vocab and "://" not in vocab and not os.path.isfile(vocab):
         raise FinetuneError(f"--vocab {vocab}: no such file")
+
+
+def refuse_run_over_inputs(model_dir, inputs):
+    """Refuses a `finetune` or `distill` run folder that is, holds or lies
+    inside one of `inputs` (flag to path, paths or globs:
+    `paths.refuse_overlap`). A file it reads from inside the folder it
+    replaces (`--init_checkpoint <model_dir>/model.keras`, `--vocab`,
+    `--config`) is read from where the rerun sets it aside, so the folder
+    may hold those. Keras-free: the commands call it before start-up, the
+    libraries again for callers from Python."""
+    refuse_overlap(
+        {"--model_dir": model_dir},
+        inputs,
+        holding={("--model_dir", flag) for flag in ("--init_checkpoint", "--vocab", "--config")},
+    )
 
 
 def _refuse_another_tasks_section(task, sets_squad, where):

@@ -33,9 +33,10 @@ from keras_bert.file_io import (
     write_atomically,
     write_json_atomically,
 )
-from keras_bert.finetuning.config import load_finetune_config
+from keras_bert.finetuning.config import load_finetune_config, refuse_run_over_inputs
 from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.optimization import create_optimizer
+from keras_bert.training.replaced_run import ReplacedRun
 from keras_bert.training.run_folder import FINETUNING, RunFolder
 from keras_bert.training.run_record import trained_under, write_run_config
 from pipelines.vocabulary import infer_lower_case
@@ -164,6 +165,15 @@ def run_finetune(
         raise FinetuneError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
     if not is_dir(data_dir):
         raise FinetuneError(f"--data_dir {data_dir}: no such directory")
+    refuse_run_over_inputs(
+        model_dir,
+        {
+            "--data_dir": data_dir,
+            "--init_checkpoint": init_checkpoint,
+            "--vocab": vocab,
+            "--config": config_file,
+        },
+    )
     config = load_finetune_config(task, config_file, overrides)
     return run_in_folder(
         task,
@@ -186,7 +196,8 @@ def run_in_folder(task, model_dir, overwrite, make_run):
     except FILE_ERRORS as error:
         raise FinetuneError(f"--model_dir {model_dir}: cannot write: {error}") from None
     run = make_run(folder)
-    with removed_if_left_empty(model_dir, created), folder.lock():
+    replaced = ReplacedRun(folder, replace=True, until="this run has finished", say=logger.info)
+    with removed_if_left_empty(model_dir, created), folder.lock(), replaced:
         left = folder.take_over()
         if left:
             logger.warning(
@@ -195,34 +206,10 @@ def run_in_folder(task, model_dir, overwrite, make_run):
                 model_dir,
                 ", ".join(left),
             )
-        return _replacing_the_previous_run(folder, run.run)
-
-
-def _replacing_the_previous_run(folder, run):
-    """Sets a previous run in `folder` aside, calls `run`; removes the
-    previous run once it has finished, or puts it back if it fails."""
-    previous = folder.previous
-    recovered = previous.recover()
-    if recovered:
-        logger.warning(recovered)
-    if previous.set_aside():
-        logger.info(
-            "A rerun: the previous run's %s set aside in %s until the new model is saved",
-            ", ".join(previous.names),
-            previous.folder,
-        )
-    try:
-        results = run()
-    except BaseException:
-        if previous.names:
-            previous.restore()
-        else:
-            folder.remove_failed_first_run()
-        raise
-    if previous.names:
-        previous.discard()  # Only now: the rerun has finished.
-        logger.info("Removed the previous run's %s", ", ".join(previous.names))
-    return results
+        replaced.start()
+        results = run.run()
+        replaced.stands_alone()  # Only now: the model is saved, scored and exported.
+        return results
 
 
 class FinetuneRun:

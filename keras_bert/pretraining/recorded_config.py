@@ -15,7 +15,6 @@ from keras_bert.paths import DATA, bundled
 from keras_bert.pretraining.checkpoint_manager import CheckpointManager
 from keras_bert.pretraining.config import DATA_PATH_KEYS, SCHEMA, PretrainingConfig
 from keras_bert.training.recipe import TRAINED_UNDER
-from keras_bert.training.run_folder import PRETRAINING, RunFolder
 from keras_bert.training.run_record import write_run_config
 
 
@@ -55,7 +54,6 @@ def record_config(config, allow_longer_train_steps, trained_under):
     (`check_rerun_config`, `check_trained_under`), so the file always
     describes what was trained."""
     path = os.path.join(config.model_dir, "config.yaml")
-    RunFolder(config.model_dir, PRETRAINING).refuse_another_run()
     trained = CheckpointManager(
         os.path.join(config.model_dir, "checkpoints"), is_chief=False
     ).checkpoints()

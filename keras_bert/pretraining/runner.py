@@ -12,11 +12,11 @@ from keras_bert.file_io import FILE_ERRORS, error_reason, makedirs, removed_if_l
 from keras_bert.pretraining.checkpoint_manager import CheckpointManager
 from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
 from keras_bert.pretraining.recorded_config import record_config
-from keras_bert.pretraining.replaced_run import ReplacedRun
 from keras_bert.pretraining.run_clock import run_clock
 from keras_bert.pretraining.run_outputs import export_models, fill_mask_report
 from keras_bert.pretraining.run_setup import build_pretraining, load_initial_weights
 from keras_bert.pretraining.training_monitor import TrainingMonitor
+from keras_bert.training.replaced_run import ReplacedRun
 from keras_bert.training.run_folder import PRETRAINING, RunFolder
 from keras_bert.training.run_record import trained_under
 from pipelines import CorpusError
@@ -91,7 +91,13 @@ def run_pretraining(
     # Workers of one multi-worker run share `model_dir`; only the chief
     # writes, so only the chief locks.
     lock = contextlib.nullcontext()
-    replaced = ReplacedRun(config.model_dir, overwrite)
+    folder = RunFolder(config.model_dir, PRETRAINING)
+    replaced = ReplacedRun(
+        folder,
+        replace=overwrite,
+        until="this run saves its first checkpoint",
+        say=lambda line: print(line, flush=True),
+    )
     created = False
     if pretraining.distribution.is_chief:
         try:
@@ -101,9 +107,10 @@ def run_pretraining(
                 f"Cannot create model_dir: {error_reason(error)}"
                 f". Received: model_dir={config.model_dir!r}"
             ) from None
-        lock = RunFolder(config.model_dir, PRETRAINING).lock()
+        lock = folder.lock()
     with removed_if_left_empty(config.model_dir, created), lock, replaced:
         if pretraining.distribution.is_chief:
+            folder.refuse_another_run(overwrite=overwrite)
             replaced.start()
             record_config(config, allow_longer_train_steps, trained_under(pretraining.backbone))
         return _resume_and_train(
@@ -135,7 +142,7 @@ def _resume_and_train(pretraining, verbose, callbacks, started, run_started, clo
         state,
         config.checkpoint.every_steps,
         config.optimizer.gradient_accumulation_steps,
-        after_save=replaced.saved,
+        after_save=replaced.stands_alone,
         before_stop=replaced.stopping,
     )
     # A run killed after its last phase resumes straight into evaluation

@@ -208,6 +208,14 @@ class RunFolder:
                     "run's, and --overwrite replaces only such a run; pre-train into another "
                     "folder."
                 )
+            clashing = self.run_files()
+            if overwrite and previous is _ABSENT and clashing:
+                # No run to replace: they are the user's, never set aside.
+                raise ConfigError(
+                    f"model_dir {model_dir!r}: holds no keras_bert pre-training run but its own "
+                    f"{', '.join(clashing)}, which --overwrite would replace; pre-train into "
+                    "another folder."
+                )
             return  # An unreadable config.yaml is `check_rerun_config`'s to report.
         checkpoints = os.path.join(model_dir, "checkpoints")
         if self.killed_first_pretraining():

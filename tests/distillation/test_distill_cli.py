@@ -4,6 +4,7 @@ folder taken by the other commands, each its own process."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ from keras_bert.distill import main as distill
 from keras_bert.distillation.runner import run_distillation
 from pipelines.tasks import read_conll
 from pipelines.transfer_set import read_shards
+from tests.test_command_imports import heavy_imports
 
 QUICK = ["training.epochs=1", "training.batch_size=4", "training.verbose=0"]
 
@@ -52,6 +54,22 @@ def test_the_student_folder_is_a_fine_tuning_run_for_every_command(
     assert results["train_examples"] == (6 + 2) * 3  # The training file's 6, the text's 2.
     config = (student / "config.yaml").read_text()
     assert f"teacher: {teacher}" in config and str(text) in config
+    # Issue 82 item 10: `import keras_bert` alone loads the student in a
+    # fresh interpreter, as it loads the fine-tuned teacher: compiled with
+    # the task's loss (its training loss read the transfer set's targets).
+    load = (
+        "import keras, keras_bert, sys\n"
+        "for path in sys.argv[1:]:\n"
+        "    model = keras.saving.load_model(path)\n"
+        "    print(type(model).__name__, type(model.loss).__name__)"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", load, student / "model.keras", teacher / "model.keras"],
+        capture_output=True,
+        text=True,
+    )
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    assert loaded.stdout.splitlines() == ["BertClassifier SparseCategoricalCrossentropy"] * 2
 
     dev = fixtures / "glue" / "SST-2" / "dev.tsv"
     scores = json.loads(command("evaluate", "--model_dir", student, "--input", dev).stdout)
@@ -118,6 +136,41 @@ def test_a_labelling_killed_by_sigkill_resumes_at_the_shards_it_had_not_written(
     assert json.loads(resumed.stdout)["train_examples"] == size
     rows = list(read_shards(sorted(map(str, shards.glob("shard-*.tfrecord"))), 2))
     assert len(rows) == size and sum(int(r["has_label"]) for r in rows) == 6
+
+
+def test_ctrl_c_while_labelling_stops_keeping_the_shards_and_the_previous_run(
+    fine_tuned, checkpoint, tmp_path
+):
+    # Issue 82 item 12: under JAX, Ctrl-C landed in jaxlib's garbage-
+    # collection callback, which dropped it, and labelling went on.
+    teacher, _ = fine_tuned("sst2")
+    student = tmp_path / "student"
+    shutil.copytree(teacher, student)  # A previous run of the task, to put back.
+    before = {path.name: path.read_bytes() for path in student.iterdir() if path.is_file()}
+    text = tmp_path / "reviews.txt"
+    text.write_text("".join(f"review {i} of a warm and funny film\n" for i in range(98)))
+    size, shard_size = 6 + 98, 4  # The training file's 6, the text's 98: 26 shards.
+    argv = ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student]
+    argv += ["--text", text, *settings("export.enabled=false")]
+    argv += settings(f"distillation.transfer.shard_size={shard_size}")
+    with open(tmp_path / "interrupted.log", "w") as log:
+        interrupted = subprocess.Popen(
+            [sys.executable, "-m", "keras_bert.distill", *map(str, argv)], stderr=log
+        )
+        shards = student / "transfer_set"
+        deadline = time.time() + 600
+        while not list(shards.glob("shard-*.tfrecord")) and interrupted.poll() is None:
+            assert time.time() < deadline, "no shard written in 10 minutes"
+            time.sleep(0.005)
+        interrupted.send_signal(signal.SIGINT)
+        interrupted.wait(timeout=300)
+    stderr = (tmp_path / "interrupted.log").read_text()
+    assert interrupted.returncode == 130, stderr[-3000:]
+    assert stderr.splitlines()[-1] == "Interrupted." and "Exception ignored" not in stderr
+    written = len(list(shards.glob("shard-*.tfrecord")))
+    assert 0 < written < size // shard_size, stderr[-3000:]
+    after = {path.name: path.read_bytes() for path in student.iterdir() if path.is_file()}
+    assert after == before
 
 
 def test_a_student_learns_the_teacher_on_this_backend(fine_tuned, checkpoint, tmp_path):
@@ -194,6 +247,46 @@ def test_a_teacher_that_is_no_fine_tuning_run_is_one_line(checkpoint, tmp_path, 
     err = one_line_error(["--teacher", tmp_path / "empty", *common], capsys)
     assert "not a fine-tuning run folder" in err
     assert not student.exists()
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        (
+            ["--init_checkpoint", "no/such.keras"],
+            "no/such.keras: no such checkpoint file or folder",
+        ),
+        (["--vocab", "no/vocab.txt"], "--vocab no/vocab.txt: no such file"),
+        (
+            ["--set", "distillation.temprature=2"],
+            "--set: unknown config key 'distillation.temprature'",
+        ),
+        (["--config", "no_such"], "No fine-tuning config 'no_such'"),
+        (
+            ["--teacher", "TEACHER/model.keras"],
+            "--teacher TEACHER/model.keras: a file; --teacher takes the fine-tuning run folder "
+            "that holds it (TEACHER)",
+        ),
+    ],
+    ids=["init_checkpoint", "vocab", "set", "config", "teacher-file"],
+)
+def test_bad_input_is_one_line_before_tensorflow_loads(args, error, tmp_path):
+    # Issue 82 item 14: these came after start-up and the teacher's loading.
+    teacher = tmp_path / "teacher"
+    teacher.mkdir()
+    (teacher / "config.yaml").write_text("task: sst2\n")
+    (teacher / "model.keras").write_bytes(b"")
+    flags = {"--teacher": str(teacher), "--init_checkpoint": "random:bert_tiny"}
+    flags["--model_dir"] = str(tmp_path / "student")
+    flags.update(zip(args[::2], (arg.replace("TEACHER", str(teacher)) for arg in args[1::2])))
+    argv = ["-m", "keras_bert.distill", *(item for flag in flags.items() for item in flag)]
+    result, heavy = heavy_imports(argv, tmp_path)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("import time:")]
+    assert len(lines) == 1, result.stderr[-2000:]
+    assert lines[0].startswith("error: " + error.replace("TEACHER", str(teacher))), lines[0]
+    assert heavy == [] and not (tmp_path / "student").exists()
 
 
 @pytest.mark.backend_independent

@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 
 import pytest
 
@@ -88,8 +89,10 @@ def test_a_stopped_labelling_resumes_at_the_first_shard_it_had_not_written(tmp_p
     stopped = CountingTeacher(stop_after=5)  # In the middle of the third shard.
     with pytest.raises(KeyboardInterrupt):
         label_transfer_set(transfer_set(), stopped, str(tmp_path), progress=False)
-    # What a killed writer leaves: a partial shard.
+    # What a killed writer leaves: a partial shard (an older version's
+    # name, and the hidden random one `write_shard` writes now).
     (tmp_path / "transfer_set" / "shard-00002.tfrecord.partial").write_bytes(b"cut")
+    (tmp_path / "transfer_set" / ".shard-00002.tfrecord.0f1e.partial").write_bytes(b"cut")
     resumed = CountingTeacher()
     paths = label_transfer_set(transfer_set(), resumed, str(tmp_path), progress=False)
     assert len(resumed.labelled) == 15 - 8
@@ -116,6 +119,72 @@ def test_the_same_set_and_teacher_label_nothing_and_another_labels_all(tmp_path)
     assert sorted(os.listdir(tmp_path / "transfer_set")) == ["manifest.json"] + [
         f"shard-0000{i}.tfrecord" for i in range(4)
     ]
+
+
+def test_a_shard_cut_short_damaged_or_unrecorded_is_labelled_again(tmp_path, caplog):
+    # Issue 82 item 10: a shard cut in half failed training with a
+    # DataLossError traceback, and so did every rerun.
+    label_transfer_set(transfer_set(), CountingTeacher(), str(tmp_path), progress=False)
+    folder = tmp_path / "transfer_set"
+    cut, damaged, unrecorded = (folder / f"shard-0000{i}.tfrecord" for i in range(3))
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # The same size, another byte.
+    damaged.write_bytes(bytes(data))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    del manifest["shards"][unrecorded.name]  # Killed between the shard and its record.
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    again = CountingTeacher()
+    paths = label_transfer_set(transfer_set(), again, str(tmp_path), progress=False)
+    assert len(again.labelled) == 3 * 4
+    assert f"{cut.name}, {damaged.name}, {unrecorded.name} not as written" in caplog.text
+    assert shard_rows(paths) == shard_rows(
+        label_transfer_set(transfer_set(), CountingTeacher(), str(tmp_path / "b"), progress=False)
+    )
+    after = CountingTeacher()
+    label_transfer_set(transfer_set(), after, str(tmp_path), progress=False)
+    assert after.labelled == []
+
+
+def test_a_transfer_set_that_is_a_file_is_one_line(tmp_path):
+    (tmp_path / "transfer_set").write_text("mine")
+    with pytest.raises(FinetuneError) as error:
+        label_transfer_set(transfer_set(), CountingTeacher(), str(tmp_path), progress=False)
+    assert str(error.value) == (
+        f"{tmp_path / 'transfer_set'}: is a file, not a folder (the teacher's labels go "
+        "there); move it away"
+    )
+    assert (tmp_path / "transfer_set").read_text() == "mine"
+
+
+class SwallowingTeacher(CountingTeacher):
+    """Sent Ctrl-C twice while it labels its second batch, where it drops
+    the `KeyboardInterrupt`s as jaxlib's garbage-collection callback does."""
+
+    def batch_outputs(self, rows, batch_size):
+        for outputs in super().batch_outputs(rows, batch_size):
+            if len(self.labelled) == 4 + batch_size:  # The second shard's first batch.
+                for _ in range(2):
+                    try:
+                        os.kill(os.getpid(), signal.SIGINT)
+                    except KeyboardInterrupt:
+                        pass
+            yield outputs
+
+
+def test_ctrl_c_stops_the_labelling_at_the_next_batch_whoever_catches_it(tmp_path):
+    # Issue 82 item 12: under JAX, Ctrl-C landed in jaxlib's callback and
+    # labelling went on.
+    handler = signal.getsignal(signal.SIGINT)
+    teacher = SwallowingTeacher()
+    with pytest.raises(KeyboardInterrupt):
+        label_transfer_set(transfer_set(), teacher, str(tmp_path), progress=False)
+    assert len(teacher.labelled) == 4 + 2
+    assert sorted(os.listdir(tmp_path / "transfer_set")) == [
+        "manifest.json",
+        "shard-00000.tfrecord",
+    ]
+    assert signal.getsignal(signal.SIGINT) is handler
 
 
 def test_without_copies_another_seed_labels_nothing(tmp_path):
@@ -147,6 +216,19 @@ def test_text_files_give_a_sentence_a_pair_or_words_a_line(tmp_path):
     path.write_text("\n \n")
     with pytest.raises(FinetuneError, match="holds no sentences"):
         read_text_file(str(path), "sentence")
+
+
+def test_a_text_files_bom_is_dropped_and_bytes_not_utf8_name_their_line(tmp_path):
+    # Issue 82 item 16: Notepad's BOM stayed in the first sentence.
+    path = tmp_path / "text.txt"
+    path.write_bytes(b"\xef\xbb\xbfone sentence\ntwo\n")
+    assert [r["text_a"] for r in read_text_file(str(path), "sentence")] == ["one sentence", "two"]
+    path.write_bytes(b"one\ncaf\xe9 au lait\n")
+    with pytest.raises(FinetuneError) as error:
+        read_text_file(str(path), "sentence")
+    assert str(error.value) == (
+        f"--text {path}: line 2 is not UTF-8 (byte 0xe9 at column 4); save the file as UTF-8"
+    )
 
 
 def test_text_files_are_paths_or_globs_that_name_a_file(tmp_path):

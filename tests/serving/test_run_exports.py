@@ -12,6 +12,10 @@ from keras_bert import BertBackbone
 from keras_bert.serving.serving_export import infer_lower_case
 from tests.finetuning.conftest import FIXTURES, finetune
 
+# What differs is the tokenizer's casing, which no backend changes; the
+# export under each backend is tested by test_serving_export.py.
+pytestmark = pytest.mark.backend_independent
+
 SENTENCE = "THE CAT SAT ."
 
 

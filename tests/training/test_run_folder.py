@@ -112,6 +112,19 @@ def test_finetuning_refuses_a_folder_of_the_users_files_it_would_write_over(tmp_
     assert RunFolder(str(tmp_path), FINETUNING).run_files() == []
 
 
+def test_pretraining_overwrite_refuses_a_folder_of_the_users_files(tmp_path):
+    # Issue 82 item 2, pre-training's side: no run there, so a logs/ or
+    # saved_model/ of the user's would be set aside as the replaced run's.
+    (tmp_path / "logs").mkdir()
+    with pytest.raises(ConfigError) as error:
+        refuse_another_run(str(tmp_path), overwrite=True)
+    assert str(error.value) == (
+        f"model_dir {str(tmp_path)!r}: holds no keras_bert pre-training run but its own logs, "
+        "which --overwrite would replace; pre-train into another folder."
+    )
+    refuse_another_run(str(tmp_path))  # Without --overwrite nothing is replaced.
+
+
 def test_finetuning_takes_over_what_a_killed_first_pretraining_run_left(tmp_path):
     # Issue 82 item 16: only its config.yaml and an empty checkpoints/ were
     # there, and every fine-tuning was refused as "holds a pre-training run".

@@ -1,0 +1,182 @@
+"""No command writes an output that is, holds or lies inside one of its
+inputs (issue 82, item 1: `distill --model_dir` naming its teacher's folder
+replaced the teacher with the student). Each row runs the command as a user
+does, as its own process; the refusal comes before anything loads."""
+
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.backend_independent
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A run folder, a task's files, a corpus, a vocabulary and a model file;
+    what each command reads (the refusal comes before any is loaded)."""
+    root = tmp_path_factory.mktemp("overlap")
+    run = root / "runs" / "cls1"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text("task: sst2\n")
+    (run / "model.keras").write_text("a model")
+    (root / "glue").mkdir()
+    (root / "glue" / "dev.tsv").write_text("sentence\tlabel\nfine\t1\n")
+    (root / "corpus").mkdir()
+    (root / "corpus" / "a.txt").write_text("One sentence.\n")
+    (root / "vocab.txt").write_text("[PAD]\n")
+    (root / "ckpt").mkdir()
+    return root
+
+
+# (command, its arguments, the refused output flag, how, the input flag).
+ROWS = [
+    # The reported case, in three spellings.
+    ("distill", "--teacher runs/cls1 --model_dir runs/cls1", "--model_dir", "is", "--teacher"),
+    ("distill", "--teacher runs/cls1 --model_dir ./runs/cls1/", "--model_dir", "is", "--teacher"),
+    (
+        "distill",
+        "--teacher runs/cls1 --model_dir runs/../runs/cls1",
+        "--model_dir",
+        "is",
+        "--teacher",
+    ),
+    ("distill", "--teacher runs/cls1 --model_dir runs", "--model_dir", "holds", "--teacher"),
+    (
+        "distill",
+        "--teacher runs/cls1 --model_dir runs/cls1/student",
+        "--model_dir",
+        "lies inside",
+        "--teacher",
+    ),
+    (
+        "distill",
+        "--teacher runs/cls1 --data_dir glue --model_dir glue",
+        "--model_dir",
+        "is",
+        "--data_dir",
+    ),
+    (
+        "distill",
+        "--teacher runs/cls1 --text corpus/*.txt --model_dir corpus",
+        "--model_dir",
+        "holds",
+        "--text",
+    ),
+    ("finetune", "--task sst2 --data_dir glue --model_dir glue", "--model_dir", "is", "--data_dir"),
+    (
+        "finetune",
+        "--task sst2 --data_dir glue --model_dir glue/run",
+        "--model_dir",
+        "lies inside",
+        "--data_dir",
+    ),
+    (
+        "finetune",
+        "--task sst2 --data_dir glue --init_checkpoint ckpt --model_dir ckpt",
+        "--model_dir",
+        "is",
+        "--init_checkpoint",
+    ),
+    (
+        "pretrain",
+        "--model_dir corpus --set data.train_files=corpus/a.txt --set data.vocab_file=vocab.txt",
+        "model_dir",
+        "holds",
+        "data.train_files",
+    ),
+    (
+        "pretrain",
+        "--model_dir ckpt --init_checkpoint ckpt --set data.train_files=corpus/a.txt "
+        "--set data.vocab_file=vocab.txt",
+        "model_dir",
+        "is",
+        "init_checkpoint",
+    ),
+    (
+        "evaluate",
+        "--model_dir runs/cls1 --input glue/dev.tsv --output glue",
+        "--output",
+        "holds",
+        "--input",
+    ),
+    (
+        "evaluate",
+        "--model_dir runs/cls1 --input glue/dev.tsv --output runs/cls1",
+        "--output",
+        "is",
+        "--model_dir",
+    ),
+    (
+        "predict",
+        "--model_dir runs/cls1 --input glue/dev.tsv --output glue/dev.tsv",
+        "--output",
+        "is",
+        "--input",
+    ),
+    (
+        "predict",
+        "--model_dir runs/cls1 --input glue/dev.tsv --output runs/cls1",
+        "--output",
+        "is",
+        "--model_dir",
+    ),
+    (
+        "data",
+        "--input corpus/*.txt --vocab vocab.txt --output corpus",
+        "--output",
+        "holds",
+        "--input",
+    ),
+    (
+        "data",
+        "--input corpus/*.txt --vocab vocab.txt --output vocab.txt",
+        "--output",
+        "is",
+        "--vocab",
+    ),
+    (
+        "vocab",
+        "--input corpus/a.txt --vocab_size 100 --output corpus/a.txt",
+        "--output",
+        "is",
+        "--input",
+    ),
+    ("convert", "--input runs/cls1 --output runs/cls1/hf", "--output", "lies inside", "--input"),
+    ("convert", "--input runs/cls1/model.keras --output runs", "--output", "holds", "--input"),
+    ("export", "--model runs/cls1/model.keras --output runs/cls1", "--output", "holds", "--model"),
+    ("export", "--model_dir runs/cls1 --output runs", "--output", "holds", "--model_dir"),
+]
+# Every command that writes has a row.
+COMMANDS = {"pretrain", "finetune", "distill", "evaluate", "predict", "data", "vocab"}
+
+
+def test_every_writing_command_has_a_row():
+    assert {row[0] for row in ROWS} >= COMMANDS | {"convert", "export"}
+
+
+@pytest.mark.parametrize("command, arguments, output_flag, how, input_flag", ROWS)
+def test_an_output_that_is_holds_or_lies_inside_an_input_is_refused(
+    tree, command, arguments, output_flag, how, input_flag
+):
+    argv = arguments.split()
+    if command in ("finetune", "distill") and "--init_checkpoint" not in argv:
+        argv += ["--init_checkpoint", "random:bert_tiny"]
+    done = subprocess.run(
+        [sys.executable, "-m", f"keras_bert.{command}", *argv],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1, done.stderr
+    assert f"{output_flag} " in lines[0] and f": {how} the input {input_flag} " in lines[0]
+    assert "write the output elsewhere" in lines[0]
+    # Nothing was written: the inputs are as they were, no output appeared.
+    assert (tree / "runs" / "cls1" / "model.keras").read_text() == "a model"
+    assert sorted(p.name for p in (tree / "runs" / "cls1").iterdir()) == [
+        "config.yaml",
+        "model.keras",
+    ]
