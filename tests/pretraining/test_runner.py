@@ -94,6 +94,16 @@ def test_outputs_written(full_run):
     assert backbone.vocabulary[:1] == ["[PAD]"]
     pretrainer = keras.saving.load_model(os.path.join(model_dir, "pretrainer.keras"), compile=False)
     assert pretrainer.count_params() == results["pretraining"].model.count_params()
+    # Issue 82 item 10: a fresh interpreter loads both, compiled as saved,
+    # after nothing but `import keras_bert`.
+    load = (
+        "import keras, keras_bert, sys; "
+        "print(*(type(keras.saving.load_model(p)).__name__ for p in sys.argv[1:]))"
+    )
+    paths = [os.path.join(model_dir, f"{name}.keras") for name in ("backbone", "pretrainer")]
+    done = subprocess.run([sys.executable, "-c", load, *paths], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == ["BertBackbone", "BertPretrainer"]
     if keras.backend.backend() != "torch":
         for name in ("backbone", "pretrainer"):
             assert os.path.exists(os.path.join(model_dir, "saved_model", name, "saved_model.pb"))
