@@ -42,10 +42,16 @@ def __getattr__(name):
 
 def register_serializables():
     """Imports the modules whose classes a saved `.keras` names (models,
-    optimizer, schedule); importing them registers them with Keras."""
-    importlib.import_module("keras_bert.models")
-    importlib.import_module("keras_bert.optimization.adam_weight_decay")
-    importlib.import_module("keras_bert.optimization.warmup_linear_decay")
+    optimizer, schedule, and the losses and metrics a pretrainer is saved
+    compiled with); importing them registers them with Keras."""
+    for module in (
+        "models",
+        "optimization.adam_weight_decay",
+        "optimization.warmup_linear_decay",
+        "pretraining.replaced_token_detection_loss",
+        "pretraining.replaced_token_accuracy",
+    ):
+        importlib.import_module(f"keras_bert.{module}")
 
 
 class _RegisterWhenKerasLoads(importlib.abc.MetaPathFinder):

@@ -16,7 +16,7 @@ replaced only with `--overwrite`. Input errors print one line, exit 2.
 import argparse
 import sys
 
-from keras_bert.paths import PathFlag, refuse_overlap
+from keras_bert.paths import PathFlag, refuse_output_over_run
 from keras_bert.runtime.command import LOG_FORMAT, print_json, run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -62,12 +62,7 @@ def main(argv=None):
         evaluate,
         output=args.output or args.model_dir,
         log_format=LOG_FORMAT,
-        # Its default output folder is inside the run it scores.
-        check=lambda: refuse_overlap(
-            {"--output": args.output},
-            {"--model_dir": args.model_dir, "--input": args.input},
-            inside={("--output", "--model_dir")},
-        ),
+        check=lambda: refuse_output_over_run(args.output, args.model_dir, args.input),
         verbose=args.verbose,
     )
 

@@ -118,6 +118,18 @@ def refuse_overlap(outputs, inputs, inside=(), holding=()):
             )
 
 
+def refuse_output_over_run(output, model_dir, input_file):
+    """`refuse_overlap` for `predict` and `evaluate`: `--output` may lie
+    inside the run folder they read (their default is there; the run's own
+    files are `output_guard.check_output`'s to protect), never be it or
+    their `--input`."""
+    refuse_overlap(
+        {"--output": output},
+        {"--model_dir": model_dir, "--input": input_file},
+        inside={("--output", "--model_dir")},
+    )
+
+
 def _expanded(pattern):
     """The local files a glob matches (the pattern itself when none)."""
     if "://" in pattern or not any(c in pattern for c in "*?["):

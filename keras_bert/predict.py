@@ -17,7 +17,7 @@ the input and the run's own files never are. Input errors print one line, exit 2
 import argparse
 import sys
 
-from keras_bert.paths import PathFlag, file_output, refuse_overlap
+from keras_bert.paths import PathFlag, file_output, refuse_output_over_run
 from keras_bert.runtime.command import LOG_FORMAT, print_json, run_command
 from keras_bert.runtime.console import add_verbose_argument
 
@@ -76,12 +76,7 @@ def main(argv=None):
         predict,
         output=args.output or args.model_dir,
         log_format=LOG_FORMAT,
-        # Its default output is inside the run it predicts with.
-        check=lambda: refuse_overlap(
-            {"--output": args.output},
-            {"--model_dir": args.model_dir, "--input": args.input},
-            inside={("--output", "--model_dir")},
-        ),
+        check=lambda: refuse_output_over_run(args.output, args.model_dir, args.input),
         verbose=args.verbose,
     )
 

@@ -7,6 +7,7 @@ import keras
 from keras import ops
 
 
+@keras.saving.register_keras_serializable(package="keras_bert")
 class ReplacedTokenAccuracy(keras.metrics.Metric):
     """The discriminator's accuracy (logit > 0 means "replaced") over real
     tokens or, with `replaced_only`, over the replaced ones (its recall of

@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 
+@keras.saving.register_keras_serializable(package="keras_bert")
 class ReplacedTokenDetectionLoss(keras.losses.Loss):
     """Sigmoid cross-entropy of the discriminator at every real token, its
     mean over them (`sample_weight`: the padding mask).

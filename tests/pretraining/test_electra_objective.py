@@ -3,6 +3,8 @@ that trains, resumes, exports and fine-tunes on every backend."""
 
 import json
 import os
+import subprocess
+import sys
 import warnings
 
 import keras
@@ -74,6 +76,15 @@ def test_trains_logs_and_exports_the_discriminator(electra_run, tmp_path):
         np.testing.assert_array_equal(a, b)
     if keras.backend.backend() != "torch":
         assert os.listdir(os.path.join(config.model_dir, "saved_model")) == ["backbone"]
+    # Issue 82 item 10: every .keras loads in a fresh interpreter after
+    # nothing but `import keras_bert`, compiled as saved.
+    load = (
+        "import keras, keras_bert, sys; print(type(keras.saving.load_model(sys.argv[1])).__name__)"
+    )
+    path = os.path.join(config.model_dir, "electra_pretrainer.keras")
+    done = subprocess.run([sys.executable, "-c", load, path], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "ElectraPretrainer"
 
 
 def test_resume_matches_the_uninterrupted_run(electra_run, tmp_path, tiny_corpus):
