@@ -94,7 +94,7 @@ def refuse_overlap(outputs, inputs, inside=(), holding=()):
             refused all the same.
     """
     read = [
-        (flag, given, _resolved(path))
+        (flag, path, _resolved(path))  # A glob is named by the file it matched.
         for flag, value in inputs.items()
         for given in ([value] if isinstance(value, str) else value or [])
         for path in _expanded(given)

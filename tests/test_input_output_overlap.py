@@ -66,9 +66,9 @@ ROWS = [
     ("finetune", "--task sst2 --data_dir glue --model_dir glue", "--model_dir", "is", "--data_dir"),
     (
         "finetune",
-        "--task sst2 --data_dir glue --model_dir glue/run",
+        "--task sst2 --data_dir glue --model_dir .",
         "--model_dir",
-        "lies inside",
+        "holds",
         "--data_dir",
     ),
     (
@@ -149,6 +149,22 @@ ROWS = [
 ]
 # Every command that writes has a row.
 COMMANDS = {"pretrain", "finetune", "distill", "evaluate", "predict", "data", "vocab"}
+
+
+def test_a_run_folder_may_lie_inside_its_project_folder_of_task_files(tree):
+    # A project's own folder holds its data and its runs: the task readers
+    # take their files by name, so nothing mixes.
+    done = subprocess.run(
+        [sys.executable, "-m", "keras_bert.finetune", "--task", "sst2", "--data_dir", "."]
+        + ["--init_checkpoint", "random:bert_tiny", "--model_dir", "runs/new"]
+        # The check after the overlap's, so that the command stops there.
+        + ["--config", "nosuch"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "No fine-tuning config 'nosuch'" in done.stderr
 
 
 def test_every_writing_command_has_a_row():

@@ -152,11 +152,14 @@ def refuse_run_over_inputs(model_dir, inputs):
     `paths.refuse_overlap`). A file it reads from inside the folder it
     replaces (`--init_checkpoint <model_dir>/model.keras`, `--vocab`,
     `--config`) is read from where the rerun sets it aside, so the folder
-    may hold those. Keras-free: the commands call it before start-up, the
+    may hold those; it may lie inside `--data_dir`. Keras-free: the commands call it before start-up, the
     libraries again for callers from Python."""
     refuse_overlap(
         {"--model_dir": model_dir},
         inputs,
+        # A project folder of task files may hold its runs: the readers
+        # take their files by name, never a run's.
+        inside={("--model_dir", "--data_dir")},
         holding={("--model_dir", flag) for flag in ("--init_checkpoint", "--vocab", "--config")},
     )
 

@@ -450,7 +450,7 @@ def test_destination_is_never_the_source_or_a_runs_model(tmp_path, capsys):
     before = open(source, "rb").read()
     capsys.readouterr()
     for dst, message in [
-        (str(tmp_path / "link.keras"), f"is the input file {source}"),
+        (str(tmp_path / "link.keras"), f"is the input --input {source}"),
         (str(run / "model.keras"), f"is model.keras of the run in {run}"),
     ]:
         assert main([source, dst, "--overwrite"]) == 2

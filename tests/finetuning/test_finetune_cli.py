@@ -294,7 +294,7 @@ def test_model_dir_of_another_run_is_left_alone(
     model_dir.mkdir()
     if setup == "pretraining":
         (model_dir / "config.yaml").write_text("phases: []\n")
-        (model_dir / "checkpoints").mkdir()
+        (model_dir / "checkpoints" / "ckpt-1").mkdir(parents=True)
     elif setup == "other_task":
         (model_dir / "config.yaml").write_text("task: cola\n")
         (model_dir / "model.keras").write_text("cola's model")

@@ -81,12 +81,14 @@ def test_vocab_cli_rejects_bad_arguments_before_learning(tmp_path, capsys, setup
 
 
 def test_vocab_cli_full_disk_leaves_no_file(tmp_path, capsys, monkeypatch):
-    class FullDisk(tf.io.gfile.GFile):
+    from keras_bert import file_io
+
+    class FullDisk(file_io._TextOrBytes):
         def write(self, data):
             super().write(data[: len(data) // 2])
             raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(pipelines.vocabulary.tf.io.gfile, "GFile", FullDisk)
+    monkeypatch.setattr(file_io, "_TextOrBytes", FullDisk)
     output = tmp_path / "vocab.txt"
     output.write_text("mine")
     argv = ["--input", SMALL[0], "--output", str(output), "--vocab_size", "300", "--overwrite"]
@@ -152,7 +154,7 @@ def test_vocab_output_is_never_an_input_or_a_runs_file(tmp_path, capsys):
     (run / "config.yaml").write_text("task: sst2\n")
     (run / "vocab.txt").write_text("[PAD]\n")
     for output, message in [
-        (corpus, f"is the input file {corpus}"),
+        (corpus, f"is the input --input {corpus}"),
         (run / "vocab.txt", f"is vocab.txt of the run in {run}"),
     ]:
         argv = ["--input", str(tmp_path / "*.txt"), "--output", str(output), "--overwrite"]
