@@ -41,7 +41,10 @@ class TransferConfig:
     is masked instead); then, with `ngram_probability`, only a random n-gram of 1 to
     `ngram_max` words is kept. Copies carry no label (augmenting can change
     it). The teacher's outputs are written in shards of `shard_size`
-    sentences, labelled in batches of `batch_size`.
+    sentences, labelled in batches of `batch_size`. Once the first shard
+    is labelled, the time the rest will take at the speed measured on it
+    is logged, and a labelling longer than `max_labelling_hours` stops
+    there (`.inf`: no limit).
     """
 
     copies: int = 0
@@ -54,6 +57,7 @@ class TransferConfig:
     ngram_max: int = 5
     shard_size: int = 4096
     batch_size: int = 64
+    max_labelling_hours: float = 4.0
 
 
 @dataclasses.dataclass
@@ -125,6 +129,7 @@ SCHEMA = dataclasses.replace(
         "distillation.transfer.mask_probability": (lambda v: 0 <= v <= 1, "between 0 and 1"),
         "distillation.transfer.replace_probability": (lambda v: 0 <= v <= 1, "between 0 and 1"),
         "distillation.transfer.ngram_probability": (lambda v: 0 <= v <= 1, "between 0 and 1"),
+        "distillation.transfer.max_labelling_hours": (lambda v: v > 0, "> 0 (.inf: no limit)"),
         "distillation.intermediate.hidden_weight": (lambda v: 0 <= v < math.inf, "finite, >= 0"),
         "distillation.intermediate.attention_weight": (
             lambda v: 0 <= v < math.inf,

@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import signal
 import threading
@@ -142,7 +143,8 @@ class TransferSet:
         """A hash of the rows, the labels and what makes the copies."""
         digest = hashlib.sha256()
         settings = dict(vars(self.transfer))
-        settings.pop("batch_size")  # How fast it is labelled, not what.
+        for speed in ("batch_size", "max_labelling_hours"):  # How fast, not what.
+            settings.pop(speed)
         if self.transfer.copies:  # The seed makes the copies; without any, nothing.
             settings["seed"] = self.seed
         # The masked LM by its content, not by where it lies (the teacher,
@@ -259,7 +261,35 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
             manifest[SHARDS][os.path.basename(paths[index])] = _written(paths[index])
             write_json_atomically(manifest, manifest_path)
             stop_if_interrupted()
+            if index == todo[0] and len(todo) > 1:
+                _estimate(done, time.time() - start, remaining - done, transfer_set.transfer)
     return paths
+
+
+def _estimate(done, seconds, left, transfer):
+    """Says how long the `left` sentences will take to label at the speed
+    measured on the first shard (its sentences of every length, the
+    teacher warmed up on them), and stops, as a `FinetuneError` and with
+    that shard kept, when it is over `transfer.max_labelling_hours`: a
+    set of copies on a slow machine is hours of labelling, and no one
+    should start twenty of them by accident."""
+    rate = done / max(seconds, 1e-9)
+    hours = left / rate / 3600
+    logger.info(
+        "Transfer set: %d sentences left to label at %.0f sentences/s (measured on the first "
+        "shard): about %.1f hours on this machine",
+        left,
+        rate,
+        hours,
+    )
+    if hours > transfer.max_labelling_hours:
+        raise FinetuneError(
+            f"labelling the transfer set's {left:,} sentences left would take about {hours:.1f} "
+            f"hours at the {rate:.0f} sentences/s measured on its first shard, over "
+            f"distillation.transfer.max_labelling_hours={transfer.max_labelling_hours:g}; the "
+            "shard labelled is kept: pass --set distillation.transfer.max_labelling_hours="
+            f"{math.ceil(hours)} to go on, or make the set smaller (fewer copies or --text lines)"
+        )
 
 
 def _written(path):

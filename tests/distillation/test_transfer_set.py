@@ -187,6 +187,28 @@ def test_ctrl_c_stops_the_labelling_at_the_next_batch_whoever_catches_it(tmp_pat
     assert signal.getsignal(signal.SIGINT) is handler
 
 
+def test_a_labelling_over_its_time_limit_stops_after_its_first_shard(tmp_path, caplog):
+    # Issue 79 item 8: no one starts a twenty-hour labelling by accident.
+    caplog.set_level("INFO", "keras_bert.distill")
+    limited = transfer_set(max_labelling_hours=1e-9)
+    first = CountingTeacher()
+    with pytest.raises(FinetuneError) as error:
+        label_transfer_set(limited, first, str(tmp_path), progress=False)
+    assert len(first.labelled) == 4  # One shard of the 15 sentences.
+    assert "labelling the transfer set's 11 sentences left would take about" in str(error.value)
+    assert "over distillation.transfer.max_labelling_hours=1e-09; the shard" in str(error.value)
+    assert "\n" not in str(error.value)
+    assert "Transfer set: 11 sentences left to label at" in caplog.text
+    # A higher limit goes on from the shard kept: the limit is no part of
+    # what the set is.
+    rest = CountingTeacher()
+    paths = label_transfer_set(transfer_set(), rest, str(tmp_path), progress=False)
+    assert len(rest.labelled) == 11 and len(shard_rows(paths)) == 15
+    # A set of one shard is labelled before any estimate could be made.
+    single = transfer_set(copies=0, shard_size=8, max_labelling_hours=1e-9)
+    label_transfer_set(single, CountingTeacher(), str(tmp_path / "single"), progress=False)
+
+
 def test_without_copies_another_seed_labels_nothing(tmp_path):
     label_transfer_set(transfer_set(copies=0), CountingTeacher(), str(tmp_path), progress=False)
     again = CountingTeacher()
