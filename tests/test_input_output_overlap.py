@@ -26,7 +26,115 @@ def tree(tmp_path_factory):
     (root / "corpus" / "a.txt").write_text("One sentence.\n")
     (root / "vocab.txt").write_text("[PAD]\n")
     (root / "ckpt").mkdir()
+    (root / "corpus" / "b.txt").write_text("Another sentence.\n")
+    (root / "recipe.yaml").write_text("{}\n")
     return root
+
+
+# Every output flag of every command against every input flag: the output
+# named as the input is refused. (command, its arguments, the output flag,
+# its name in the error, {the input's name in the error: its path}.)
+PAIRS = [
+    (
+        "pretrain",
+        "--set data.train_files=corpus/a.txt --set data.eval_files=corpus/b.txt "
+        "--set data.vocab_file=vocab.txt --init_checkpoint ckpt",
+        "--model_dir",
+        "model_dir",
+        {
+            "data.train_files": "corpus/a.txt",
+            "data.eval_files": "corpus/b.txt",
+            "data.vocab_file": "vocab.txt",
+            "init_checkpoint": "ckpt",
+        },
+    ),
+    (
+        "finetune",
+        "--task sst2 --data_dir glue --init_checkpoint ckpt --vocab vocab.txt --config recipe.yaml",
+        "--model_dir",
+        "--model_dir",
+        {
+            "--data_dir": "glue",
+            "--init_checkpoint": "ckpt",
+            "--vocab": "vocab.txt",
+            "--config": "recipe.yaml",
+        },
+    ),
+    (
+        "distill",
+        "--teacher runs/cls1 --data_dir glue --text corpus/a.txt --init_checkpoint ckpt "
+        "--vocab vocab.txt --config recipe.yaml",
+        "--model_dir",
+        "--model_dir",
+        {
+            "--teacher": "runs/cls1",
+            "--data_dir": "glue",
+            "--text": "corpus/a.txt",
+            "--init_checkpoint": "ckpt",
+            "--vocab": "vocab.txt",
+            "--config": "recipe.yaml",
+        },
+    ),
+    (
+        "evaluate",
+        "--model_dir runs/cls1 --input glue/dev.tsv",
+        "--output",
+        "--output",
+        {"--model_dir": "runs/cls1", "--input": "glue/dev.tsv"},
+    ),
+    (
+        "predict",
+        "--model_dir runs/cls1 --input glue/dev.tsv",
+        "--output",
+        "--output",
+        {"--model_dir": "runs/cls1", "--input": "glue/dev.tsv"},
+    ),
+    (
+        "data",
+        "--input corpus/a.txt --vocab vocab.txt",
+        "--output",
+        "--output",
+        {"--input": "corpus/a.txt", "--vocab": "vocab.txt"},
+    ),
+    (
+        "vocab",
+        "--input corpus/a.txt --vocab_size 100",
+        "--output",
+        "--output",
+        {"--input": "corpus/a.txt"},
+    ),
+    (
+        "convert",
+        "--input runs/cls1/model.keras --vocab vocab.txt",
+        "--output",
+        "--output",
+        {"--input": "runs/cls1/model.keras", "--vocab": "vocab.txt"},
+    ),
+    (
+        "export",
+        "--model runs/cls1/model.keras --vocab vocab.txt",
+        "--output",
+        "--output",
+        {"--model": "runs/cls1/model.keras", "--vocab": "vocab.txt"},
+    ),
+    ("export", "--model_dir runs/cls1", "--output", "--output", {"--model_dir": "runs/cls1"}),
+]
+
+
+@pytest.mark.parametrize(
+    "command, arguments, output_flag, output_name, input_name, path",
+    [
+        (command, arguments, output_flag, output_name, input_name, path)
+        for command, arguments, output_flag, output_name, inputs in PAIRS
+        for input_name, path in inputs.items()
+    ],
+)
+def test_every_output_named_as_any_input_is_refused(
+    tree, command, arguments, output_flag, output_name, input_name, path
+):
+    line = refused(tree, command, arguments.split() + [output_flag, path])
+    assert line.startswith(f"error: {output_name} ") or f" {output_name} {path}: " in line, line
+    assert f": is the input {input_name} {path}; write the output elsewhere" in line, line
 
 
 # (command, its arguments, the refused output flag, how, the input flag).
@@ -178,6 +286,14 @@ def test_an_output_that_is_holds_or_lies_inside_an_input_is_refused(
     argv = arguments.split()
     if command in ("finetune", "distill") and "--init_checkpoint" not in argv:
         argv += ["--init_checkpoint", "random:bert_tiny"]
+    line = refused(tree, command, argv)
+    assert f"{output_flag} " in line and f": {how} the input {input_flag} " in line
+    assert "write the output elsewhere" in line
+
+
+def refused(tree, command, argv):
+    """`python -m keras_bert.<command> <argv>` in `tree`: its one error
+    line, once checked that it exits 2 and leaves the run as it was."""
     done = subprocess.run(
         [sys.executable, "-m", f"keras_bert.{command}", *argv],
         cwd=tree,
@@ -188,11 +304,10 @@ def test_an_output_that_is_holds_or_lies_inside_an_input_is_refused(
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr
     assert len(lines) == 1, done.stderr
-    assert f"{output_flag} " in lines[0] and f": {how} the input {input_flag} " in lines[0]
-    assert "write the output elsewhere" in lines[0]
     # Nothing was written: the inputs are as they were, no output appeared.
     assert (tree / "runs" / "cls1" / "model.keras").read_text() == "a model"
     assert sorted(p.name for p in (tree / "runs" / "cls1").iterdir()) == [
         "config.yaml",
         "model.keras",
     ]
+    return lines[0]
