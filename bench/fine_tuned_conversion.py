@@ -165,7 +165,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     import keras
 
-    from keras_bert.conversion import convert
+    from keras_bert.convert import convert
     from keras_bert.finetuning.inference import run_evaluation
 
     run = args.run or os.path.join(args.out, "run")

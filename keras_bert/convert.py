@@ -16,6 +16,11 @@ Fine-tuned models: a keras_bert fine-tuning run folder (what
 BertForQuestionAnswering, BertForMultipleChoice), and such a folder to a
 run folder that predict, evaluate, export and distill take; `--task` names
 its task (default: the head's usual one).
+
+From Python, `convert(src, dst)` takes every source the command takes: a
+checkpoint goes to the format layer (`conversion.converter.convert`), a
+fine-tuned model to the run layer above it
+(`finetuning.transformers_runs.convert_fine_tuned`).
 """
 
 import argparse
@@ -94,8 +99,6 @@ def main(argv=None):
 
     def convert_checkpoint():
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        from keras_bert.conversion.converter import convert
-
         report = convert(
             source,
             target,
@@ -115,6 +118,47 @@ def main(argv=None):
         ),
         verbose=args.verbose,
     )
+
+
+def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation=None, task=None):
+    """Converts `src` and writes it to `dst`: a checkpoint as
+    `conversion.converter.convert` does, a fine-tuned model (a fine-tuning
+    run folder, or a transformers folder of a task head's class) as
+    `finetuning.transformers_runs.convert_fine_tuned` does; the arguments
+    are theirs. `task` names the task of the run a fine-tuned transformers
+    folder becomes, and is refused for any other source.
+
+    Returns:
+        The report: a list of lines.
+
+    Raises:
+        CheckpointError: for a bad source, config, weights, option or
+            destination.
+        FinetuneError: for a fine-tuning run folder that `predict` would
+            refuse.
+    """
+    from keras_bert.conversion import converter
+    from keras_bert.conversion.task_head import ARCHITECTURES
+    from keras_bert.errors import CheckpointError
+    from keras_bert.finetuning.transformers_runs import convert_fine_tuned, source_kind
+
+    src, dst = normal_path(src), normal_path(dst)
+    converter.check_request(src, dst, vocab, hidden_activation)
+    options = {
+        "heads": heads,
+        "vocab": vocab,
+        "overwrite": overwrite,
+        "hidden_activation": hidden_activation,
+    }
+    kind = source_kind(src)
+    if kind is not None:
+        return convert_fine_tuned(src, dst, kind, task=task, **options)
+    if task is not None:
+        raise CheckpointError(
+            f"--task {task}: names the task of a fine-tuned transformers folder "
+            f"({', '.join(ARCHITECTURES)}); {src} is none"
+        )
+    return converter.convert(src, dst, **options)
 
 
 def _paths(parser, args):

@@ -99,8 +99,12 @@ def main(argv=None):
         from keras_bert.errors import ExportError
         from keras_bert.serving.serving_export import export_for_serving, find_model_file
         from keras_bert.training.output_guard import check_export_folder
+        from keras_bert.training.run_folder import FINETUNING, RunFolder
 
         check_export_folder("--output", args.output)
+        if args.model is None:
+            # A folder whose fine-tuning rerun has not finished holds no one run.
+            RunFolder(args.model_dir, FINETUNING).refuse_unfinished_rerun(error=ExportError)
         model_file = args.model or find_model_file(args.model_dir)
         model, options = model_file, {}
         if args.model_dir:

@@ -5,12 +5,11 @@ import pytest
 from keras_bert import BertBackbone
 from keras_bert.model_configs import (
     ALIASES,
-    SIZE_LIMITS,
     available_model_configs,
-    check_model_sizes,
     load_model_config,
     read_model_config,
 )
+from keras_bert.model_sizes import SIZE_LIMITS, check_model_sizes
 
 pytestmark = pytest.mark.backend_independent
 

@@ -4,7 +4,8 @@
 supported checkpoint into a `BertCheckpoint` (original variable names, see
 `bert_name_map`) and writes a keras_bert `.keras` or a Hugging Face folder. A fine-tuned
 model travels between a keras_bert fine-tuning run folder and transformers' task classes
-(`fine_tuned`, the heads in `task_head`).
+one layer up, in `keras_bert.finetuning.transformers_runs`, with the heads of `task_head`;
+the command's `keras_bert.convert.convert` takes both kinds of source.
 """
 
 from keras_bert.conversion.bert_checkpoint import BertCheckpoint

@@ -1,22 +1,23 @@
-"""`convert(src, dst)`: a BERT checkpoint to `.keras` or Hugging Face, and
-a fine-tuned model between a keras_bert run and transformers.
+"""`convert(src, dst)`: a BERT checkpoint to `.keras` or Hugging Face.
 
 Sources: an original Google checkpoint, a Hugging Face folder, a keras-hub
 `BertBackbone` (`.keras`, `.weights.h5`, preset folder) or a keras_bert
 `.keras`. Destinations: a keras_bert `.keras` archive, or a Hugging Face
-folder. A fine-tuning run folder becomes the transformers folder of its
-head's class, and a transformers folder of such a class a run folder
-(`fine_tuned`). Everything passes through one `BertCheckpoint` and one
-keras_bert model, so every conversion gets the same name and shape checks.
-Writes are atomic: the output appears under its name only once it is
-complete.
+folder. Everything passes through one `BertCheckpoint` and one keras_bert
+model, so every conversion gets the same name and shape checks. Writes are
+atomic: the output appears under its name only once it is complete.
+
+A fine-tuned model (a fine-tuning run folder, or a transformers folder of
+a task head's class) converts a layer up, in
+`keras_bert.finetuning.transformers_runs`, with the checks and the
+destination handling here (`check_request`, `write_converted`); the
+`convert` command (`keras_bert.convert.convert`) takes both.
 """
 
 import os
 import shutil
 import tempfile
 
-from keras_bert.conversion import fine_tuned
 from keras_bert.conversion.bert_checkpoint import BertCheckpoint
 from keras_bert.conversion.google_checkpoint import (
     google_checkpoint_prefix,
@@ -32,7 +33,7 @@ from keras_bert.conversion.keras_hub_checkpoint import (
     keras_archive_class,
     read_keras_hub,
 )
-from keras_bert.conversion.task_head import ARCHITECTURES
+from keras_bert.conversion.task_head import fine_tuned_architecture
 from keras_bert.conversion.vocabulary import read_vocabulary
 from keras_bert.errors import CheckpointError
 from keras_bert.file_io import (
@@ -49,9 +50,6 @@ _ACTIVATION_FORMS = {
 }
 
 _OURS = ("keras_bert>BertBackbone", "keras_bert>BertPretrainer")
-# What a source is, besides a checkpoint: a fine-tuning run folder, or a
-# transformers folder of a fine-tuned head (`fine_tuned`).
-RUN, FINE_TUNED = "fine-tuning run", "fine-tuned transformers folder"
 
 
 def _read_keras_bert(path):
@@ -127,7 +125,7 @@ def _check_replaceable(dst, files, folder_kind):
         )
 
 
-def _write_folder(dst, fill):
+def write_folder(dst, fill):
     """Calls `fill(folder)` on a new hidden folder beside `dst`, then
     renames it to `dst` (setting a previous `dst` aside until then); returns
     what `fill` returns. `dst` holds all of it or is left as it was."""
@@ -159,7 +157,7 @@ def _write_folder(dst, fill):
     return result
 
 
-def _activation_line(checkpoint, hidden_activation, read_from="the source's config"):
+def activation_line(checkpoint, hidden_activation, read_from="the source's config"):
     """Sets the backbone's GELU and says which one it is and why.
 
     Every Google `bert_config.json` says `"gelu"`, yet google-research/bert
@@ -176,27 +174,23 @@ def _activation_line(checkpoint, hidden_activation, read_from="the source's conf
     return f"activation: {name} ({_ACTIVATION_FORMS[name]}), {why}"
 
 
-def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation=None, task=None):
+def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation=None):
     """Converts the checkpoint at `src` and writes it to `dst`.
 
     Args:
         src: path of a Google checkpoint (prefix, `.index` or folder), a
             Hugging Face folder, a keras-hub `.keras` / `.weights.h5` /
-            preset folder, or a keras_bert `.keras`; or a fine-tuned model:
-            a keras_bert fine-tuning run folder, or a transformers folder of
-            `BertForSequenceClassification`, `BertForTokenClassification`,
-            `BertForQuestionAnswering` or `BertForMultipleChoice`.
+            preset folder, or a keras_bert `.keras`. A fine-tuned model (a
+            keras_bert fine-tuning run folder, or a transformers folder of
+            a task head's class) is refused here: `keras_bert.convert.convert`
+            converts it.
         dst: a path ending in `.keras` (a keras_bert `BertBackbone`, or
             `BertPretrainer` when there are heads) or any other path (a
             Hugging Face folder: `config.json`, `model.safetensors`,
-            `vocab.txt`, and `tokenizer_config.json` for a fine-tuned model;
-            for a fine-tuned transformers source, a fine-tuning run folder:
-            `config.yaml`, `model.keras`, `vocab.txt`, `outputs.json`).
+            `vocab.txt`).
         heads: None keeps the source's heads (initialising a missing one),
             True always writes both heads, False writes the encoder only.
-            Pre-training heads: not for a fine-tuned source.
-        vocab: optional `vocab.txt` replacing (or supplying) the source's
-            (not for a fine-tuning run, which has its own).
+        vocab: optional `vocab.txt` replacing (or supplying) the source's.
         overwrite: replace an existing `dst`: a `.keras` file, or a
             folder holding nothing but the files written here (anything
             else there is the user's, and the conversion is refused).
@@ -204,27 +198,38 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
             the exact erf form), `"gelu"` (erf) or `"gelu_approximate"`
             (tanh). Google checkpoints say `"gelu"` for both; those
             trained with google-research/bert from February 2019 on (the
-            compact models of 2020) used tanh, BERT-Base/Large erf. Not for
-            a fine-tuning run, whose backbone says which it computes.
-        task: for a fine-tuned transformers source only: the fine-tuning
-            task of the run written (a key of
-            `keras_bert.finetuning.task_registry.TASKS` whose model is the
-            head's); None: the head's usual task (`classification`,
-            `regression`, `conll2003`, `swag`; a question-answering head
-            needs `squad_v1` or `squad_v2` named).
+            compact models of 2020) used tanh, BERT-Base/Large erf.
 
     Returns:
-        The report: a list of lines (source, config, weights, heads, vocab;
-        task and tokenizer for a fine-tuned model).
+        The report: a list of lines (source, config, weights, heads, vocab).
 
     Raises:
         CheckpointError: for a bad source, config, weights or destination.
-        FinetuneError: for a fine-tuning run folder that `predict` would
-            refuse.
     """
+    src, dst = normal_path(src), normal_path(dst)
+    check_request(src, dst, vocab, hidden_activation)
+    folder = source_folder(src)
+    if os.path.isdir(folder) and is_hugging_face_folder(folder):
+        architecture = fine_tuned_architecture(folder)
+        if architecture:
+            raise CheckpointError(
+                f"{src}: a fine-tuned {architecture}, which converts to a keras_bert "
+                "fine-tuning run: python -m keras_bert.convert (from Python, "
+                "keras_bert.convert.convert)"
+            )
+
+    def write(dst):
+        return _convert_and_write(src, dst, heads, vocab, hidden_activation)
+
+    return write_converted(src, dst, vocab, overwrite, HUGGING_FACE_FILES, "Hugging Face", write)
+
+
+def check_request(src, dst, vocab=None, hidden_activation=None):
+    """Refuses, before anything is read, what no conversion takes: a remote
+    path, an unknown GELU, a single weights file as the destination. `src`
+    and `dst` are spelt by `paths.normal_path`."""
     # The command's parser spells them so already; callers from Python too,
     # or `hf/` would put the claim at `hf/..lock`.
-    src, dst = normal_path(src), normal_path(dst)
     for path in (src, dst, *([os.fspath(vocab)] if vocab else [])):
         if "://" in path:
             raise CheckpointError(
@@ -241,15 +246,27 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
             f"{dst}: the destination is a `.keras` file or a folder (for "
             "Hugging Face), not a single weights file."
         )
-    kind = _source_kind(src)
-    _check_options(kind, src, dst, heads, vocab, hidden_activation, task)
-    # What the destination folder receives: all that overwrite may replace.
-    if kind == RUN:
-        files, folder_kind = fine_tuned.FINE_TUNED_FILES, "Hugging Face"
-    elif kind == FINE_TUNED:
-        files, folder_kind = fine_tuned.RUN_FILES, "fine-tuning run"
-    else:
-        files, folder_kind = HUGGING_FACE_FILES, "Hugging Face"
+
+
+def source_folder(src):
+    """The folder a source is read from: `src`, or a `.safetensors` file's."""
+    return (os.path.dirname(src) or ".") if src.endswith(".safetensors") else src
+
+
+def write_converted(src, dst, vocab, overwrite, files, folder_kind, write, whole_folder=False):
+    """Calls `write(dst)` under a claim on `dst`, once `dst` is found
+    writable and replaceable, and returns what it returns.
+
+    Args:
+        src, vocab: what the conversion reads; never overwritten.
+        overwrite: replace an existing `dst` holding only `files`.
+        files: the names a destination folder receives: all that overwrite
+            may replace.
+        folder_kind: what a destination folder is, for the messages.
+        write: `write(dst)`, with a link at `dst` resolved.
+        whole_folder: `dst` is a run folder, written whole: a new one must
+            not lie inside another run's files.
+    """
     if os.path.islink(dst):  # Replace what it points to; the link stays.
         dst = os.path.realpath(dst)
     parent = os.path.dirname(os.path.abspath(dst))
@@ -270,7 +287,7 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
         inputs += [os.path.join(src, name) for name in HUGGING_FACE_FILES]
         if dst.endswith(".keras"):
             targets = [dst]
-        elif kind == FINE_TUNED:
+        elif whole_folder:
             # A run folder: its own files are what is written. What holds
             # only them is replaced whole (`_check_replaceable`); a new one
             # must not lie inside another run's files.
@@ -282,55 +299,10 @@ def convert(src, dst, heads=None, vocab=None, overwrite=False, hidden_activation
 
     # Of two conversions onto one new destination, the second is refused.
     with claimed_output(dst, check_destination, "conversion", error=CheckpointError):
-        if kind == RUN:
-            return _run_to_hugging_face(src, dst)
-        return _convert_and_write(src, dst, heads, vocab, hidden_activation, task, kind)
+        return write(dst)
 
 
-def _source_kind(src):
-    """`RUN`, `FINE_TUNED`, or None for a checkpoint (`read_checkpoint`)."""
-    folder = (os.path.dirname(src) or ".") if src.endswith(".safetensors") else src
-    if not os.path.isdir(folder):
-        return None
-    if fine_tuned.is_fine_tuning_run(folder):
-        return RUN
-    if is_hugging_face_folder(folder) and fine_tuned.fine_tuned_architecture(folder):
-        return FINE_TUNED
-    return None
-
-
-def _check_options(kind, src, dst, heads, vocab, hidden_activation, task):
-    """Refuses, before anything is read, what a source of `kind` cannot take."""
-    if kind is None:
-        if task is not None:
-            raise CheckpointError(
-                f"--task {task}: names the task of a fine-tuned transformers folder "
-                f"({', '.join(ARCHITECTURES)}); {src} is none"
-            )
-        return
-    if heads is not None:
-        flag = "--with_heads" if heads else "--without_heads"
-        raise CheckpointError(
-            f"{flag}: a {kind} has a task head, not BERT's pre-training heads; "
-            f"{src} converts with its task head"
-        )
-    if dst.endswith(".keras"):
-        other = "a transformers folder" if kind == RUN else "a keras_bert fine-tuning run folder"
-        raise CheckpointError(
-            f"{dst}: {src} is a {kind}, which converts to {other}; give DST as a "
-            "folder, not a .keras file"
-        )
-    if kind == RUN:
-        for flag, given, why in (
-            ("--vocab", vocab, "it carries its vocab.txt"),
-            ("--hidden_activation", hidden_activation, "its backbone says which GELU it computes"),
-            ("--task", task, "its config.yaml names its task"),
-        ):
-            if given is not None:
-                raise CheckpointError(f"{flag}: {src} is a {kind}, and {why}")
-
-
-def _read_vocab_flag(checkpoint, vocab, src):
+def replace_vocabulary(checkpoint, vocab, src):
     """Replaces the checkpoint's vocabulary by the file `vocab`."""
     tokens, note = read_vocabulary(vocab)
     if tokens is None:
@@ -347,7 +319,7 @@ def _read_vocab_flag(checkpoint, vocab, src):
     checkpoint.notes.append(note)
 
 
-def _report(checkpoint, activation, count, status):
+def report_lines(checkpoint, activation, count, status):
     """The report's lines on what was read: source, config, GELU, weights
     (with the reader's notes), parts, vocabulary."""
     report = [
@@ -362,42 +334,20 @@ def _report(checkpoint, activation, count, status):
     return report
 
 
-def _convert_and_write(src, dst, heads, vocab, hidden_activation, task, kind):
+def _convert_and_write(src, dst, heads, vocab, hidden_activation):
     checkpoint = read_checkpoint(src)
     if vocab is not None:
-        _read_vocab_flag(checkpoint, vocab, src)
-    activation = _activation_line(checkpoint, hidden_activation)
-    if kind == FINE_TUNED:
-        count = len(checkpoint.weights)
-        task, config, model, lines = fine_tuned.hugging_face_to_run(checkpoint, src, task)
-        report = _report(checkpoint, activation, count, checkpoint.part_status(False)) + lines
-        source = os.path.abspath(src)
-        _write_folder(
-            dst, lambda folder: fine_tuned.write_run_folder(folder, config, model, source)
-        )
-        return report + [f"wrote:   {dst} (keras_bert fine-tuning run, task {task})"]
+        replace_vocabulary(checkpoint, vocab, src)
+    activation = activation_line(checkpoint, hidden_activation)
     model = checkpoint.to_model(heads)
-    report = _report(checkpoint, activation, len(checkpoint.weights), checkpoint.part_status(heads))
+    report = report_lines(
+        checkpoint, activation, len(checkpoint.weights), checkpoint.part_status(heads)
+    )
     if dst.endswith(".keras"):
         save_keras_atomically(model, dst)
         report.append(f"wrote:   {dst} (keras_bert {type(model).__name__})")
     else:
         written = BertCheckpoint.from_model(model)
-        architecture = _write_folder(dst, lambda folder: write_hugging_face(written, folder))
+        architecture = write_folder(dst, lambda folder: write_hugging_face(written, folder))
         report.append(f"wrote:   {dst} (Hugging Face {architecture})")
     return report
-
-
-def _run_to_hugging_face(src, dst):
-    checkpoint, tensors, config, tokenizer_config, lines = fine_tuned.run_to_hugging_face(src)
-    status = {"pooler": "carried" if "bert.pooler.dense.weight" in tensors else "dropped"}
-    activation = _activation_line(checkpoint, None, "the run's backbone")
-    report = _report(checkpoint, activation, len(tensors), status) + lines
-
-    def write(folder):
-        return fine_tuned.write_fine_tuned_hugging_face(
-            folder, checkpoint, tensors, config, tokenizer_config
-        )
-
-    architecture = _write_folder(dst, write)
-    return report + [f"wrote:   {dst} (Hugging Face {architecture})"]

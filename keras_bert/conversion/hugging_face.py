@@ -94,7 +94,7 @@ def read_hugging_face(folder):
     and `cls.seq_relationship.*` heads are read when present. Any other
     tensor (a task head such as `classifier.weight`) is kept under its own
     name, for `BertCheckpoint.to_model` to list as unexpected unless the
-    caller takes it out first (`fine_tuned`'s task heads).
+    caller takes it out first (`finetuning.transformers_runs`, for task heads).
     """
     folder = os.fspath(folder)
     config_path = os.path.join(folder, "config.json")

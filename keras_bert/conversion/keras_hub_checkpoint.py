@@ -18,7 +18,7 @@ from keras_bert.conversion.bert_checkpoint import BertCheckpoint
 from keras_bert.conversion.bert_name_map import keras_hub_backbone_weight_map
 from keras_bert.conversion.vocabulary import read_vocabulary
 from keras_bert.errors import CheckpointError
-from keras_bert.model_configs import check_model_sizes
+from keras_bert.model_sizes import check_model_sizes
 
 _KERAS_HUB_CONFIG_KEYS = (
     "vocabulary_size",

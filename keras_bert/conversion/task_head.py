@@ -15,8 +15,11 @@ beside the encoder's `bert.*` names.
 """
 
 import dataclasses
+import json
+import os
 
 from keras_bert.conversion.bert_name_map import WeightMapping
+from keras_bert.errors import CheckpointError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,3 +86,33 @@ HEADS = {
 }
 # The transformers classes a fine-tuned folder may name.
 ARCHITECTURES = sorted({head.architecture for head in HEADS.values()})
+
+
+def fine_tuned_architecture(folder):
+    """The fine-tuned transformers class (`ARCHITECTURES`) that the folder's
+    `config.json` names, or None (none, or unreadable: the backbone reader
+    reports it)."""
+    try:
+        return architecture_named(read_config_json(folder))
+    except CheckpointError:
+        return None
+
+
+def architecture_named(config_json):
+    """The first fine-tuned class `config.json`'s `architectures` names, or None."""
+    names = config_json.get("architectures")
+    found = [n for n in names if n in ARCHITECTURES] if isinstance(names, list) else []
+    return found[0] if found else None
+
+
+def read_config_json(folder):
+    """The dict of the folder's transformers `config.json`."""
+    path = os.path.join(folder, "config.json")
+    try:
+        with open(path) as f:
+            config = json.load(f)
+    except (OSError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path}: {error}") from None
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path}: not a JSON object")
+    return config

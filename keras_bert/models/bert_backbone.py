@@ -13,7 +13,7 @@ from keras_bert.layers.bert_encoder_block import (
     BertEncoderBlock,
     get_activation,
 )
-from keras_bert.model_configs import check_model_sizes
+from keras_bert.model_sizes import check_model_sizes
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

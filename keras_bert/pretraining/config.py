@@ -14,7 +14,8 @@ import typing
 
 from keras_bert.config_tree import Schema, parse_override
 from keras_bert.errors import ConfigError
-from keras_bert.model_configs import check_model_sizes, read_model_config
+from keras_bert.model_configs import read_model_config
+from keras_bert.model_sizes import check_model_sizes
 from keras_bert.optimization.optimizer_config import (
     DECAY_STARTS,
     OPTIMIZERS,

@@ -36,7 +36,6 @@ from keras_bert.file_io import (
     makedirs,
     removed_if_left_empty,
 )
-from keras_bert.training.run_folder import FINETUNING, RunFolder
 from pipelines.text_files import read_text
 from pipelines.vocabulary import infer_lower_case
 
@@ -50,10 +49,10 @@ def find_model_file(model_dir):
     """The model to export in a training output dir.
 
     `model.keras` (a fine-tuned task model) first, then `pretrainer.keras`,
-    then `backbone.keras`. A folder whose fine-tuning rerun has not
-    finished holds no one run: refused.
+    then `backbone.keras`. Whether the folder holds one run (a fine-tuning
+    rerun may be unfinished there) is for the caller to ask first
+    (`python -m keras_bert.export` does).
     """
-    RunFolder(model_dir, FINETUNING).refuse_unfinished_rerun(error=ExportError)
     for name in MODEL_FILES:
         path = os.path.join(model_dir, name)
         if tf.io.gfile.exists(path):

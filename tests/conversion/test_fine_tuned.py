@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from keras_bert.conversion import CheckpointError, convert
+from keras_bert.conversion import CheckpointError
 from keras_bert.conversion.bert_name_map import original_to_hf_name
-from keras_bert.convert import main
+from keras_bert.convert import convert, main
 from keras_bert.finetuning.config import load_saved_config
 from tests.conversion.tiny_bert import (
     TINY,
@@ -432,6 +432,18 @@ def test_task_names_a_fine_tuned_sources_task_only(tmp_path, capsys):
         [str(tmp_path / "hf"), str(tmp_path / "out"), "--task", "sst2"],
         "--task sst2: names the task of a fine-tuned transformers folder",
     )
+
+
+@pytest.mark.backend_independent
+def test_the_checkpoint_converter_leaves_fine_tuned_models_to_the_run_layer(tmp_path):
+    # Issue 81 item 1: the format layer knows no fine-tuning run; a
+    # fine-tuned folder given to it is refused with where it converts.
+    from keras_bert.conversion import convert as convert_checkpoint
+
+    classifier_folder(tmp_path / "hf")
+    with pytest.raises(CheckpointError, match="a fine-tuned BertForSequenceClassification"):
+        convert_checkpoint(tmp_path / "hf", tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.backend_independent

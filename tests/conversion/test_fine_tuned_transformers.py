@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert.conversion import convert
+from keras_bert.convert import convert
 
 transformers = pytest.importorskip(
     "transformers", reason="parity with transformers needs it (requirements-dev.txt)"

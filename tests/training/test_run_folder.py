@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from keras_bert.errors import ConfigError, ExportError, FinetuneError
+from keras_bert.errors import ConfigError, FinetuneError
 from keras_bert.file_io import write_json_atomically
 from keras_bert.training.run_folder import FINETUNING, PRETRAINING, RunFolder
 
@@ -366,10 +366,10 @@ def test_a_rerun_killed_at_any_file_operation_is_put_right(tmp_path, monkeypatch
         assert not (model_dir / ".previous-run").exists()
 
 
-def test_an_unfinished_rerun_keeps_its_task_and_refuses_readers(tmp_path):
+def test_an_unfinished_rerun_keeps_its_task_and_refuses_readers(tmp_path, capsys):
     # Issue 49, item 3 (c): killed before its config.yaml was written, a
     # rerun's folder took any task; predict scored whatever was there.
-    from keras_bert.serving.serving_export import find_model_file
+    from keras_bert.export import main as export
 
     old_run(tmp_path)
     RunFolder(str(tmp_path), FINETUNING).previous.set_aside()
@@ -379,8 +379,8 @@ def test_an_unfinished_rerun_keeps_its_task_and_refuses_readers(tmp_path):
         RunFolder(str(tmp_path), FINETUNING).refuse_unfinished_rerun()
     assert f"set aside in {tmp_path / '.previous-run'}" in str(error.value)
     (tmp_path / "model.keras").write_text("the killed rerun's")
-    with pytest.raises(ExportError, match="a finetune rerun has not finished there"):
-        find_model_file(str(tmp_path))
+    assert export(["--model_dir", str(tmp_path), "--output", str(tmp_path / "export")]) != 0
+    assert "a finetune rerun has not finished there" in capsys.readouterr().err
 
 
 def test_a_set_aside_folder_from_before_the_journal_is_put_back(tmp_path):

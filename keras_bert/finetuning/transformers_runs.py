@@ -1,5 +1,7 @@
 """Fine-tuned models both ways: a keras_bert fine-tuning run folder <-> a
-transformers folder of its head's class.
+transformers folder of its head's class (`convert_fine_tuned`; the
+`convert` command, `keras_bert.convert.convert`, sends such a source here
+and any other checkpoint to `conversion.converter.convert`).
 
 Out: the run (`config.yaml`, `model.keras`, `vocab.txt`, read as `predict`
 reads it) becomes `BertForSequenceClassification` (`num_labels`,
@@ -32,15 +34,38 @@ from keras_bert.conversion.bert_checkpoint import (
     weight_mismatches,
 )
 from keras_bert.conversion.config_json import json_from_backbone_config
+from keras_bert.conversion.converter import (
+    activation_line,
+    check_request,
+    read_checkpoint,
+    replace_vocabulary,
+    report_lines,
+    source_folder,
+    write_converted,
+    write_folder,
+)
 from keras_bert.conversion.hugging_face import (
     HUGGING_FACE_FILES,
     TOKENIZER_CONFIG,
     hugging_face_tensors,
+    is_hugging_face_folder,
     write_hugging_face_files,
 )
-from keras_bert.conversion.task_head import ARCHITECTURES, HEADS
-from keras_bert.errors import CheckpointError
+from keras_bert.conversion.task_head import (
+    HEADS,
+    architecture_named,
+    fine_tuned_architecture,
+    read_config_json,
+)
+from keras_bert.errors import CheckpointError, ConfigError
+from keras_bert.file_io import save_keras_atomically, write_atomically
+from keras_bert.finetuning.config import SCHEMA, load_finetune_config
+from keras_bert.finetuning.inference import load_run
+from keras_bert.finetuning.task_registry import TASKS
+from keras_bert.paths import normal_path
 from keras_bert.training.run_folder import FINETUNING, OUTPUTS_RECORD, RunFolder
+from keras_bert.training.run_record import write_run_config
+from pipelines.tasks import GLUE_TASKS
 
 # What a conversion writes into a fine-tuning run folder (a run's own
 # files, `run_folder.FINETUNING_FILES`): all that overwrite may replace.
@@ -50,6 +75,124 @@ FINE_TUNED_FILES = (*HUGGING_FACE_FILES, TOKENIZER_CONFIG)
 # The ids transformers reads a classifier's outputs with when id2label is absent.
 _DEFAULT_NUM_LABELS = 2
 _SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# What a source is, besides a checkpoint: a fine-tuning run folder, or a
+# transformers folder of a fine-tuned head.
+RUN, FINE_TUNED = "fine-tuning run", "fine-tuned transformers folder"
+
+
+def source_kind(src):
+    """`RUN`, `FINE_TUNED`, or None for a checkpoint
+    (`conversion.converter.read_checkpoint`)."""
+    folder = source_folder(normal_path(src))
+    if not os.path.isdir(folder):
+        return None
+    if is_fine_tuning_run(folder):
+        return RUN
+    if is_hugging_face_folder(folder) and fine_tuned_architecture(folder):
+        return FINE_TUNED
+    return None
+
+
+def convert_fine_tuned(
+    src, dst, kind, heads=None, vocab=None, overwrite=False, hidden_activation=None, task=None
+):
+    """Converts the fine-tuned model at `src`, a source of `kind`
+    (`source_kind`), and writes it to the folder `dst`: a fine-tuning run
+    becomes the transformers folder of its head's class (`config.json`,
+    `model.safetensors`, `vocab.txt`, `tokenizer_config.json`), a
+    transformers folder of such a class a run folder (`config.yaml`,
+    `model.keras`, `vocab.txt`, `outputs.json`).
+
+    Args:
+        heads: must be None: a fine-tuned model has a task head, not BERT's
+            pre-training heads.
+        vocab: optional `vocab.txt` replacing (or supplying) a transformers
+            folder's (not for a fine-tuning run, which has its own).
+        overwrite, hidden_activation: as `conversion.converter.convert`'s;
+            `hidden_activation` not for a fine-tuning run, whose backbone
+            says which GELU it computes.
+        task: for a transformers source only: the fine-tuning task of the
+            run written (a key of `task_registry.TASKS` whose model is the
+            head's); None: the head's usual task (`classification`,
+            `regression`, `conll2003`, `swag`; a question-answering head
+            needs `squad_v1` or `squad_v2` named).
+
+    Returns:
+        The report: a list of lines (source, config, weights, heads, vocab,
+        task and tokenizer).
+
+    Raises:
+        CheckpointError: for a bad source, config, weights, option or
+            destination.
+        FinetuneError: for a fine-tuning run folder that `predict` would
+            refuse.
+    """
+    src, dst = normal_path(src), normal_path(dst)
+    check_request(src, dst, vocab, hidden_activation)
+    _check_options(kind, src, dst, heads, vocab, hidden_activation, task)
+    if kind == RUN:
+        return write_converted(
+            src, dst, vocab, overwrite, FINE_TUNED_FILES, "Hugging Face", lambda dst: _out(src, dst)
+        )
+
+    def write(dst):
+        return _in(src, dst, vocab, hidden_activation, task)
+
+    return write_converted(
+        src, dst, vocab, overwrite, RUN_FILES, "fine-tuning run", write, whole_folder=True
+    )
+
+
+def _check_options(kind, src, dst, heads, vocab, hidden_activation, task):
+    """Refuses, before anything is read, what a source of `kind` cannot take."""
+    if heads is not None:
+        flag = "--with_heads" if heads else "--without_heads"
+        raise CheckpointError(
+            f"{flag}: a {kind} has a task head, not BERT's pre-training heads; "
+            f"{src} converts with its task head"
+        )
+    if dst.endswith(".keras"):
+        other = "a transformers folder" if kind == RUN else "a keras_bert fine-tuning run folder"
+        raise CheckpointError(
+            f"{dst}: {src} is a {kind}, which converts to {other}; give DST as a "
+            "folder, not a .keras file"
+        )
+    if kind == RUN:
+        for flag, given, why in (
+            ("--vocab", vocab, "it carries its vocab.txt"),
+            ("--hidden_activation", hidden_activation, "its backbone says which GELU it computes"),
+            ("--task", task, "its config.yaml names its task"),
+        ):
+            if given is not None:
+                raise CheckpointError(f"{flag}: {src} is a {kind}, and {why}")
+
+
+def _out(src, dst):
+    """The run `src` written as a transformers folder at `dst`; the report."""
+    checkpoint, tensors, config, tokenizer_config, lines = run_to_hugging_face(src)
+    status = {"pooler": "carried" if "bert.pooler.dense.weight" in tensors else "dropped"}
+    activation = activation_line(checkpoint, None, "the run's backbone")
+    report = report_lines(checkpoint, activation, len(tensors), status) + lines
+
+    def write(folder):
+        return write_fine_tuned_hugging_face(folder, checkpoint, tensors, config, tokenizer_config)
+
+    architecture = write_folder(dst, write)
+    return report + [f"wrote:   {dst} (Hugging Face {architecture})"]
+
+
+def _in(src, dst, vocab, hidden_activation, task):
+    """The transformers folder `src` written as a run folder at `dst`; the report."""
+    checkpoint = read_checkpoint(src)
+    if vocab is not None:
+        replace_vocabulary(checkpoint, vocab, src)
+    activation = activation_line(checkpoint, hidden_activation)
+    count = len(checkpoint.weights)
+    task, config, model, lines = hugging_face_to_run(checkpoint, src, task)
+    report = report_lines(checkpoint, activation, count, checkpoint.part_status(False)) + lines
+    source = os.path.abspath(src)
+    write_folder(dst, lambda folder: write_run_folder(folder, config, model, source))
+    return report + [f"wrote:   {dst} (keras_bert fine-tuning run, task {task})"]
 
 
 def is_fine_tuning_run(folder):
@@ -57,35 +200,6 @@ def is_fine_tuning_run(folder):
     `config.yaml` names a task (and is no pre-training run's)."""
     config = RunFolder(folder, FINETUNING).config()
     return isinstance(config, dict) and "task" in config and "phases" not in config
-
-
-def fine_tuned_architecture(folder):
-    """The fine-tuned transformers class (`task_head.ARCHITECTURES`) that
-    the folder's `config.json` names, or None (none, or unreadable: the
-    backbone reader reports it)."""
-    try:
-        return _architecture(_config_json(folder))
-    except CheckpointError:
-        return None
-
-
-def _architecture(config_json):
-    """The first fine-tuned class `config.json`'s `architectures` names, or None."""
-    names = config_json.get("architectures")
-    found = [n for n in names if n in ARCHITECTURES] if isinstance(names, list) else []
-    return found[0] if found else None
-
-
-def _config_json(folder):
-    path = os.path.join(folder, "config.json")
-    try:
-        with open(path) as f:
-            config = json.load(f)
-    except (OSError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{path}: {error}") from None
-    if not isinstance(config, dict):
-        raise CheckpointError(f"{path}: not a JSON object")
-    return config
 
 
 # === Out: a keras_bert run -> transformers ===
@@ -106,8 +220,6 @@ def run_to_hugging_face(run_dir):
         FinetuneError: the folder is no run `predict` would take.
         CheckpointError: its model or backbone has no transformers form.
     """
-    from keras_bert.finetuning.inference import load_run
-
     task, handler, model = load_run(run_dir)
     name = type(model).__name__
     head = HEADS.get(name)
@@ -208,10 +320,8 @@ def hugging_face_to_run(checkpoint, folder, task=None):
         CheckpointError: a head or task keras_bert cannot hold, or a missing,
             unexpected, mis-shaped or non-finite tensor.
     """
-    from keras_bert.finetuning.task_registry import TASKS
-
-    config_json = _config_json(folder)
-    architecture = _architecture(config_json)
+    config_json = read_config_json(folder)
+    architecture = architecture_named(config_json)
     # Only a classifier's and a tagger's outputs are named (QA: start and
     # end; multiple choice: the choices).
     named = architecture in ("BertForSequenceClassification", "BertForTokenClassification")
@@ -348,8 +458,6 @@ def _head(architecture, config_json, num_labels, folder):
 
 
 def _task_model_class(task, tasks):
-    from keras_bert.finetuning.config import load_finetune_config
-
     return tasks[task](task, load_finetune_config(task), None, None).model_class.__name__
 
 
@@ -401,8 +509,6 @@ def _use_labels(handler, head, labels, task, folder):
     if not fixed:
         handler.label_names = labels
         return [f"labels:  {labels} (id2label)"], None
-    from pipelines.tasks import GLUE_TASKS
-
     spec = GLUE_TASKS[task]
     known = {theirs.lower(): ours for theirs, ours in spec.export_labels}
     known.update((name.lower(), name) for name in spec.label_names)
@@ -451,9 +557,6 @@ def _finetune_config(task, backbone, lower_case, max_length, folder):
     """The task's own config, with the checkpoint's case and dropout and a
     sequence length it holds: the task's, or the positions or the
     tokenizer's `model_max_length` when shorter."""
-    from keras_bert.errors import ConfigError
-    from keras_bert.finetuning.config import SCHEMA, load_finetune_config
-
     config = load_finetune_config(task)
     config.data.max_seq_length = min(
         config.data.max_seq_length, backbone.max_sequence_length, max_length or math.inf
@@ -489,10 +592,6 @@ def write_run_folder(folder, config, model, source):
     `vocab.txt`, `model.keras` and the empty outputs record; then loads it
     as `predict` does (`inference.load_run`), so that a folder that
     command would refuse is never put in place."""
-    from keras_bert.file_io import save_keras_atomically, write_atomically
-    from keras_bert.finetuning.inference import load_run
-    from keras_bert.training.run_record import write_run_config
-
     tree = {**config.to_dict(), "init_checkpoint": source, "data_dir": None}
     write_run_config(os.path.join(folder, "config.yaml"), tree)
     vocabulary = model.backbone.vocabulary
