@@ -126,14 +126,12 @@ def main(argv=None):
         check_local_inputs(args.init_checkpoint, args.vocab, args.data_dir)
         refuse_run_over_inputs(
             args.model_dir,
-            {
-                "--teacher": teacher,
-                "--data_dir": args.data_dir,
-                "--text": args.text,
-                "--init_checkpoint": args.init_checkpoint,
-                "--vocab": args.vocab,
-                "--config": args.config,
-            },
+            args.data_dir,
+            args.init_checkpoint,
+            args.vocab,
+            args.config,
+            teacher=teacher,
+            text_files=args.text,
         )
         if "://" not in teacher:  # A remote run's task is read once TensorFlow is up.
             task, _ = load_saved_config(teacher)

@@ -84,13 +84,7 @@ def main(argv=None):
 
         check_local_inputs(args.init_checkpoint, args.vocab, args.data_dir)
         refuse_run_over_inputs(
-            args.model_dir,
-            {
-                "--data_dir": args.data_dir,
-                "--init_checkpoint": args.init_checkpoint,
-                "--vocab": args.vocab,
-                "--config": args.config,
-            },
+            args.model_dir, args.data_dir, args.init_checkpoint, args.vocab, args.config
         )
         load_finetune_config(args.task, args.config, args.set)
 

@@ -75,14 +75,12 @@ def run_distillation(
         raise FinetuneError(f"--data_dir {data_dir}: no such directory")
     refuse_run_over_inputs(
         model_dir,
-        {
-            "--teacher": teacher,
-            "--data_dir": data_dir,
-            "--text": list(text_files),
-            "--init_checkpoint": init_checkpoint,
-            "--vocab": vocab,
-            "--config": config_file,
-        },
+        data_dir,
+        init_checkpoint,
+        vocab,
+        config_file,
+        teacher=teacher,
+        text_files=text_files,
     )
     config = load_distill_config(teacher_run.task, config_file, overrides)
     distillation = config.distillation

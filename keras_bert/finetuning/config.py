@@ -146,17 +146,27 @@ def check_local_inputs(init_checkpoint, vocab=None, data_dir=None):
         raise FinetuneError(f"--vocab {vocab}: no such file")
 
 
-def refuse_run_over_inputs(model_dir, inputs):
+def refuse_run_over_inputs(
+    model_dir, data_dir, init_checkpoint, vocab, config_file, teacher=None, text_files=()
+):
     """Refuses a `finetune` or `distill` run folder that is, holds or lies
-    inside one of `inputs` (flag to path, paths or globs:
-    `paths.refuse_overlap`). A file it reads from inside the folder it
-    replaces (`--init_checkpoint <model_dir>/model.keras`, `--vocab`,
-    `--config`) is read from where the rerun sets it aside, so the folder
-    may hold those; it may lie inside `--data_dir`. Keras-free: the commands call it before start-up, the
-    libraries again for callers from Python."""
+    inside one of the run's inputs, by their flags (`paths.refuse_overlap`;
+    `teacher` and `text_files` are `distill`'s). A file it reads from inside
+    the folder it replaces (`--init_checkpoint <model_dir>/model.keras`,
+    `--vocab`, `--config`) is read from where the rerun sets it aside, so the
+    folder may hold those; it may lie inside `--data_dir`. Keras-free: the
+    commands call it before start-up, the libraries again for callers from
+    Python."""
     refuse_overlap(
         {"--model_dir": model_dir},
-        inputs,
+        {
+            "--teacher": teacher,
+            "--data_dir": data_dir,
+            "--text": list(text_files),
+            "--init_checkpoint": init_checkpoint,
+            "--vocab": vocab,
+            "--config": config_file,
+        },
         # A project folder of task files may hold its runs: the readers
         # take their files by name, never a run's.
         inside={("--model_dir", "--data_dir")},

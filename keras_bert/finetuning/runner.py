@@ -165,15 +165,7 @@ def run_finetune(
         raise FinetuneError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
     if not is_dir(data_dir):
         raise FinetuneError(f"--data_dir {data_dir}: no such directory")
-    refuse_run_over_inputs(
-        model_dir,
-        {
-            "--data_dir": data_dir,
-            "--init_checkpoint": init_checkpoint,
-            "--vocab": vocab,
-            "--config": config_file,
-        },
-    )
+    refuse_run_over_inputs(model_dir, data_dir, init_checkpoint, vocab, config_file)
     config = load_finetune_config(task, config_file, overrides)
     return run_in_folder(
         task,
