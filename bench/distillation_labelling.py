@@ -1,31 +1,78 @@
-"""How fast a teacher labels a transfer set: its sentences in their order
-against shortest first (what `distill` does a shard at a time), side by
-side in one process.
+"""How fast a teacher labels a transfer set: `Teacher.batch_outputs` (the
+rows tokenized together, batched by length in tokens, each batch padded
+to a multiple of 8) against the labelling before it (the rows sorted by
+length in characters, batched, each batch padded to a multiple of 16),
+side by side in one process.
 
     KERAS_BACKEND=jax python -m bench.distillation_labelling \
-        --teacher runs/distill_sst2_t10/teacher_1000 \
+        --teacher runs/distill_sst2_t10/teacher_all \
         --sentences runs/distill_sst2_t10/data_1000/unlabelled.txt \
-        [--count 1536] [--batch_size 64] [--rounds 3]
+        [--count 4096] [--batch_size 64] [--rounds 3]
 
-`--teacher`: a fine-tuning run folder (a sentence task); `--sentences`: a
-sentence a line. A warm-up pass of each order first (tracing, JAX's
-compilation per padded length), then `--rounds` alternating rounds; the
-best round of each, in sentences a second, and their ratio. Never run by
-the test suite.
+`--teacher`: a fine-tuning run folder (a sentence task, or a tagger);
+`--sentences`: a sentence a line (a tagger's: its words). A warm-up pass
+of each path first (tracing, compilation per padded length), then
+`--rounds` alternating rounds; the best round of each in sentences a
+second, the share of the tokens computed that are real (not padding), and
+the ratio. Never run by the test suite.
 """
 
 import argparse
 import time
 
+import numpy as np
+
 from keras_bert.distillation.teacher import Teacher
-from keras_bert.distillation.transfer_set import text_length
+from pipelines.transfer_set import length_batches, sentence_batches, word_batches
 
 
-def sentences_per_second(teacher, rows, batch_size):
-    start = time.perf_counter()
+def labelled_before(teacher, rows, batch_size):
+    """The labelling before `length_batches`: rows sorted by characters,
+    each batch padded to its longest row rounded up to 16 tokens. Returns
+    the tokens computed and the real ones."""
+    rows = sorted(rows, key=lambda r: len(r.get("text_a") or " ".join(r["words"])))
+    if teacher.tagging:
+        batches = word_batches(
+            [r["words"] for r in rows], teacher.tokenizer, teacher.max_seq_length, batch_size
+        ).map(lambda inputs, first: inputs)
+    else:
+        batches = sentence_batches(
+            [r["text_a"] for r in rows],
+            [None] * len(rows),
+            teacher.tokenizer,
+            teacher.max_seq_length,
+            batch_size,
+        )
+    computed = real = 0
+    for inputs in batches.as_numpy_iterator():
+        np.asarray(teacher.model.predict_on_batch(inputs))
+        computed += inputs["padding_mask"].size
+        real += int(inputs["padding_mask"].sum())
+    return computed, real
+
+
+def labelled_now(teacher, rows, batch_size):
     for _ in teacher.batch_outputs(rows, batch_size):
         pass
-    return len(rows) / (time.perf_counter() - start)
+
+
+def real_share_now(teacher, rows, batch_size):
+    """The share of real tokens in what `length_batches` computes."""
+    if teacher.tagging:
+        tokenized = word_batches(
+            [r["words"] for r in rows], teacher.tokenizer, teacher.max_seq_length, len(rows)
+        ).map(lambda inputs, first: inputs)
+    else:
+        tokenized = sentence_batches(
+            [r["text_a"] for r in rows],
+            [None] * len(rows),
+            teacher.tokenizer,
+            teacher.max_seq_length,
+            len(rows),
+        )
+    inputs = next(tokenized.as_numpy_iterator())
+    computed = sum(b["padding_mask"].size for _, b in length_batches(inputs, batch_size))
+    return int(inputs["padding_mask"].sum()) / computed
 
 
 def main():
@@ -33,27 +80,38 @@ def main():
         prog="python -m bench.distillation_labelling", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--teacher", required=True, help="a fine-tuning run folder")
-    parser.add_argument("--sentences", required=True, help="a sentence a line")
-    parser.add_argument("--count", type=int, default=1536, help="the first COUNT lines")
+    parser.add_argument("--sentences", required=True, help="a sentence (its words) a line")
+    parser.add_argument("--count", type=int, default=4096, help="the first COUNT lines")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
     teacher = Teacher(args.teacher)
     with open(args.sentences, encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for line in f if line.strip()][: args.count]
-    rows = [{"text_a": line, "text_b": None} for line in lines]
-    orders = {"as given": rows, "shortest first": sorted(rows, key=text_length)}
-    for order in orders.values():
-        sentences_per_second(teacher, order, args.batch_size)  # Warm-up.
-    best = {name: 0.0 for name in orders}
-    for _ in range(args.rounds):
-        for name, order in orders.items():
-            best[name] = max(best[name], sentences_per_second(teacher, order, args.batch_size))
+        lines = [line.strip() for line in f if line.strip()][: args.count]
+    if teacher.tagging:
+        rows = [{"words": line.split()} for line in lines]
+    else:
+        rows = [{"text_a": line, "text_b": None} for line in lines]
+    paths = {"before": labelled_before, "by token length": labelled_now}
+    best = dict.fromkeys(paths, 0.0)
+    for round_ in range(args.rounds + 1):  # Round 0 warms up.
+        for name, label in paths.items():
+            start = time.perf_counter()
+            label(teacher, rows, args.batch_size)
+            speed = len(rows) / (time.perf_counter() - start)
+            best[name] = max(best[name], speed) if round_ else 0.0
+    computed, real = labelled_before(teacher, rows, args.batch_size)
     for name, speed in best.items():
         print(f"{name}: {speed:.0f} sentences/s (best of {args.rounds})")
-    ratio = best["shortest first"] / best["as given"]
-    print(f"shortest first / as given: {ratio:.2f}x ({len(rows)} sentences)")
+    print(
+        f"real tokens of those computed: before {real / computed:.2f}, by token length "
+        f"{real_share_now(teacher, rows, args.batch_size):.2f}"
+    )
+    ratio = best["by token length"] / best["before"]
+    print(
+        f"by token length / before: {ratio:.2f}x ({len(rows)} sentences, batch {args.batch_size})"
+    )
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@ inputs out, for the teacher that labels them and the student that learns
 the labels (`keras_bert.distillation`).
 
 Shape legend: B sentences a batch, T tokens (each batch its own length,
-rounded up to a multiple of 16 as the fine-tuning batches are), C the
-teacher's outputs a sentence.
+rounded up to a multiple of `LENGTH_MULTIPLE`), C the teacher's outputs a
+sentence.
 
 Each model tokenizes the raw text with its own vocabulary, so a student
 need not share the teacher's. The text `[MASK]` (an augmented copy's
@@ -28,12 +28,20 @@ for sentences, (B, T, C + 3) for tagging, each word's at its first piece.
 import os
 import uuid
 
+import numpy as np
 import tensorflow as tf
 
 from pipelines.packing import pack
 from pipelines.vocabulary import MASK
 
-LENGTH_MULTIPLE = 16
+# The batches are padded to a multiple of this. The teacher's batches are
+# its rows sorted by length in tokens (`length_batches`) and the student's
+# are bucketed by it (`student_batches`), so a fine multiple wastes little
+# on padding; each multiple up to the sequence length is one compilation
+# under JAX and XLA. Measured in BENCHMARKS.md#task-distillation.
+LENGTH_MULTIPLE = 8
+# Sentences the student's pipeline tokenizes at once.
+TOKENIZE_BLOCK = 1024
 
 
 def tokenize_with_masks(tokenizer, texts):
@@ -98,6 +106,25 @@ def tagging_inputs(tokenizer, words, max_seq_length):
     fills = {"token_ids": (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id)}
     packed = pack({"token_ids": per_sentence}, None, None, max_seq_length, fills)
     return _trimmed(packed, max_seq_length), first
+
+
+def length_batches(inputs, batch_size, multiple=LENGTH_MULTIPLE):
+    """Yields `(indices, batch)`: the rows of `inputs` (numpy arrays (N, L)
+    of packed inputs, `padding_mask` among them) in batches of
+    `batch_size`, shortest first, each batch cut to its longest row
+    rounded up to `multiple`; `indices` (int64) are the batch's rows in
+    `inputs`. The last batch is filled up to `batch_size` with copies of
+    its last row, so that every batch of a length has one shape (one
+    compilation); its outputs past `len(indices)` are those copies'."""
+    lengths = inputs["padding_mask"].sum(axis=1)
+    order = np.argsort(lengths, kind="stable")
+    for start in range(0, len(order), batch_size):
+        indices = order[start : start + batch_size]
+        filled = np.pad(indices, (0, batch_size - len(indices)), mode="edge")
+        length = min(
+            -(-int(lengths[indices[-1]]) // multiple) * multiple, inputs["padding_mask"].shape[1]
+        )
+        yield indices, {name: value[filled, :length] for name, value in inputs.items()}
 
 
 def sentence_batches(text_a, text_b, tokenizer, max_seq_length, batch_size):
@@ -249,16 +276,42 @@ def _tagging_targets(row, tokenizer, max_seq_length, num_outputs):
 def student_batches(files, num_outputs, tokenizer, max_seq_length, batch_size, seed, tagging=False):
     """One shuffled epoch of `(inputs, targets)` batches from shard
     `files`: inputs packed with the student's `tokenizer`, targets as the
-    module docstring lays them out."""
+    module docstring lays them out.
+
+    Each batch holds sentences of about one length in tokens, padded to
+    the next multiple of `LENGTH_MULTIPLE` (tf.data's
+    `bucket_by_sequence_length`: a bucket a multiple, filled from the
+    shuffled stream): batches of whatever came padded every sentence to
+    the longest of its batch, most of a step's work for short sentences.
+    The sentences are tokenized `TOKENIZE_BLOCK` at a time (the tokenizer
+    is fastest on many), then bucketed one by one."""
     ds = read_shards(files, num_outputs, tagging)
     ds = ds.shuffle(100_000, seed=seed, reshuffle_each_iteration=True)
     if tagging:
-        ds = ds.ragged_batch(batch_size)
-        return ds.map(
+        ds = ds.ragged_batch(TOKENIZE_BLOCK).map(
             lambda row: _tagging_targets(row, tokenizer, max_seq_length, num_outputs)
-        ).prefetch(tf.data.AUTOTUNE)
-    return (
-        ds.batch(batch_size)
-        .map(lambda row: _sentence_targets(row, tokenizer, max_seq_length))
-        .prefetch(tf.data.AUTOTUNE)
+        )
+    else:
+        ds = ds.batch(TOKENIZE_BLOCK).map(
+            lambda row: _sentence_targets(row, tokenizer, max_seq_length)
+        )
+    ds = ds.unbatch().map(_cut_to_length, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    boundaries = [
+        *range(LENGTH_MULTIPLE + 1, max_seq_length + 1, LENGTH_MULTIPLE),
+        max_seq_length + 1,
+    ]
+    ds = ds.bucket_by_sequence_length(
+        lambda inputs, targets: tf.shape(inputs["token_ids"])[0],
+        boundaries,
+        [batch_size] * (len(boundaries) + 1),
+        pad_to_bucket_boundary=True,
     )
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+def _cut_to_length(inputs, targets):
+    """One sentence's inputs (and a tagged sentence's targets, a row a
+    token) cut to its tokens: its padding was its block's."""
+    length = tf.reduce_sum(inputs["padding_mask"])
+    inputs = {name: value[:length] for name, value in inputs.items()}
+    return inputs, targets[:length] if targets.shape.rank == 2 else targets

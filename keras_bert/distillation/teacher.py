@@ -11,7 +11,7 @@ from keras_bert.finetuning.inference import load_run
 from keras_bert.finetuning.sentence_task import SentenceTask
 from keras_bert.finetuning.tagging_task import TaggingTask
 from keras_bert.training.run_folder import is_run_folder
-from pipelines.transfer_set import sentence_batches, word_batches
+from pipelines.transfer_set import length_batches, sentence_batches, word_batches
 
 
 class Teacher:
@@ -72,42 +72,51 @@ class Teacher:
         ).hexdigest()
 
     def batch_outputs(self, rows, batch_size):
-        """The teacher's outputs for `rows`, a list of dicts a batch, in
-        order: a sentence's `teacher` (C floats); a tagged sentence's
-        `teacher` (W * C floats, each word's at its first piece) and
-        `is_target` (W: 0 where the word has no piece or was cut)."""
+        """Yields `(indices, outputs)` a batch until every row of `rows` (a
+        list of dicts) is labelled, shortest first: `indices` the
+        positions in `rows` of the batch's rows, `outputs` a dict each: a
+        sentence's `teacher` (C floats); a tagged sentence's `teacher`
+        (W * C floats, each word's at its first piece) and `is_target` (W:
+        0 where the word has no piece or was cut).
+
+        The rows are tokenized together first, so that each batch holds
+        rows of about one length in tokens (`pipelines.transfer_set.
+        length_batches`): labelling in the rows' order padded every batch
+        to its longest row."""
+        if not rows:
+            return
         if self.tagging:
-            batches = word_batches(
-                [r["words"] for r in rows], self.tokenizer, self.max_seq_length, batch_size
-            )
+            words = [r["words"] for r in rows]
+            tokenized = word_batches(words, self.tokenizer, self.max_seq_length, len(rows))
+            inputs, first = next(tokenized.as_numpy_iterator())
         else:
-            batches = sentence_batches(
-                [r["text_a"] for r in rows],
-                [r["text_b"] for r in rows],
-                self.tokenizer,
-                self.max_seq_length,
-                batch_size,
-            ).map(lambda inputs: (inputs, 0))
-        done = 0  # Rows of earlier batches.
-        for inputs, first in batches.as_numpy_iterator():
-            outputs = np.asarray(self.model.predict_on_batch(inputs), np.float32)
+            inputs = next(
+                sentence_batches(
+                    [r["text_a"] for r in rows],
+                    [r["text_b"] for r in rows],
+                    self.tokenizer,
+                    self.max_seq_length,
+                    len(rows),
+                ).as_numpy_iterator()
+            )
+        for indices, batch in length_batches(inputs, batch_size):
+            outputs = np.asarray(self.model.predict_on_batch(batch), np.float32)[: len(indices)]
             if not np.isfinite(outputs).all():
                 raise FinetuneError(
                     f"--teacher {self.run_dir}: predicts non-finite values (NaN or inf) for "
                     "the transfer set; it cannot teach"
                 )
             if not self.tagging:
-                outputs = outputs.reshape(len(outputs), self.num_outputs)
-                yield [{"teacher": row} for row in outputs]
+                outputs = outputs.reshape(len(indices), self.num_outputs)
+                yield indices, [{"teacher": row} for row in outputs]
                 continue
-            batch = []
-            for logits, starts, row in zip(outputs, first, rows[done : done + len(outputs)]):
-                starts = starts[: len(row["words"])]  # (W,), -1 where no target
-                batch.append(
+            labelled = []
+            for logits, index in zip(outputs, indices):
+                starts = first[index, : len(words[index])]  # (W,), -1 where no target
+                labelled.append(
                     {
                         "teacher": logits[np.maximum(starts, 0)].reshape(-1),
                         "is_target": (starts >= 0).astype(int).tolist(),
                     }
                 )
-            done += len(batch)
-            yield batch
+            yield indices, labelled

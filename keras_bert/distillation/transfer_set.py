@@ -243,15 +243,12 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
     with _interrupts_between_batches() as stop_if_interrupted:
         for index in todo:
             rows = transfer_set.rows(index * shard_size, min(size, (index + 1) * shard_size))
-            # Labelled shortest first, so that a batch pads its sentences to
-            # about their own length; the shard keeps the rows' order.
-            by_length = sorted(rows, key=text_length)
-            labelled = 0
-            for outputs in teacher.batch_outputs(by_length, transfer_set.transfer.batch_size):
+            # The teacher labels them in its own order (shortest first);
+            # the shard keeps the rows'.
+            for indices, outputs in teacher.batch_outputs(rows, transfer_set.transfer.batch_size):
                 stop_if_interrupted()
-                for row, values in zip(by_length[labelled:], outputs):
-                    row.update(values)
-                labelled += len(outputs)
+                for i, values in zip(indices, outputs):
+                    rows[i].update(values)
                 done += len(outputs)
                 if bar:
                     bar.update(done, [("sentences/s", done / max(time.time() - start, 1e-9))])
@@ -340,13 +337,6 @@ def _interrupts_between_batches():
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     stop_if_interrupted()  # One that came after the last look.
-
-
-def text_length(row):
-    """A row's text in characters: how long its tokens will be, roughly."""
-    if "words" in row:
-        return sum(len(word) + 1 for word in row["words"])
-    return len(row["text_a"]) + len(row["text_b"] or "")
 
 
 def _read_manifest(path):

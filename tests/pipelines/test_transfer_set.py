@@ -11,6 +11,7 @@ import tensorflow as tf
 from pipelines.tasks.conll import TaggedSentence, tagging_features
 from pipelines.tasks.features import pack_pair
 from pipelines.transfer_set import (
+    LENGTH_MULTIPLE,
     packed_inputs,
     read_shards,
     student_batches,
@@ -61,7 +62,7 @@ def test_packing_truncates_as_the_original(tokenizer, reference, max_seq_length)
         max_seq_length,
     )
     length = packed["token_ids"].shape[1]
-    assert length % 16 == 0 or length == max_seq_length
+    assert length % LENGTH_MULTIPLE == 0 or length == max_seq_length
     for row, (a, b) in enumerate(zip(text_a, text_b)):
         tokens, segments = pack_pair(
             reference_ids(reference, a),
@@ -128,6 +129,32 @@ def test_student_batches_carry_the_teacher_the_label_and_whether_there_is_one(to
         (2.0, 0.25): (0.0, 0.0, 1.0),
         (-3.0, 1.0): (0.0, 1.0, 1.0),
     }
+
+
+def test_student_batches_group_sentences_of_one_length_and_keep_every_one(tokenizer, tmp_path):
+    # Issue 79 item 3: each batch holds sentences of one length bucket (a
+    # multiple of LENGTH_MULTIPLE), padded to it, and an epoch still holds
+    # every sentence once with its own targets and tokens.
+    rows = [
+        {"text_a": " ".join(["word"] * n), "text_b": None, "label": None, "teacher": [n, -n]}
+        for n in [1, 30, 2, 25, 3, 14, 9, 2, 31, 7, 12, 1, 20]
+    ]
+    path = str(tmp_path / "shard-00000.tfrecord")
+    write_shard(path, rows)
+    batches = list(student_batches([path], 2, tokenizer, 32, 2, seed=0).as_numpy_iterator())
+    seen = []
+    for inputs, targets in batches:
+        lengths = inputs["padding_mask"].sum(axis=1)
+        width = inputs["token_ids"].shape[1]
+        assert width % LENGTH_MULTIPLE == 0 or width == 32
+        assert all(width - LENGTH_MULTIPLE < n <= width for n in lengths)
+        for ids, n, target in zip(inputs["token_ids"], lengths, targets):
+            words = int(target[0])
+            assert n == min(words, 30) + 2  # [CLS], the words ("word" is one piece), [SEP]
+            assert (ids[n:] == 0).all()
+            seen.append(words)
+    assert sorted(seen) == sorted(r["teacher"][0] for r in rows)
+    assert len(batches) > len(rows) / 2  # The buckets fill apart.
 
 
 SENTENCES = [
