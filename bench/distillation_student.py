@@ -24,13 +24,13 @@ import keras
 
 from keras_bert.distillation.student_loss import StudentLoss
 from keras_bert.finetuning.inference import load_run
-from pipelines.transfer_set import _sentence_targets, read_shards, student_batches
+from pipelines.transfer_set import student_batches
 
 
-def batches_before(shards, num_outputs, tokenizer, max_seq_length, batch_size, seed):
-    """The student's batches before `bucket_by_sequence_length`."""
-    ds = read_shards(shards, num_outputs).shuffle(100_000, seed=seed)
-    return ds.batch(batch_size).map(lambda row: _sentence_targets(row, tokenizer, max_seq_length))
+def batches_before(*args):
+    """The student's batches before `bucket_by_sequence_length` (what
+    `training.group_by_length=false` still gives)."""
+    return student_batches(*args, group_by_length=False)
 
 
 def real_share(batches):

@@ -273,28 +273,38 @@ def _tagging_targets(row, tokenizer, max_seq_length, num_outputs):
     return inputs, tf.scatter_nd(positions, values, shape)
 
 
-def student_batches(files, num_outputs, tokenizer, max_seq_length, batch_size, seed, tagging=False):
+def student_batches(
+    files,
+    num_outputs,
+    tokenizer,
+    max_seq_length,
+    batch_size,
+    seed,
+    tagging=False,
+    group_by_length=True,
+):
     """One shuffled epoch of `(inputs, targets)` batches from shard
     `files`: inputs packed with the student's `tokenizer`, targets as the
     module docstring lays them out.
 
-    Each batch holds sentences of about one length in tokens, padded to
-    the next multiple of `LENGTH_MULTIPLE` (tf.data's
+    With `group_by_length`, each batch holds sentences of about one length
+    in tokens, padded to the next multiple of `LENGTH_MULTIPLE` (tf.data's
     `bucket_by_sequence_length`: a bucket a multiple, filled from the
-    shuffled stream): batches of whatever came padded every sentence to
-    the longest of its batch, most of a step's work for short sentences.
-    The sentences are tokenized `TOKENIZE_BLOCK` at a time (the tokenizer
-    is fastest on many), then bucketed one by one."""
+    shuffled stream): batches of whatever came are padded to their longest
+    sentence, most of a step's work for short sentences. The sentences are
+    tokenized `TOKENIZE_BLOCK` at a time (the tokenizer is fastest on
+    many)."""
     ds = read_shards(files, num_outputs, tagging)
     ds = ds.shuffle(100_000, seed=seed, reshuffle_each_iteration=True)
+    block = TOKENIZE_BLOCK if group_by_length else batch_size
     if tagging:
-        ds = ds.ragged_batch(TOKENIZE_BLOCK).map(
+        ds = ds.ragged_batch(block).map(
             lambda row: _tagging_targets(row, tokenizer, max_seq_length, num_outputs)
         )
     else:
-        ds = ds.batch(TOKENIZE_BLOCK).map(
-            lambda row: _sentence_targets(row, tokenizer, max_seq_length)
-        )
+        ds = ds.batch(block).map(lambda row: _sentence_targets(row, tokenizer, max_seq_length))
+    if not group_by_length:
+        return ds.prefetch(tf.data.AUTOTUNE)
     ds = ds.unbatch().map(_cut_to_length, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     boundaries = [
         *range(LENGTH_MULTIPLE + 1, max_seq_length + 1, LENGTH_MULTIPLE),

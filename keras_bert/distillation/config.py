@@ -14,7 +14,7 @@ import typing
 
 from keras_bert.errors import ConfigError
 from keras_bert.finetuning.config import SCHEMA as FINETUNE_SCHEMA
-from keras_bert.finetuning.config import FinetuneConfig, load_finetune_config
+from keras_bert.finetuning.config import FinetuneConfig, TrainingConfig, load_finetune_config
 
 # What the soft targets are compared with: the teacher's distribution at a
 # temperature (Hinton et al. 2015), or its logits themselves (Tang et al.
@@ -104,6 +104,14 @@ class DistillationConfig:
 
 @dataclasses.dataclass
 class DistillConfig(FinetuneConfig):
+    # The student's batches are grouped by length by default: a transfer
+    # set is many times the labels, and padding was most of a step's work
+    # (BENCHMARKS.md#task-distillation). Off for a regression teacher whose
+    # scores go with length, as fine-tuning's finding says
+    # (BENCHMARKS.md#findings-behind-the-defaults).
+    training: TrainingConfig = dataclasses.field(
+        default_factory=lambda: TrainingConfig(group_by_length=True)
+    )
     distillation: DistillationConfig = dataclasses.field(default_factory=DistillationConfig)
 
 

@@ -261,6 +261,7 @@ class DistillRun(FinetuneRun):
             training.batch_size,
             training.seed,
             tagging=self.teacher.tagging,
+            group_by_length=training.group_by_length,
         )
 
     def evaluate(self, model, handler):

@@ -155,6 +155,14 @@ def test_student_batches_group_sentences_of_one_length_and_keep_every_one(tokeni
             seen.append(words)
     assert sorted(seen) == sorted(r["teacher"][0] for r in rows)
     assert len(batches) > len(rows) / 2  # The buckets fill apart.
+    # Without grouping: batches as the shuffle brings them, of any lengths.
+    mixed = list(
+        student_batches([path], 2, tokenizer, 32, 2, 0, group_by_length=False).as_numpy_iterator()
+    )
+    assert [len(targets) for _, targets in mixed] == [2] * 6 + [1]
+    widths = {inputs["token_ids"].shape[1] for inputs, _ in mixed}
+    spans = [np.ptp(inputs["padding_mask"].sum(axis=1)) for inputs, _ in mixed]
+    assert max(spans) > LENGTH_MULTIPLE and widths <= {8, 16, 24, 32}
 
 
 SENTENCES = [
