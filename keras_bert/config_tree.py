@@ -139,6 +139,8 @@ class Schema:
             every comparison, so it is refused.
         A None reaches these tables (and fails them, in their words) for any
         key they name; an `Optional` field's None skips them.
+        unbounded: tuple. Keys whose value may be `.inf` (no limit); every
+            other number must be finite.
     """
 
     error: type = ConfigError
@@ -147,6 +149,7 @@ class Schema:
     choices: dict = dataclasses.field(default_factory=dict)
     minimums: dict = dataclasses.field(default_factory=dict)
     ranges: dict = dataclasses.field(default_factory=dict)
+    unbounded: tuple = ()
 
     # --- Reading ---
 
@@ -302,6 +305,8 @@ class Schema:
                 raise self.error(f"{self._name(key)} must be {wanted}. Received: {key}={value}")
         # Last: a key's own range names the problem better where it has one.
         for key, value in _numbers(config):
+            if key in self.unbounded and value == math.inf:
+                continue
             largest = LARGEST[type(value)]
             if not (math.isfinite(value) and abs(value) <= largest):
                 bound = f"{largest:,}" if isinstance(largest, int) else f"{largest:.0e}"

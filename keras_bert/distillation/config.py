@@ -144,6 +144,7 @@ SCHEMA = dataclasses.replace(
             "finite, >= 0",
         ),
     },
+    unbounded=("distillation.transfer.max_labelling_hours",),
 )
 
 
