@@ -26,25 +26,29 @@ from keras_bert.distillation.teacher import Teacher
 from pipelines.transfer_set import length_batches, sentence_batches, word_batches
 
 
-def labelled_before(teacher, rows, batch_size):
-    """The labelling before `length_batches`: rows sorted by characters,
-    each batch padded to its longest row rounded up to 16 tokens. Returns
-    the tokens computed and the real ones."""
-    rows = sorted(rows, key=lambda r: len(r.get("text_a") or " ".join(r["words"])))
+def teacher_batches(teacher, rows, batch_size):
+    """The teacher's packed inputs for `rows` in their order, `batch_size`
+    a batch, each padded to its longest row rounded up to
+    `LENGTH_MULTIPLE` tokens."""
     if teacher.tagging:
-        batches = word_batches(
+        return word_batches(
             [r["words"] for r in rows], teacher.tokenizer, teacher.max_seq_length, batch_size
         ).map(lambda inputs, first: inputs)
-    else:
-        batches = sentence_batches(
-            [r["text_a"] for r in rows],
-            [None] * len(rows),
-            teacher.tokenizer,
-            teacher.max_seq_length,
-            batch_size,
-        )
+    return sentence_batches(
+        [r["text_a"] for r in rows],
+        [None] * len(rows),
+        teacher.tokenizer,
+        teacher.max_seq_length,
+        batch_size,
+    )
+
+
+def labelled_before(teacher, rows, batch_size):
+    """The labelling before `length_batches`: rows sorted by characters,
+    batched in that order. Returns the tokens computed and the real ones."""
+    rows = sorted(rows, key=lambda r: len(r.get("text_a") or " ".join(r["words"])))
     computed = real = 0
-    for inputs in batches.as_numpy_iterator():
+    for inputs in teacher_batches(teacher, rows, batch_size).as_numpy_iterator():
         np.asarray(teacher.model.predict_on_batch(inputs))
         computed += inputs["padding_mask"].size
         real += int(inputs["padding_mask"].sum())
@@ -58,19 +62,7 @@ def labelled_now(teacher, rows, batch_size):
 
 def real_share_now(teacher, rows, batch_size):
     """The share of real tokens in what `length_batches` computes."""
-    if teacher.tagging:
-        tokenized = word_batches(
-            [r["words"] for r in rows], teacher.tokenizer, teacher.max_seq_length, len(rows)
-        ).map(lambda inputs, first: inputs)
-    else:
-        tokenized = sentence_batches(
-            [r["text_a"] for r in rows],
-            [None] * len(rows),
-            teacher.tokenizer,
-            teacher.max_seq_length,
-            len(rows),
-        )
-    inputs = next(tokenized.as_numpy_iterator())
+    inputs = next(teacher_batches(teacher, rows, len(rows)).as_numpy_iterator())
     computed = sum(b["padding_mask"].size for _, b in length_batches(inputs, batch_size))
     return int(inputs["padding_mask"].sum()) / computed
 
