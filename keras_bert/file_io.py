@@ -221,6 +221,23 @@ def remove(path, ignore_errors=False):
             raise
 
 
+def move(source, target):
+    """Renames a file or folder; on an object store, file by file."""
+    if is_local(source):
+        os.rename(source, target)
+    elif not tf.io.gfile.isdir(source):
+        tf.io.gfile.rename(source, target, overwrite=True)
+    else:
+        for folder, _, names in tf.io.gfile.walk(source):
+            relative = folder[len(source) :].strip("/")
+            tf.io.gfile.makedirs(os.path.join(target, relative))
+            for name in names:
+                tf.io.gfile.rename(
+                    os.path.join(folder, name), os.path.join(target, relative, name), overwrite=True
+                )
+        remove(source)
+
+
 # Special files an output may name that are written through, never renamed
 # over: `--output /dev/null` discards, a FIFO (or `>(...)`) streams.
 WRITTEN_THROUGH = ("character device", "FIFO")

@@ -60,12 +60,26 @@ class TrainingConfig:
     epochs: float = 3.0
     dropout: float = 0.1
     seed: int = 0
+    # 0: silent; else a line each `log_every_steps` updates (loss, learning
+    # rate, sentences/s, time left), the TensorBoard scalars' window.
     verbose: int = 2
+    log_every_steps: int = 100
     # Batches of similar length: fewer padded positions, so faster, but off
     # by default: the original draws random batches, and on tasks whose
     # labels go with length (STS-B) grouped batches score worse
     # (BENCHMARKS.md#findings-behind-the-defaults).
     group_by_length: bool = False
+
+
+@dataclasses.dataclass
+class CheckpointConfig:
+    """The training state (weights, optimizer, data position, dropout
+    seeds) saved every `every_steps` updates, the last `keep` kept, so that
+    a stopped or killed run resumes when the same command runs again
+    (`finetuning.resume`); removed once the run has finished."""
+
+    every_steps: int = 500
+    keep: int = 2
 
 
 @dataclasses.dataclass
@@ -93,6 +107,7 @@ class FinetuneConfig:
         default_factory=lambda: OptimizerConfig(learning_rate=2e-5, warmup_fraction=0.1)
     )
     training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
+    checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
     squad: SquadConfig = dataclasses.field(default_factory=SquadConfig)
     export: ExportConfig = dataclasses.field(default_factory=ExportConfig)
 
@@ -232,6 +247,9 @@ SCHEMA = Schema(
         "data.max_query_length": 1,
         "training.batch_size": 1,
         "training.eval_batch_size": 1,
+        "training.log_every_steps": 1,
+        "checkpoint.every_steps": 1,
+        "checkpoint.keep": 1,
         "squad.n_best_size": 1,
         "squad.max_answer_length": 1,
         "export.seq_len": MIN_SEQ_LEN,  # None: data.max_seq_length's.

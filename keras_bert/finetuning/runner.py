@@ -3,8 +3,12 @@ predictions → `.keras` → TF-Serving export.
 
 Files written into `model_dir`, held with `finetune.lock` while it runs:
 `config.yaml` (the resolved config, before training), `vocab.txt`,
-`model.keras`, `eval_results.json`, the task's predictions file, and
-`export/<version>/` (SavedModel) when `keras_bert.export` is available.
+`model.keras`, `eval_results.json`, the task's predictions file, `logs/`
+(TensorBoard scalars), and `export/<version>/` (SavedModel) when
+`keras_bert.export` is available. While it trains, `unfinished/` holds its
+checkpoints: a run stopped (Ctrl-C, SIGTERM: a checkpoint at the next
+step) or killed resumes there when the same command runs again
+(`finetuning.resume`).
 A rerun into the folder sets the previous run's files aside when it starts
 and removes them once it succeeds, or puts them back if it fails
 (`RunFolder.previous`): the folder never mixes two runs.
@@ -16,6 +20,9 @@ model another way (distillation) subclasses it and replaces a step.
 import logging
 import math
 import os
+import signal
+import tempfile
+import threading
 import time
 
 import keras
@@ -34,8 +41,11 @@ from keras_bert.file_io import (
     write_json_atomically,
 )
 from keras_bert.finetuning.config import load_finetune_config, refuse_run_over_inputs
+from keras_bert.finetuning.resume import UnfinishedRun, resume_key
 from keras_bert.finetuning.task_registry import TASKS
-from keras_bert.optimization import create_optimizer
+from keras_bert.optimization import create_optimizer, create_schedule
+from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
+from keras_bert.pretraining.training_monitor import TrainingMonitor
 from keras_bert.training.replaced_run import ReplacedRun
 from keras_bert.training.run_folder import FINETUNING, RunFolder
 from keras_bert.training.run_record import trained_under, write_run_config
@@ -229,6 +239,11 @@ class FinetuneRun:
         self.model_dir = folder.model_dir
         self.vocab = vocab
         self.config = config
+        self.unfinished = UnfinishedRun(self.model_dir, config.checkpoint.keep)
+        self.schedule = None  # `compile`'s learning rate, a function of the step.
+        self.state = None  # `fit`'s `TrainingState`: the step, the data position.
+        self.monitor = None  # `fit`'s `TrainingMonitor`: the TensorBoard scalars.
+        self.epoch_scoring_seconds = 0.0  # `fit`'s time scoring the dev set.
 
     def run(self):
         """Every step; returns the results `eval_results.json` holds."""
@@ -241,7 +256,7 @@ class FinetuneRun:
         total_steps = self.compile(trained, handler)
         start = time.time()
         final_loss = self.fit(trained, handler, total_steps)
-        train_seconds = time.time() - start
+        train_seconds = time.time() - start - self.epoch_scoring_seconds
         self.save(model)
         start = time.time()
         results, predictions_path = self.evaluate(model, handler)
@@ -258,6 +273,7 @@ class FinetuneRun:
         if export_path:
             results["export_dir"] = os.path.relpath(export_path, self.model_dir)
         write_json_atomically(results, os.path.join(self.model_dir, "eval_results.json"))
+        self.unfinished.finish()
         return results
 
     def load_backbone(self):
@@ -315,10 +331,10 @@ class FinetuneRun:
         length; returns that length in updates."""
         training = self.config.training
         examples = self.num_train_examples(handler)
-        steps_per_epoch = max(1, math.ceil(examples / training.batch_size))
-        total_steps = max(1, math.ceil(training.epochs * steps_per_epoch))
+        total_steps = max(1, math.ceil(training.epochs * self.steps_per_epoch(handler)))
+        self.schedule = create_schedule(self.config.optimizer, total_steps)
         model.compile(
-            optimizer=create_optimizer(self.config.optimizer, total_steps),
+            optimizer=create_optimizer(self.config.optimizer, total_steps, self.schedule),
             **self.compile_args(handler),
         )
         logger.info(
@@ -335,6 +351,10 @@ class FinetuneRun:
         """The examples an epoch trains on: the task's training file's."""
         return handler.num_train_examples
 
+    def steps_per_epoch(self, handler):
+        """Updates an epoch: its examples in batches."""
+        return max(1, math.ceil(self.num_train_examples(handler) / self.config.training.batch_size))
+
     def compile_args(self, handler):
         """`model.compile`'s arguments besides the optimizer: the task's."""
         return handler.compile_args()
@@ -344,26 +364,104 @@ class FinetuneRun:
         return handler.train_dataset()
 
     def fit(self, model, handler, total_steps):
-        """Trains `total_steps` updates; returns the last epoch's loss. A
-        diverged model is neither saved nor scored: its predictions are
-        NaN."""
-        epochs = max(1, math.ceil(self.config.training.epochs))
-        history = model.fit(
-            self.train_dataset(handler).repeat(),
-            epochs=epochs,
-            steps_per_epoch=math.ceil(total_steps / epochs),
-            verbose=self.config.training.verbose,
-            callbacks=[keras.callbacks.TerminateOnNaN()],
+        """Trains `total_steps` updates, from where an unfinished run of the
+        same recipe stopped (`finetuning.resume`); returns the mean loss of
+        the last `training.log_every_steps` (None when it had finished
+        training). Saves a checkpoint every `checkpoint.every_steps`, and
+        on Ctrl-C or SIGTERM at the next step, then raises
+        `KeyboardInterrupt`. A diverged model is neither saved nor scored:
+        its predictions are NaN."""
+        training = self.config.training
+        key = resume_key(self.resume_inputs(handler), total_steps)
+        self.unfinished.take_up(key)
+        _, self.state = self.unfinished.checkpoints.restore_newest(model)
+        if self.state.step:
+            logger.info("Resumed at step %d of %d", self.state.step, total_steps)
+        checkpointer = PretrainingCheckpoint(
+            self.unfinished.checkpoints, self.state, self.config.checkpoint.every_steps
         )
+        checkpointer.start_phase(total_steps)
+        self.monitor = TrainingMonitor(
+            self.unfinished.logs,
+            self.state,
+            logged=None,
+            learning_rate_fn=lambda step: float(keras.ops.convert_to_numpy(self.schedule(step))),
+            total_steps=total_steps,
+            verbose=training.verbose > 0,
+        )
+        self.monitor.start_phase(None, training.batch_size, None)
+        window = min(training.log_every_steps, total_steps)
+        windows = math.ceil((total_steps - self.state.step) / window)
+        if windows == 0:
+            return None
+        epoch_scores = EpochScores(
+            lambda: self.scores(model, handler),
+            self.state,
+            self.steps_per_epoch(handler),
+            total_steps,
+            self.monitor,
+        )
+        stop_handlers = (
+            checkpointer.install_signal_handlers()
+            if threading.current_thread() is threading.main_thread()
+            else {}
+        )
+        try:
+            history = model.fit(
+                self.train_dataset(handler).repeat().skip(self.state.step),
+                epochs=windows,
+                steps_per_epoch=window,
+                verbose=0,
+                callbacks=[
+                    checkpointer,
+                    self.monitor,
+                    epoch_scores,
+                    keras.callbacks.TerminateOnNaN(),
+                ],
+            )
+        finally:
+            for signum, handler_before in stop_handlers.items():
+                signal.signal(signum, handler_before)
+        self.epoch_scoring_seconds = epoch_scores.seconds
+        if checkpointer.preempted:
+            logger.warning(
+                "Stopped at step %d of %d, saved in %s: the same command resumes there",
+                self.state.step,
+                total_steps,
+                self.unfinished.folder,
+            )
+            raise KeyboardInterrupt
         final_loss = float(history.history["loss"][-1])
         if not math.isfinite(final_loss):
+            self.unfinished.discard()  # Its checkpoints lead to the same loss.
+            epoch = (self.state.step - 1) // self.steps_per_epoch(handler) + 1
             raise FinetuneError(
-                f"training loss became {final_loss} in epoch "
-                f"{len(history.history['loss'])}; nothing saved. Check the labels "
-                "or lower optimizer.learning_rate. Received: "
+                f"training loss became {final_loss} in epoch {epoch}; nothing saved. Check "
+                "the labels or lower optimizer.learning_rate. Received: "
                 f"optimizer.learning_rate={self.config.optimizer.learning_rate}"
             )
+        if checkpointer.last_saved_step != self.state.step:
+            checkpointer.save()  # A run that fails scoring or exporting trains no more.
         return final_loss
+
+    def resume_inputs(self, handler):
+        """What a run that takes up another's checkpoints must share with
+        it besides the recipe: its inputs, as the command named them, and
+        how many examples the task's files hold."""
+        return {
+            **self.config.to_dict(),
+            "init_checkpoint": self.init_checkpoint,
+            "data_dir": self.data_dir,
+            "vocab": self.vocab,
+            "train_examples": self.num_train_examples(handler),
+        }
+
+    def scores(self, model, handler):
+        """The task's official scores on the dev set, its predictions
+        written nowhere that lasts (the scores of an epoch's end)."""
+        with tempfile.TemporaryDirectory() as scratch:
+            results, _ = handler.evaluate(model, scratch)
+        return results
 
     def save(self, model):
         """`model.keras`, before evaluation: a failing evaluation keeps the
@@ -371,9 +469,12 @@ class FinetuneRun:
         save_keras_atomically(model, os.path.join(self.model_dir, "model.keras"))
 
     def evaluate(self, model, handler):
-        """`(official scores, predictions file)` on the dev set."""
+        """`(official scores, predictions file)` on the dev set; the scores
+        are the TensorBoard eval scalars of the last step too."""
         logger.info("%s: scoring the dev set", self.task)
-        return handler.evaluate(model, self.model_dir)
+        results, path = handler.evaluate(model, self.model_dir)
+        self.monitor.write_scalars("eval", dev_scalars(results), self.state.step)
+        return results, path
 
     def export(self, model):
         """The TF-Serving export (`export/<version>`), or None when the
@@ -381,3 +482,55 @@ class FinetuneRun:
         if not self.config.export.enabled:
             return None
         return _export(model, self.model_dir, self.config)
+
+
+def dev_scalars(results):
+    """The scores of a task's `evaluate` results, as TensorBoard scalars:
+    its numbers but the example count."""
+    return {
+        name: value
+        for name, value in results.items()
+        if isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and name != "eval_examples"
+    }
+
+
+class EpochScores(keras.callbacks.Callback):
+    """Scores the dev set at the end of each epoch but the last (`evaluate`
+    scores that one), into the monitor's eval scalars and the log.
+
+    Args:
+        score: callable returning the task's results dict.
+        state: `TrainingState`, whose step the checkpointer advances.
+        steps_per_epoch: int.
+        total_steps: int.
+        monitor: `TrainingMonitor`.
+
+    Attributes:
+        seconds: float. Time spent scoring (not training).
+    """
+
+    def __init__(self, score, state, steps_per_epoch, total_steps, monitor):
+        super().__init__()
+        self.score = score
+        self.state = state
+        self.steps_per_epoch = steps_per_epoch
+        self.total_steps = total_steps
+        self.monitor = monitor
+        self.seconds = 0.0
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self.state.step
+        if step % self.steps_per_epoch or step >= self.total_steps:
+            return
+        _ = self.model  # Under JAX, reading it brings the trained weights into the model.
+        start = time.time()
+        scores = dev_scalars(self.score())
+        self.seconds += time.time() - start
+        self.monitor.write_scalars("eval", scores, step)
+        logger.info(
+            "epoch %d: %s",
+            step // self.steps_per_epoch,
+            "  ".join(f"{name} {value:.4g}" for name, value in scores.items()),
+        )

@@ -1,8 +1,10 @@
 """Atomic, rotating training checkpoints: weights + optimizer + JSON state."""
 
+import contextlib
 import json
 import os
 import re
+import tempfile
 
 import keras
 import numpy as np
@@ -14,6 +16,10 @@ from keras_bert.pretraining.training_state import TrainingState
 
 WEIGHTS_FILE = "model.weights.h5"
 SEEDS_FILE = "seeds.json"
+# PyTorch's global generator: Keras' PyTorch dropout draws from it when a
+# layer's `SeedGenerator` has no seed of its own (`torch.nn.functional
+# .dropout`, its fast path), so the seeds alone do not resume it there.
+TORCH_RNG_FILE = "torch_rng.json"
 STATE_FILE = "state.json"
 _CHECKPOINT_RE = re.compile(r"^ckpt-(\d+)$")
 
@@ -26,7 +32,8 @@ class CheckpointManager:
     including the step counter that drives the learning-rate schedule, the
     Adam moments and any gradient accumulators), `seeds.json` (the dropout
     `SeedGenerator` states, which `save_weights` leaves out: without them
-    a resumed run would replay the first steps' dropout masks) and
+    a resumed run would replay the first steps' dropout masks; under
+    PyTorch, `torch_rng.json` too, its global generator's state) and
     `state.json` (global step, phase, data position). It is written into a
     temporary sibling directory and renamed into place, so a crash (even
     `kill -9`) leaves either a complete checkpoint or none; leftovers are
@@ -46,6 +53,7 @@ class CheckpointManager:
         self.directory = directory
         self.keep = keep
         self.is_chief = is_chief
+        self.torch_rng_state = None  # The restored checkpoint's, until training resumes.
         if is_chief:
             makedirs(directory)
             for name in listdir(directory):
@@ -65,10 +73,10 @@ class CheckpointManager:
                 found.append((int(match.group(1)), path))
         return sorted(found)
 
-    def restore_newest(self, model, distribution):
+    def restore_newest(self, model, distribution=None):
         """`(path, TrainingState)` of the newest checkpoint that loads into
-        `model` (under `distribution`), or `(None, TrainingState())` if
-        there is none.
+        `model` (under `distribution`; None: no `tf.distribute` strategy),
+        or `(None, TrainingState())` if there is none.
 
         A checkpoint cut short or damaged on disk (a full disk, a bad copy)
         is skipped with a warning for the one before it: losing
@@ -76,8 +84,10 @@ class CheckpointManager:
         checkpoints = [path for _, path in self.checkpoints()]
         for path in reversed(checkpoints):
             try:
-                with distribution.scope():
-                    return path, TrainingState(**CheckpointManager.restore(model, path))
+                with distribution.scope() if distribution else contextlib.nullcontext():
+                    state = TrainingState(**CheckpointManager.restore(model, path))
+                self.torch_rng_state = _torch_rng_state(path)
+                return path, state
             except (*FILE_ERRORS, ValueError, KeyError, TypeError) as error:
                 print(
                     f"warning: checkpoint {path} is unreadable "
@@ -91,6 +101,16 @@ class CheckpointManager:
                 f"{len(checkpoints)}). Move them away to start afresh."
             )
         return None, TrainingState()
+
+    def resume_torch_generator(self):
+        """Under PyTorch, puts the global generator where the restored
+        checkpoint left it: called before each step, so that what draws from
+        it before the first (the data loader Keras makes) has drawn."""
+        if self.torch_rng_state is not None:
+            import torch
+
+            torch.set_rng_state(torch.tensor(self.torch_rng_state, dtype=torch.uint8))
+            self.torch_rng_state = None
 
     def latest(self):
         """Path of the newest complete checkpoint, or None."""
@@ -107,10 +127,15 @@ class CheckpointManager:
         # twice (e.g. SIGTERM) replaces the first.
         with atomic_directory(path, last=STATE_FILE) as temp:
             makedirs(temp)
-            model.save_weights(os.path.join(temp, WEIGHTS_FILE))
+            _save_weights(model, os.path.join(temp, WEIGHTS_FILE))
             seeds = [keras.ops.convert_to_numpy(v).tolist() for v in _seed_states(model)]
             with tf.io.gfile.GFile(os.path.join(temp, SEEDS_FILE), "w") as f:
                 json.dump(seeds, f)
+            if keras.backend.backend() == "torch":
+                import torch
+
+                with tf.io.gfile.GFile(os.path.join(temp, TORCH_RNG_FILE), "w") as f:
+                    json.dump(torch.get_rng_state().tolist(), f)
             # state.json last: its presence marks a checkpoint complete.
             with tf.io.gfile.GFile(os.path.join(temp, STATE_FILE), "w") as f:
                 json.dump(state, f, indent=2)
@@ -150,6 +175,26 @@ class CheckpointManager:
                 flush=True,
             )
         return CheckpointManager.read_state(path)
+
+
+def _save_weights(model, path):
+    """`model.save_weights(path)` through the temporary folder: HDF5 kills
+    the process (SIGSEGV) when the disk fills as it writes, where a copy
+    raises an error the commands report in one line."""
+    with tempfile.TemporaryDirectory() as scratch:
+        written = os.path.join(scratch, WEIGHTS_FILE)
+        model.save_weights(written)
+        tf.io.gfile.copy(written, path, overwrite=True)
+
+
+def _torch_rng_state(path):
+    """The PyTorch generator state `path` holds (a list of bytes), or None
+    under another backend or in a checkpoint without one."""
+    rng_path = os.path.join(path, TORCH_RNG_FILE)
+    if keras.backend.backend() != "torch" or not tf.io.gfile.exists(rng_path):
+        return None
+    with tf.io.gfile.GFile(rng_path) as f:
+        return json.load(f)
 
 
 def _complete(checkpoint):

@@ -79,6 +79,9 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
         if self.after_save:
             self.after_save()
 
+    def on_train_batch_begin(self, batch, logs=None):
+        self.manager.resume_torch_generator()
+
     def on_train_batch_end(self, batch, logs=None):
         state = self.state
         state.micro_step += 1

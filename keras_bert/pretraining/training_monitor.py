@@ -22,14 +22,17 @@ class TrainingMonitor(keras.callbacks.Callback):
     elapsed, ~<left> left  | held-out mlm_accuracy ...`: the time left is
     the remaining updates at the window's speed (in a budgeted run, the
     budget's).
+    A run without phases (fine-tuning) starts its one phase as None: no
+    phase in the line or the scalars, and no tokens_per_second when its
+    batches have no one length (`start_phase`).
     Works on every backend (summaries go through `tf.summary`).
 
     Args:
         log_dir: str. TensorBoard log directory.
         state: `TrainingState` (read only).
-        logged: tuple of str. The `fit` log keys to write
+        logged: tuple of str, or None. The `fit` log keys to write
             (`PretrainingObjective.logged`); those ending in `accuracy`
-            are printed too.
+            are printed too. None: every training key `fit` logs.
         learning_rate_fn: callable step -> float.
         total_steps: int or None. Optimizer updates of the whole run;
             None in a budgeted run (its length is its time).
@@ -70,6 +73,7 @@ class TrainingMonitor(keras.callbacks.Callback):
         self.verbose = verbose
         self.clock = clock
         self.started = clock() if started is None else started
+        self.phase = None
         self.batch_size = None
         self.seq_len = None
         self._writers = {}
@@ -108,13 +112,16 @@ class TrainingMonitor(keras.callbacks.Callback):
         batches = self.state.micro_step - start_micro
         examples_per_second = batches * self.batch_size / max(seconds, 1e-9)
         logs = logs or {}
-        scalars = {k: logs[k] for k in self.logged if k in logs}
+        logged = self.logged or [k for k in logs if not k.startswith("val_")]
+        scalars = {k: logs[k] for k in logged if k in logs}
         scalars.update(
             learning_rate=self.learning_rate_fn(self.state.step),
             examples_per_second=examples_per_second,
-            tokens_per_second=examples_per_second * self.seq_len,
-            phase=self.phase,
         )
+        if self.seq_len is not None:
+            scalars.update(tokens_per_second=examples_per_second * self.seq_len)
+        if self.phase is not None:
+            scalars.update(phase=self.phase)
         self.write_scalars("train", scalars, self.state.step)
         held_out = {k[len("val_") :]: logs[k] for k in logs if k.startswith("val_")}
         if held_out:
@@ -136,9 +143,9 @@ class TrainingMonitor(keras.callbacks.Callback):
         line = (
             f"step {self.state.step}"
             + (f"/{self.total_steps}" if self.total_steps else "")
-            + "  phase "
-            f"{self.phase} (seq {self.seq_len})  "
-            f"loss {scalars.get('loss', float('nan')):.3f}  "
+            + "  "
+            + (f"phase {self.phase} (seq {self.seq_len})  " if self.phase is not None else "")
+            + f"loss {scalars.get('loss', float('nan')):.3f}  "
             + self._accuracies(scalars)
             + f"lr {scalars['learning_rate']:.2e}  "
             f"{scalars['examples_per_second']:.0f} seq/s  "
@@ -150,7 +157,9 @@ class TrainingMonitor(keras.callbacks.Callback):
 
     def _accuracies(self, values):
         return "".join(
-            f"{k} {values[k]:.3f}  " for k in self.logged if k.endswith("accuracy") and k in values
+            f"{k} {values[k]:.3f}  "
+            for k in self.logged or values
+            if k.endswith("accuracy") and k in values
         )
 
     def on_train_batch_begin(self, batch, logs=None):

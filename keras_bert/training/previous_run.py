@@ -9,9 +9,9 @@ import tensorflow as tf
 from keras_bert.errors import FinetuneError
 from keras_bert.file_io import (
     is_file,
-    is_local,
     listdir,
     makedirs,
+    move,
     remove,
     same_file,
     write_json_atomically,
@@ -91,7 +91,7 @@ class PreviousRun:
         self._write_journal(current, finished=False)
         makedirs(self.folder)
         for name in current:
-            _move(os.path.join(self.model_dir, name), os.path.join(self.folder, name))
+            move(os.path.join(self.model_dir, name), os.path.join(self.folder, name))
         self.names = current
         return current
 
@@ -145,7 +145,7 @@ class PreviousRun:
             if name in moved or name not in names:
                 remove(os.path.join(self.model_dir, name))
         for name in sorted(moved):
-            _move(os.path.join(self.folder, name), os.path.join(self.model_dir, name))
+            move(os.path.join(self.folder, name), os.path.join(self.model_dir, name))
         self._clear()
 
     def _clear(self):
@@ -186,20 +186,3 @@ def _is_entry_name(name):
     """Whether `name` names an entry of the folder itself: not a path that
     would reach outside it (`../x`, `/x`)."""
     return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
-
-
-def _move(source, target):
-    """Renames a file or folder; on an object store, file by file."""
-    if is_local(source):
-        os.rename(source, target)
-    elif not tf.io.gfile.isdir(source):
-        tf.io.gfile.rename(source, target, overwrite=True)
-    else:
-        for folder, _, names in tf.io.gfile.walk(source):
-            relative = folder[len(source) :].strip("/")
-            tf.io.gfile.makedirs(os.path.join(target, relative))
-            for name in names:
-                tf.io.gfile.rename(
-                    os.path.join(folder, name), os.path.join(target, relative, name), overwrite=True
-                )
-        remove(source)

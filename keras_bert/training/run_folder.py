@@ -34,10 +34,23 @@ EVAL_FILES = (
 # A fine-tuning run folder's record of what `predict` and `evaluate` wrote
 # into it by default: a rerun sets aside exactly those, not the user's files.
 OUTPUTS_RECORD = "outputs.json"
+# A fine-tuning run's progress while it trains (`finetuning.resume`): the
+# run's, but kept when a rerun starts or fails, so that a stopped run
+# resumes; the run takes it up or replaces it by its recipe.
+UNFINISHED = "unfinished"
 # What a fine-tuning run writes into its folder and reads back (besides
 # what `OUTPUTS_RECORD` lists).
 FINETUNING_FILES = frozenset(
-    {"config.yaml", "model.keras", "vocab.txt", *EVAL_FILES, "export", OUTPUTS_RECORD}
+    {
+        "config.yaml",
+        "model.keras",
+        "vocab.txt",
+        *EVAL_FILES,
+        "export",
+        "logs",
+        UNFINISHED,
+        OUTPUTS_RECORD,
+    }
 )
 # A distilled student's labelled transfer set (`keras_bert.distillation`):
 # the run's, but kept when a rerun starts or fails, so that a labelling
@@ -99,7 +112,7 @@ class RunFolder:
         folder without the record (from before it) by name when
         `guess_unrecorded` (`predictions_*`, `glue_submission/`, `eval_*`).
         Not `export/`, whose numbered versions TF Serving keeps side by
-        side, nor `TRANSFER_SET`."""
+        side, nor `TRANSFER_SET` or `UNFINISHED`."""
         names = listdir(self.model_dir) if tf.io.gfile.isdir(self.model_dir) else []
         if self.kind == PRETRAINING:
             own = pretraining_files()
@@ -113,7 +126,7 @@ class RunFolder:
                 for n in names
                 if n.startswith(("predictions_", "eval_")) or n == "glue_submission"
             ]
-        own = run_files() - {"export", LOCK_FILE, FINETUNE_LOCK_FILE, TRANSFER_SET}
+        own = run_files() - {"export", LOCK_FILE, FINETUNE_LOCK_FILE, TRANSFER_SET, UNFINISHED}
         own |= set(recorded or [])
         return sorted((n for n in names if n in own), key=lambda n: (n == OUTPUTS_RECORD, n))
 
@@ -237,7 +250,8 @@ class RunFolder:
         if previous is _ABSENT:
             # No run: a file of a name the run writes is the user's.
             present = set(listdir(model_dir)) if tf.io.gfile.isdir(model_dir) else set()
-            clashing = sorted(present & FINETUNING_FILES)
+            # A first run that failed leaves its progress alone (`UNFINISHED`).
+            clashing = sorted(present & (FINETUNING_FILES - {UNFINISHED}))
             if clashing:
                 raise FinetuneError(
                     f"--model_dir {model_dir}: holds no keras_bert run but its own "

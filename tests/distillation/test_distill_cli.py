@@ -148,6 +148,41 @@ def test_a_labelling_killed_by_sigkill_resumes_at_the_shards_it_had_not_written(
     assert len(rows) == size and sum(int(r["has_label"]) for r in rows) == 6
 
 
+def test_a_student_killed_mid_training_resumes_at_its_last_checkpoint(
+    fine_tuned, checkpoint, tmp_path
+):
+    # Issue 79 item 7: a student's epoch over a large transfer set outlasts
+    # a session. (That a resumed run ends as an unbroken one does, bit for
+    # bit, is `tests/finetuning/test_resume.py`'s.)
+    teacher, _ = fine_tuned("sst2")
+    text = tmp_path / "reviews.txt"
+    text.write_text("".join(f"review {i} of a warm and funny film\n" for i in range(194)))
+    student = tmp_path / "student"
+    argv = ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student]
+    # 200 sentences: 50 updates an epoch.
+    argv += ["--text", text, *settings("export.enabled=false", "training.epochs=2")]
+    argv += ["--set", "checkpoint.every_steps=10"]
+    checkpoints = student / "unfinished" / "checkpoints"
+    with open(tmp_path / "killed.log", "w") as log:
+        killed = subprocess.Popen(
+            [sys.executable, "-m", "keras_bert.distill", *map(str, argv)], stderr=log
+        )
+        deadline = time.time() + 600
+        while not list(checkpoints.glob("ckpt-*/state.json")) and killed.poll() is None:
+            assert time.time() < deadline, "no checkpoint in 10 minutes"
+            time.sleep(0.01)
+        killed.kill()
+        killed.wait()
+    assert list(checkpoints.glob("ckpt-*/state.json")), (tmp_path / "killed.log").read_text()
+
+    resumed = command("distill", *argv)
+    assert "200 of 200 sentences labelled before" in resumed.stderr  # Nothing labelled again.
+    assert 0 < int(resumed.stderr.split("Resumed at step ")[1].split()[0]) < 100
+    assert json.loads(resumed.stdout)["train_steps"] == 100
+    assert not (student / "unfinished").exists()
+    assert list((student / "logs" / "train").glob("events.out.tfevents.*"))
+
+
 def test_ctrl_c_while_labelling_stops_keeping_the_shards_and_the_previous_run(
     fine_tuned, checkpoint, tmp_path
 ):

@@ -658,6 +658,7 @@ def test_data_checkpoint_and_model_dir_on_a_remote_file_system(checkpoint, fixtu
         "outputs.json",
         "predictions.jsonl",
         "eval_results.json",
+        "logs",
     }
     with tf.io.gfile.GFile(f"{run}/eval_results.json") as f:
         results = json.load(f)

@@ -10,6 +10,7 @@ test_finetune_cli.py, test_evaluate_cli.py and test_predict_cli.py."""
 
 import json
 import os
+import shutil
 
 import pytest
 import yaml
@@ -46,8 +47,12 @@ def one_line_error(command, args, capsys):
 
 
 def files(folder):
+    """The folder's files and their bytes; not `unfinished/`, a stopped
+    run's progress, kept for its resume (`test_resume.py`)."""
     return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.relative_to(folder).parts[0] != "unfinished"
     }
 
 
@@ -247,6 +252,7 @@ def test_overwrite_replaces_a_run_of_another_task(run_copy, fixtures, checkpoint
     outside = run_copy.parent / "outside_logs"
     outside.mkdir()
     (outside / "keep.txt").write_text("mine")
+    shutil.rmtree(run_copy / "logs")
     (run_copy / "logs").symlink_to(outside)
 
     assert finetune_main([*args, "--overwrite"]) == 0
@@ -278,6 +284,7 @@ def test_rerun_removes_the_old_models_outputs_and_keeps_the_users_files(
         "config.yaml",
         "eval_plan.md",
         "eval_results.json",
+        "logs",
         "model.keras",
         "notes.txt",
         "outputs.json",
@@ -333,6 +340,8 @@ def test_sigterm_during_a_rerun_puts_the_previous_run_back(run_copy, fixtures, c
     assert process.wait(timeout=120) == 130
     assert files(run_copy) == before
     assert not (run_copy / ".previous-run").exists()
+    # The stopped rerun's progress is kept for the same command (issue 79).
+    assert list((run_copy / "unfinished" / "checkpoints").glob("ckpt-*/state.json"))
 
 
 def test_rerun_continues_from_the_folders_own_model(run_copy, fixtures):

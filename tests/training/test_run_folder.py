@@ -329,7 +329,7 @@ def operations(monkeypatch, kill_at=None):
 
         return operation
 
-    for name in ("_move", "remove", "write_json_atomically"):
+    for name in ("move", "remove", "write_json_atomically"):
         monkeypatch.setattr(previous_run, name, counted(getattr(previous_run, name)))
     return count
 
