@@ -22,7 +22,9 @@ from keras_bert.finetuning.config import FinetuneConfig, TrainingConfig, load_fi
 # `auto`: the first for a classifier, the second for a regression.
 SOFT_LOSSES = ("auto", "kl_divergence", "mse")
 # What a copy's marked words are replaced by (`TransferConfig`).
-REPLACEMENTS = ("masked_lm", "teacher_neighbours")
+REPLACEMENTS = ("masked_lm", "teacher_neighbours", "masked_lm_and_neighbours")
+# Those that read `TransferConfig.masked_lm`.
+READ_A_MASKED_LM = ("masked_lm", "masked_lm_and_neighbours")
 
 
 @dataclasses.dataclass
@@ -37,8 +39,11 @@ class TransferConfig:
     the pre-trained `masked_lm` (a `BertPretrainer` `.keras`: `pretrain`'s
     `pretrainer.keras`) predicts there (Jiao et al. 2020); with
     `teacher_neighbours`, the word's nearest whole words in the teacher's
-    token embeddings (a word that is no token of the teacher's vocabulary
-    is masked instead); then, with `ngram_probability`, only a random n-gram of 1 to
+    token embeddings (a word the teacher's vocabulary splits by its
+    pieces' mean; a word with an unknown piece is masked instead); with
+    `masked_lm_and_neighbours` (TinyBERT's), the masked LM's for a word its
+    vocabulary holds whole, the neighbours for the others; then, with
+    `ngram_probability`, only a random n-gram of 1 to
     `ngram_max` words is kept. Copies carry no label (augmenting can change
     it). The teacher's outputs are written in shards of `shard_size`
     sentences, labelled in batches of `batch_size`. Once the first shard
@@ -161,12 +166,13 @@ def load_distill_config(task, config_file=None, overrides=()):
         )
     if (
         transfer.replace_probability > 0
-        and transfer.replace_by == "masked_lm"
+        and transfer.replace_by in READ_A_MASKED_LM
         and not transfer.masked_lm
     ):
         raise ConfigError(
-            "distillation.transfer.replace_probability > 0 needs distillation.transfer."
-            "masked_lm: a pre-trained BertPretrainer .keras (pretrain's pretrainer.keras), or "
-            "distillation.transfer.replace_by=teacher_neighbours"
+            f"distillation.transfer.replace_by={transfer.replace_by} with replace_probability "
+            "> 0 needs distillation.transfer.masked_lm: a pre-trained BertPretrainer .keras "
+            "(pretrain's pretrainer.keras), or distillation.transfer.replace_by="
+            "teacher_neighbours"
         )
     return config

@@ -1,10 +1,14 @@
 """Words a pre-trained masked LM predicts in context, for the transfer
 set's augmented copies (TinyBERT's augmentation, Jiao et al. 2020,
 section 3.2: a word is replaced by one of the masked LM's K best
-single-piece predictions at its place)."""
+single-piece predictions at its place), alone or with the teacher's
+neighbours for the words the masked LM's vocabulary splits, as TinyBERT
+does."""
 
 import os
 import tempfile
+
+import tensorflow as tf
 
 from keras_bert.distillation.augmentation import (
     TO_REPLACE,
@@ -63,6 +67,14 @@ class MaskedLmWords:
         self.batch_size = batch_size
         self.fingerprint = file_fingerprint(path)
 
+    def single_pieces(self, words):
+        """Those of `words` the masked LM's vocabulary holds as one piece."""
+        words = sorted(set(words))
+        if not words:
+            return set()
+        pieces = self.tokenizer.tokenize(tf.constant(words)).row_lengths().numpy()
+        return {word for word, count in zip(words, pieces) if count == 1}
+
     def fill(self, rows, rngs):
         """Replaces, in place, every `TO_REPLACE` word of `rows` (their
         `text_a`, `text_b` or `words`), each drawn with the row's `rngs`
@@ -92,3 +104,38 @@ class MaskedLmWords:
                     filled.append(word)
                 set_words(rows[index], field, filled)
         return rows
+
+
+class MaskedLmAndNeighbourWords:
+    """TinyBERT's replacement (Jiao et al. 2020, section 3.2): a marked word
+    that is one piece of the masked LM's vocabulary becomes one of the
+    masked LM's predictions at its place (`MaskedLmWords`), any other one
+    of its neighbours in the teacher's embeddings (`NeighbourWords`; the
+    paper's are GloVe's, which no file here holds).
+
+    Args:
+        masked_lm_words: `MaskedLmWords`.
+        neighbour_words: `NeighbourWords`.
+
+    Attributes:
+        fingerprint: str. The masked LM's file's and how neighbours are found.
+    """
+
+    def __init__(self, masked_lm_words, neighbour_words):
+        self.masked_lm_words = masked_lm_words
+        self.neighbour_words = neighbour_words
+        self.fingerprint = f"{masked_lm_words.fingerprint} + {neighbour_words.fingerprint}"
+
+    def fill(self, rows, rngs):
+        """Replaces, in place, every `TO_REPLACE` word of `rows`: first the
+        split ones by neighbours, then the rest by the masked LM, which
+        reads them in their sentences."""
+        marked = [
+            w[len(TO_REPLACE) :]
+            for _, _, words in marked_places(rows)
+            for w in words
+            if w.startswith(TO_REPLACE)
+        ]
+        single = self.masked_lm_words.single_pieces(marked)
+        self.neighbour_words.fill(rows, rngs, replaces=lambda word: word not in single)
+        return self.masked_lm_words.fill(rows, rngs)

@@ -12,9 +12,9 @@ import logging
 import os
 import time
 
-from keras_bert.distillation.config import load_distill_config
+from keras_bert.distillation.config import READ_A_MASKED_LM, load_distill_config
 from keras_bert.distillation.intermediate import IntermediateDistiller, check_intermediate
-from keras_bert.distillation.masked_lm_words import MaskedLmWords
+from keras_bert.distillation.masked_lm_words import MaskedLmAndNeighbourWords, MaskedLmWords
 from keras_bert.distillation.neighbour_words import NeighbourWords
 from keras_bert.distillation.student_loss import StudentLoss
 from keras_bert.distillation.teacher import Teacher
@@ -169,17 +169,8 @@ class DistillRun(FinetuneRun):
             for row in read_text_file(path, kind)
         ]
         transfer = self.config.distillation.transfer
-        replacer = None
-        if transfer.replace_probability > 0 and transfer.replace_by == "masked_lm":
-            replacer = MaskedLmWords(
-                transfer.masked_lm, transfer.replace_top_k, transfer.batch_size
-            )
-        elif transfer.replace_probability > 0:
-            replacer = NeighbourWords(
-                self.teacher.model.backbone, self.teacher.tokenizer, transfer.replace_top_k
-            )
         transfer_set = TransferSet(
-            labelled, unlabelled, transfer, self.config.training.seed, replacer
+            labelled, unlabelled, transfer, self.config.training.seed, self._word_replacer()
         )
         start = time.time()
         self.shards = label_transfer_set(
@@ -196,6 +187,25 @@ class DistillRun(FinetuneRun):
         )
         self.handler = handler
         return handler
+
+    def _word_replacer(self):
+        """What replaces the words the augmentation marks
+        (`transfer.replace_by`), or None when it marks none."""
+        transfer = self.config.distillation.transfer
+        if transfer.replace_probability == 0:
+            return None
+        masked_lm = neighbours = None
+        if transfer.replace_by in READ_A_MASKED_LM:
+            masked_lm = MaskedLmWords(
+                transfer.masked_lm, transfer.replace_top_k, transfer.batch_size
+            )
+        if transfer.replace_by != "masked_lm":
+            neighbours = NeighbourWords(
+                self.teacher.model.backbone, self.teacher.tokenizer, transfer.replace_top_k
+            )
+        if masked_lm and neighbours:
+            return MaskedLmAndNeighbourWords(masked_lm, neighbours)
+        return masked_lm or neighbours
 
     def _labelled_rows(self, handler):
         """`(rows, kind)`: the task's training examples as transfer-set rows,

@@ -111,7 +111,8 @@ class TransferSet:
         unlabelled: list of rows, from the text files.
         transfer: `TransferConfig`.
         seed: int. The augmentation's.
-        replacer: `MaskedLmWords`, `NeighbourWords` or None. What replaces
+        replacer: `MaskedLmWords`, `NeighbourWords`,
+            `MaskedLmAndNeighbourWords` or None. What replaces
             the words the augmentation marks (`transfer.replace_probability`).
     """
 
@@ -147,8 +148,9 @@ class TransferSet:
             settings.pop(speed)
         if self.transfer.copies:  # The seed makes the copies; without any, nothing.
             settings["seed"] = self.seed
-        # The masked LM by its content, not by where it lies (the teacher,
-        # whose neighbours replace words otherwise, is in the manifest).
+        # The masked LM by its content, not by where it lies, and how
+        # neighbours are found (the teacher, whose neighbours they are, is
+        # in the manifest).
         settings["masked_lm"] = self.replacer and self.replacer.fingerprint
         digest.update(json.dumps(settings, sort_keys=True).encode())
         for source in self.sources:

@@ -48,6 +48,7 @@ def test_the_student_folder_is_a_fine_tuning_run_for_every_command(
     argv += ["--text", text, *settings("distillation.transfer.copies=2", "export.enabled=false")]
     argv += settings(
         "distillation.transfer.replace_probability=0.3",
+        "distillation.transfer.replace_by=masked_lm_and_neighbours",  # TinyBERT's.
         f"distillation.transfer.masked_lm={masked_lm}",
     )
     results = json.loads(command("distill", *argv).stdout)

@@ -7,7 +7,8 @@ import pytest
 
 from keras_bert.distillation.augmentation import TO_REPLACE, augmented_words
 from keras_bert.distillation.config import TransferConfig, load_distill_config
-from keras_bert.distillation.masked_lm_words import MaskedLmWords
+from keras_bert.distillation.masked_lm_words import MaskedLmAndNeighbourWords, MaskedLmWords
+from keras_bert.distillation.neighbour_words import NeighbourWords
 from keras_bert.errors import ConfigError, FinetuneError
 from keras_bert.pretraining.fill_mask import fill_mask
 
@@ -38,6 +39,40 @@ def test_marked_words_become_the_masked_lms_whole_words_in_context(masked_lm):
     assert again == filled
 
 
+def whole_words_ranked(words, sentence, top_k):
+    """The masked LM's `top_k` whole words at the first `[MASK]` of
+    `sentence`, best first."""
+    ranked = fill_mask(words.model, words.tokenizer, [sentence], top_k=174)[0][0]
+    return [t for t, _ in ranked if not re.fullmatch(r"##.+|\[[A-Z]+\]", t)][:top_k]
+
+
+def test_tinyberts_replacement_a_whole_word_by_the_masked_lm_a_split_one_by_neighbours(
+    masked_lm,
+):
+    # `paris` is one piece of the vocabulary, `californias` three.
+    import keras
+
+    masked_lm_words = MaskedLmWords(masked_lm, top_k=3, batch_size=2)
+    assert masked_lm_words.single_pieces(["paris", "californias"]) == {"paris"}
+    teacher = keras.saving.load_model(masked_lm, compile=False).backbone
+    neighbour_words = NeighbourWords(teacher, masked_lm_words.tokenizer, top_k=3)
+    words = MaskedLmAndNeighbourWords(masked_lm_words, neighbour_words)
+    rows = [
+        {
+            "text_a": f"john {TO_REPLACE}paris in {TO_REPLACE}californias city",
+            "text_b": None,
+            "label": None,
+        }
+    ]
+    filled = words.fill([dict(r) for r in rows], [np.random.default_rng(0)])[0]["text_a"].split()
+    assert filled[3] in neighbour_words.neighbours("californias")
+    # The masked LM reads the split word's replacement in its sentence.
+    assert filled[1] in whole_words_ranked(
+        masked_lm_words, f"john [MASK] in {filled[3]} city", top_k=3
+    )
+    assert words.fingerprint.startswith(masked_lm_words.fingerprint)
+
+
 def test_augmentation_marks_words_at_the_replace_rate():
     transfer = TransferConfig(mask_probability=0.2, replace_probability=0.3, ngram_probability=0)
     marked = [
@@ -66,6 +101,9 @@ def test_replacing_needs_a_masked_lm_and_room_beside_masking():
     replace = "distillation.transfer.replace_probability=0.1"
     with pytest.raises(ConfigError, match="needs distillation.transfer.masked_lm"):
         load_distill_config("sst2", overrides=[replace])
+    mixed = "distillation.transfer.replace_by=masked_lm_and_neighbours"
+    with pytest.raises(ConfigError, match="masked_lm_and_neighbours with replace_probability"):
+        load_distill_config("sst2", overrides=[replace, mixed])
     neighbours = "distillation.transfer.replace_by=teacher_neighbours"
     assert load_distill_config("sst2", overrides=[replace, neighbours]).distillation.transfer
     with pytest.raises(ConfigError, match="must be <= 1"):

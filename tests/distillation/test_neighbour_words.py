@@ -42,7 +42,7 @@ def test_the_nearest_whole_words_by_cosine_best_first(neighbours):
     words = neighbours
     assert words.neighbours("fine") == ["gold", "great", "best"]
     assert words.neighbours("FINE") == ["gold", "great", "best"]  # Uncased.
-    assert words.neighbours("californias") == []  # No single token.
+    assert words.neighbours("zzz") == []  # An unknown piece: masked.
 
 
 def test_marked_words_become_neighbours_or_masks_the_same_for_a_seed(neighbours):
@@ -58,3 +58,35 @@ def test_marked_words_become_neighbours_or_masks_the_same_for_a_seed(neighbours)
     assert filled[2] == rows[2]
     again = words.fill([dict(r) for r in rows], [np.random.default_rng(i) for i in range(3)])
     assert again == filled
+
+
+def test_a_split_word_by_its_pieces_mean_less_its_own_pieces():
+    # TinyBERT looks the words a vocabulary splits up among GloVe's; here,
+    # by the mean of the teacher's directions of their pieces: `californias`
+    # is `cal ##ifornia ##s`, on e0 + e1, e0 - e1 and e0, whose mean lies on
+    # e0, where `paris` is and `john` nearly; every other token is a random
+    # direction of 16.
+    vocabulary = (FIXTURES / "vocab.txt").read_text().splitlines()
+    index = {token: i for i, token in enumerate(vocabulary)}
+    backbone = BertBackbone(
+        vocabulary_size=len(vocabulary),
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+    )
+    e = np.eye(16)
+    table = np.random.default_rng(0).normal(size=(len(vocabulary), 16))
+    table[index["cal"]], table[index["##ifornia"]], table[index["##s"]] = (
+        e[0] + e[1],
+        e[0] - e[1],
+        e[0],
+    )
+    table[index["paris"]] = 2 * e[0]
+    table[index["john"]] = e[0] + 0.3 * e[2]
+    backbone.token_embedding.embeddings.assign(table.astype("float32"))
+    words = NeighbourWords(backbone, BertTokenizer(str(FIXTURES / "vocab.txt")), top_k=3)
+    found = words.neighbours("californias")
+    assert found[:2] == ["paris", "john"] and "cal" not in found
+    rows = [{"text_a": f"{TO_REPLACE}californias wins", "text_b": None, "label": None}]
+    assert words.fill(rows, [np.random.default_rng(0)])[0]["text_a"].split()[0] in found
