@@ -13,13 +13,11 @@ from tests.finetuning.conftest import FIXTURES
 pytestmark = pytest.mark.backend_independent
 
 
-@pytest.fixture(scope="module")
-def neighbours():
-    """Neighbours of `fine` (the first axis) in a table where every other
-    token lies on another axis but `gold`, `great` and `best`, ever further
-    from it, and `##ed` and `[MASK]`, on it but no words."""
+def neighbour_words(table, top_k=3):
+    """`NeighbourWords` of a teacher whose token embeddings are `table`
+    (the fixture vocabulary's tokens by 16), which `table(index)` makes
+    from the vocabulary's `{token: row}`."""
     vocabulary = (FIXTURES / "vocab.txt").read_text().splitlines()
-    index = {token: i for i, token in enumerate(vocabulary)}
     backbone = BertBackbone(
         vocabulary_size=len(vocabulary),
         num_layers=1,
@@ -27,15 +25,28 @@ def neighbours():
         hidden_dim=16,
         intermediate_dim=32,
     )
-    axes = np.eye(16)
-    table = axes[np.random.default_rng(0).integers(1, 16, len(vocabulary))]
-    table[index["fine"]] = axes[0]
-    table[index["gold"]] = axes[0] + 0.1 * axes[2]  # cosine 0.995
-    table[index["great"]] = axes[0] + 0.2 * axes[1]  # 0.981
-    table[index["best"]] = axes[0] + 0.9 * axes[1]  # 0.743
-    table[index["##ed"]] = table[index["[MASK]"]] = 3 * axes[0]  # 1
-    backbone.token_embedding.embeddings.assign(table.astype("float32"))
-    return NeighbourWords(backbone, BertTokenizer(str(FIXTURES / "vocab.txt")), top_k=3)
+    embeddings = table({token: i for i, token in enumerate(vocabulary)})
+    backbone.token_embedding.embeddings.assign(embeddings.astype("float32"))
+    return NeighbourWords(backbone, BertTokenizer(str(FIXTURES / "vocab.txt")), top_k)
+
+
+@pytest.fixture(scope="module")
+def neighbours():
+    """Neighbours of `fine` (the first axis) in a table where every other
+    token lies on another axis but `gold`, `great` and `best`, ever further
+    from it, and `##ed` and `[MASK]`, on it but no words."""
+
+    def table(index):
+        axes = np.eye(16)
+        table = axes[np.random.default_rng(0).integers(1, 16, len(index))]
+        table[index["fine"]] = axes[0]
+        table[index["gold"]] = axes[0] + 0.1 * axes[2]  # cosine 0.995
+        table[index["great"]] = axes[0] + 0.2 * axes[1]  # 0.981
+        table[index["best"]] = axes[0] + 0.9 * axes[1]  # 0.743
+        table[index["##ed"]] = table[index["[MASK]"]] = 3 * axes[0]  # 1
+        return table
+
+    return neighbour_words(table)
 
 
 def test_the_nearest_whole_words_by_cosine_best_first(neighbours):
@@ -66,26 +77,16 @@ def test_a_split_word_by_its_pieces_mean_less_its_own_pieces():
     # is `cal ##ifornia ##s`, on e0 + e1, e0 - e1 and e0, whose mean lies on
     # e0, where `paris` is and `john` nearly; every other token is a random
     # direction of 16.
-    vocabulary = (FIXTURES / "vocab.txt").read_text().splitlines()
-    index = {token: i for i, token in enumerate(vocabulary)}
-    backbone = BertBackbone(
-        vocabulary_size=len(vocabulary),
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-    )
-    e = np.eye(16)
-    table = np.random.default_rng(0).normal(size=(len(vocabulary), 16))
-    table[index["cal"]], table[index["##ifornia"]], table[index["##s"]] = (
-        e[0] + e[1],
-        e[0] - e[1],
-        e[0],
-    )
-    table[index["paris"]] = 2 * e[0]
-    table[index["john"]] = e[0] + 0.3 * e[2]
-    backbone.token_embedding.embeddings.assign(table.astype("float32"))
-    words = NeighbourWords(backbone, BertTokenizer(str(FIXTURES / "vocab.txt")), top_k=3)
+    def table(index):
+        e = np.eye(16)
+        table = np.random.default_rng(0).normal(size=(len(index), 16))
+        table[index["cal"]], table[index["##ifornia"]] = e[0] + e[1], e[0] - e[1]
+        table[index["##s"]] = e[0]
+        table[index["paris"]] = 2 * e[0]
+        table[index["john"]] = e[0] + 0.3 * e[2]
+        return table
+
+    words = neighbour_words(table)
     found = words.neighbours("californias")
     assert found[:2] == ["paris", "john"] and "cal" not in found
     rows = [{"text_a": f"{TO_REPLACE}californias wins", "text_b": None, "label": None}]
