@@ -149,6 +149,7 @@ def test_a_labelling_killed_by_sigkill_resumes_at_the_shards_it_had_not_written(
     assert len(rows) == size and sum(int(r["has_label"]) for r in rows) == 6
 
 
+@pytest.mark.backend_independent  # `FinetuneRun`'s resume, tested on every backend.
 def test_a_student_killed_mid_training_resumes_at_its_last_checkpoint(
     fine_tuned, checkpoint, tmp_path
 ):

@@ -126,6 +126,7 @@ def test_a_run_killed_mid_epoch_resumes_there_and_ends_as_an_unbroken_run(
     assert dev["accuracy"][150] == pytest.approx(results["accuracy"])
 
 
+@pytest.mark.backend_independent  # How a stop is saved; the resume's exactness is above.
 def test_ctrl_c_saves_a_checkpoint_and_the_same_command_resumes(data_dir, checkpoint, tmp_path):
     model_dir = tmp_path / "stopped"
     args = argv(data_dir, checkpoint, model_dir) + ["--set", "checkpoint.every_steps=1000"]
