@@ -22,8 +22,11 @@ import json
 import logging
 import os
 
+import tensorflow as tf
+
 from keras_bert.config_tree import diff
 from keras_bert.file_io import (
+    FILE_ERRORS,
     is_dir,
     is_file,
     move,
@@ -112,8 +115,10 @@ class UnfinishedRun:
 
 
 def _read_json(path):
+    """`path`'s JSON (local or remote: `open` would miss a `gs://` run's and
+    take it for another recipe's), or None when unreadable."""
     try:
-        with open(path) as f:
+        with tf.io.gfile.GFile(path) as f:
             return json.load(f)
-    except (OSError, ValueError):
+    except (*FILE_ERRORS, ValueError):
         return None
