@@ -108,6 +108,28 @@ def write_text(task, data_dir, out, files=20):
     return os.path.join(folder, "*.txt")
 
 
+# === The machine ===
+
+
+def processor():
+    """The processor a measurement ran on, as BENCHMARKS.md names it: a
+    conclusion about time holds for it alone (`AMD EPYC family 25 model 1,
+    AVX2, 2 cores`: the Zen 3)."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        return f"unknown processor, {os.cpu_count()} cores"
+    vector = "AVX-512" if "avx512f" in fields.get("flags", "").split() else "AVX2"
+    return (
+        f"{fields.get('model name', '?')} family {fields.get('cpu family', '?')} model "
+        f"{fields.get('model', '?')}, {vector}, {os.cpu_count()} cores"
+    )
+
+
 # === Markdown tables ===
 
 

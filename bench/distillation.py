@@ -6,7 +6,9 @@ init, loss and transfer set, at each label budget, against the teacher.
         [--budgets 1000 all] [--seeds 0 1 2] \
         [--cells random:labels random:logits:labelled random:logits:text \
                  random:logits:text+aug4 random:logits+hidden:text \
-                 own_text=runs/own/backbone.keras:logits:text]
+                 random:logits:labelled+aug20+tinybert \
+                 own_text=runs/own/backbone.keras:logits:text] \
+        [--masked_lm runs/pretrain_default/pretrainer.keras] [--student_epochs 3]
 
 For each label budget the teacher (`--teacher_init`, fine-tuned by
 `finetune`) is fine-tuned once, seed 0, lr 5e-5, 3 epochs (SST-2 with all
@@ -29,20 +31,32 @@ none at budget `all`). A cell is INIT:LOSS[:TRANSFER]:
               augmented copies of each (`distillation.transfer.copies=K`:
               words masked, n-grams kept), +augK+neighbours with words
               also replaced by the teacher's vocabulary neighbours with
-              probability 0.1, Tang et al.'s rate
+              probability 0.1, Tang et al.'s rate, +augK+tinybert with
+              TinyBERT's replacement at its published rates (a word
+              replaced with probability 0.4 by the `--masked_lm`'s
+              predictions or the teacher's neighbours; no masking, no
+              n-grams)
 
+The copies are the cell's data, drawn with seed 0 whatever the student's
+seed (`distillation.transfer.seed=0`), so that the students of all seeds
+learn one labelling.
 A cell's student takes up the labelled transfer set of an earlier cell of
 the same budget and TRANSFER (copied into its folder; the labelling's own
 check keeps it only if teacher, sentences and settings match): a set
 without copies is labelled once for every init, loss and seed.
 
-Every student: batch 32, learning rate `--learning_rate`, 3 epochs (of the
-transfer set, distilling), the fine-tuning recipe otherwise, seeds
-`--seeds` fixed before the run. OUT/results.json (each run appended as it
-ends; a rerun skips what is done) and OUT/table.md (mean ± std per cell
-and budget, the teacher's score in the table, the labelling and training
-minutes) and OUT/students.png (the same, plotted; needs matplotlib,
-requirements-bench.txt). Never run by the test suite.
+Every student: batch 32, learning rate `--learning_rate`,
+`--student_epochs` epochs (of the transfer set, distilling), the
+fine-tuning recipe otherwise, seeds `--seeds` fixed before the run.
+OUT/results.json (each run appended as it ends, with the processor it ran
+on; a rerun skips what is done, and a cell stopped mid-run resumes: its
+labelling at the first shard not written, its student at its last
+checkpoint) and OUT/table.md (mean ± std per cell and budget, the
+teacher's score in the table, the labelling + training minutes),
+OUT/students.png (the same, plotted) and OUT/sizes.png (the learning
+curve: each init and loss's student score against its transfer set's
+size; both need matplotlib, requirements-bench.txt). Never run by the
+test suite.
 """
 
 import argparse
@@ -56,7 +70,7 @@ import time
 
 import numpy as np
 
-from bench.common import DATA, VOCAB, markdown_table
+from bench.common import DATA, VOCAB, markdown_table, processor
 from keras_bert.finetuning.batch_prediction import take_limit
 
 METRIC = {"sst2": "accuracy", "conll2003": "f1"}
@@ -114,7 +128,7 @@ def _write_unlabelled(folder, sentences):
             f.write("".join(s + "\n" for s in sentences))
 
 
-def parse_cell(text):
+def parse_cell(text, masked_lm=None):
     parts = text.split(":")
     init = parts[0]
     loss, *intermediate = parts[1].split("+")
@@ -126,18 +140,21 @@ def parse_cell(text):
         or not set(intermediate) <= {"hidden", "attention"}
         or (intermediate and loss != "logits")
         or source not in ("labelled", "text")
-        or not re.fullmatch(r"(aug\d+(\+neighbours)?)?", "+".join(augmentation))
+        or not re.fullmatch(r"(aug\d+(\+(neighbours|tinybert))?)?", "+".join(augmentation))
     ):
         raise SystemExit(
             f"--cells {text}: INIT:labels or "
-            "INIT:logits[+hidden][+attention]:(labelled|text)[+augK[+neighbours]]"
+            "INIT:logits[+hidden][+attention]:(labelled|text)[+augK[+neighbours|+tinybert]]"
         )
+    if "tinybert" in augmentation and not masked_lm:
+        raise SystemExit(f"--cells {text}: +tinybert needs --masked_lm")
     copies = int(augmentation[0][3:]) if augmentation else 0
-    replacement = (
-        ["replace_probability=0.1", "replace_by=teacher_neighbours"]
-        if "neighbours" in augmentation
-        else []
-    )
+    replacement = []
+    if "neighbours" in augmentation:
+        replacement = ["replace_probability=0.1", "replace_by=teacher_neighbours"]
+    if "tinybert" in augmentation:
+        replacement = ["replace_probability=0.4", "mask_probability=0", "ngram_probability=0"]
+        replacement += ["replace_by=masked_lm_and_neighbours", f"masked_lm={masked_lm}"]
     path = "random:bert_tiny" if init == "random" else init.split("=", 1)[1]
     name = init.split("=", 1)[0]
     return {
@@ -151,18 +168,19 @@ def parse_cell(text):
         "transfer_overrides": [
             # The bench measures what a labelling costs, however long.
             f"distillation.transfer.{o}"
-            for o in [f"copies={copies}", "max_labelling_hours=.inf"] + replacement
+            for o in [f"copies={copies}", f"seed={DATA_SEED}", "max_labelling_hours=.inf"]
+            + replacement
         ],
     }
 
 
-def take_up_labels(records, out, budget, cell, model_dir):
+def take_up_labels(records, out, budget, cell, model_dir, masked_lm):
     """Copies into `model_dir` the transfer set an earlier cell of
     `budget` with `cell`'s transfer set labelled, if one did."""
     for record in records:
         if record["budget"] != budget or record["cell"] == "teacher":
             continue
-        earlier = parse_cell(record["cell"])
+        earlier = parse_cell(record["cell"], masked_lm)
         folder = os.path.join(
             run_folder(out, budget, record["cell"], record["seed"]), "transfer_set"
         )
@@ -191,6 +209,10 @@ def main():
         default=["random:labels", "random:logits:labelled", "random:logits:text"],
     )
     parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--student_epochs", type=int, default=3)
+    parser.add_argument(
+        "--masked_lm", help="+tinybert's masked LM: a pretrainer.keras (`make pretrain`'s)"
+    )
     parser.add_argument(
         "--max_seq_length", type=int, help="default: 64 for sst2, 128 for conll2003"
     )
@@ -210,7 +232,14 @@ def main():
 
     def record(budget, cell, seed, results, seconds):
         records.append(
-            {"budget": budget, "cell": cell, "seed": seed, "seconds": round(seconds), **results}
+            {
+                "budget": budget,
+                "cell": cell,
+                "seed": seed,
+                "seconds": round(seconds),
+                "processor": processor(),
+                **results,
+            }
         )
         with open(results_path + ".tmp", "w") as f:
             json.dump(records, f, indent=1)
@@ -234,7 +263,7 @@ def main():
             )
             record(budget, "teacher", 0, results, time.time() - start)
         for text in args.cells:
-            cell = parse_cell(text)
+            cell = parse_cell(text, args.masked_lm)
             for seed in args.seeds:
                 if (budget, text, seed) in done:
                     continue
@@ -242,6 +271,7 @@ def main():
                 overrides = common + [
                     f"optimizer.learning_rate={args.learning_rate}",
                     f"training.seed={seed}",
+                    f"training.epochs={args.student_epochs}",
                 ]
                 start = time.time()
                 # Random weights carry no vocabulary: the teacher's (uncased BERT's).
@@ -254,7 +284,7 @@ def main():
                     if cell["text"] and unlabelled is None:
                         continue  # Budget `all`: no unlabelled sentences.
                     if not os.path.exists(model_dir):
-                        take_up_labels(records, args.out, budget, cell, model_dir)
+                        take_up_labels(records, args.out, budget, cell, model_dir, args.masked_lm)
                     results = run_distillation(
                         teacher,
                         cell["checkpoint"],
@@ -277,16 +307,16 @@ def write_table(args, records):
             scores = [
                 100 * r[metric] for r in records if r["budget"] == budget and r["cell"] == cell
             ]
-            minutes = [
-                r["seconds"] / 60 for r in records if r["budget"] == budget and r["cell"] == cell
-            ]
+            runs = [r for r in records if r["budget"] == budget and r["cell"] == cell]
             if not scores:
                 row.append("—")
                 continue
+            labelling = statistics.mean(r.get("labelling_seconds", 0) / 60 for r in runs)
+            total = statistics.mean(r["seconds"] / 60 for r in runs)
             spread = f" ± {statistics.stdev(scores):.2f}" if len(scores) > 1 else ""
             row.append(
                 f"{statistics.mean(scores):.2f}{spread} (n={len(scores)}, "
-                f"{statistics.mean(minutes):.0f} min)"
+                f"{labelling:.0f} + {total - labelling:.0f} min)"
             )
         rows.append(row)
     table = markdown_table(["cell"] + [f"{b} labels" for b in args.budgets], rows)
@@ -294,6 +324,7 @@ def write_table(args, records):
         f.write(table + "\n")
     print(table)
     plot(args, records, os.path.join(args.out, "students.png"))
+    plot_sizes(args, records, os.path.join(args.out, "sizes.png"))
 
 
 def short_name(cell):
@@ -333,6 +364,46 @@ def plot(args, records, path):
         axes.set_ylim(len(args.cells) - 0.5, -0.5)  # The first cell on top.
         axes.set_xlabel(f"dev {metric} (%)")
         axes.set_title(f"{args.task}, {budget} labels", fontsize=10)
+        axes.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    print(f"plot: {path}", flush=True)
+
+
+def plot_sizes(args, records, path):
+    """The learning curve: one panel per budget, each INIT:LOSS's mean
+    score (the std over seeds as error bars) against its cells' transfer
+    set sizes, in sentences, on a log scale; the teacher dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metric = METRIC[args.task]
+    figure, panels = plt.subplots(1, len(args.budgets), figsize=(6 * len(args.budgets), 4))
+    for axes, budget in zip(list(np.atleast_1d(panels)), args.budgets):
+        curves = {}
+        for cell in args.cells:
+            runs = [r for r in records if r["budget"] == budget and r["cell"] == cell]
+            if runs:
+                scores = [100 * r[metric] for r in runs]
+                spread = statistics.stdev(scores) if len(scores) > 1 else 0
+                point = (runs[0]["train_examples"], statistics.mean(scores), spread)
+                init_and_loss = ":".join(short_name(cell).split(":")[:2])
+                curves.setdefault(init_and_loss, []).append(point)
+        for name, points in curves.items():
+            sizes, means, spreads = zip(*sorted(points))
+            axes.errorbar(sizes, means, yerr=spreads, marker="o", capsize=3, label=name)
+        teacher = [
+            100 * r[metric] for r in records if r["budget"] == budget and r["cell"] == "teacher"
+        ]
+        if teacher:
+            axes.axhline(teacher[0], linestyle="--", color="black", label="teacher")
+        axes.set_xscale("log")
+        axes.set_xlabel("transfer set (sentences)")
+        axes.set_ylabel(f"dev {metric} (%)")
+        axes.set_title(f"{args.task}, {budget} labels", fontsize=10)
+        axes.legend(loc="best", fontsize=8)
         axes.grid(alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, dpi=120)

@@ -45,7 +45,9 @@ class TransferConfig:
     vocabulary holds whole, the neighbours for the others; then, with
     `ngram_probability`, only a random n-gram of 1 to
     `ngram_max` words is kept. Copies carry no label (augmenting can change
-    it). The teacher's outputs are written in shards of `shard_size`
+    it). `seed` draws the copies (none: `training.seed`): a fixed one
+    keeps one augmented set, labelled once, for students of several
+    seeds. The teacher's outputs are written in shards of `shard_size`
     sentences, labelled in batches of `batch_size`. Once the first shard
     is labelled, the time the rest will take at the speed measured on it
     is logged, and a labelling longer than `max_labelling_hours` stops
@@ -60,6 +62,7 @@ class TransferConfig:
     replace_top_k: int = 15
     ngram_probability: float = 0.25
     ngram_max: int = 5
+    seed: typing.Optional[int] = None
     shard_size: int = 4096
     batch_size: int = 64
     max_labelling_hours: float = 4.0

@@ -169,9 +169,8 @@ class DistillRun(FinetuneRun):
             for row in read_text_file(path, kind)
         ]
         transfer = self.config.distillation.transfer
-        transfer_set = TransferSet(
-            labelled, unlabelled, transfer, self.config.training.seed, self._word_replacer()
-        )
+        seed = self.config.training.seed if transfer.seed is None else transfer.seed
+        transfer_set = TransferSet(labelled, unlabelled, transfer, seed, self._word_replacer())
         start = time.time()
         self.shards = label_transfer_set(
             transfer_set, self.teacher, self.model_dir, progress=self.config.training.verbose > 0

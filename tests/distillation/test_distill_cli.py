@@ -103,6 +103,12 @@ def test_the_student_folder_is_a_fine_tuning_run_for_every_command(
     # A rerun with another temperature takes up the teacher's labels.
     rerun = command("distill", *argv, "--set", "distillation.temperature=2")
     assert "24 of 24 sentences labelled before" in rerun.stderr
+    # So does a student of another seed whose copies keep the first seed.
+    seven = ["--set", "training.seed=7"]
+    fixed = command("distill", *argv, *seven, "--set", "distillation.transfer.seed=0")
+    assert "24 of 24 sentences labelled before" in fixed.stderr
+    # Copies of another seed are labelled again.
+    assert "labelled before" not in command("distill", *argv, *seven).stderr
 
 
 @pytest.mark.backend_independent
