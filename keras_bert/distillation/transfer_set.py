@@ -276,10 +276,10 @@ def _estimate(done, seconds, left, transfer):
     hours = left / rate / 3600
     logger.info(
         "Transfer set: %d sentences left to label at %.0f sentences/s (measured on the first "
-        "shard): about %.1f hours on this machine",
+        "shard): about %s on this machine",
         left,
         rate,
-        hours,
+        duration(hours),
     )
     if hours > transfer.max_labelling_hours:
         raise FinetuneError(
@@ -289,6 +289,18 @@ def _estimate(done, seconds, left, transfer):
             "shard labelled is kept: pass --set distillation.transfer.max_labelling_hours="
             f"{math.ceil(hours)} to go on, or make the set smaller (fewer copies or --text lines)"
         )
+
+
+def duration(hours):
+    """`hours` as a person reads it: minutes under two hours, else hours.
+
+    >>> duration(0.004), duration(0.75), duration(7.25)
+    ('under a minute', '45 minutes', '7.2 hours')
+    """
+    if hours >= 2:
+        return f"{hours:.1f} hours"
+    minutes = round(hours * 60)
+    return f"{minutes} minutes" if minutes >= 1 else "under a minute"
 
 
 def _written(path):

@@ -24,6 +24,7 @@ import functools
 import tensorflow as tf
 
 from keras_bert.serving import task_adapters
+from keras_bert.serving.fused_backbone import fused_forward
 from keras_bert.serving.core_ops_bert_tokenizer import CoreOpsBertTokenizer
 from pipelines import packing
 
@@ -110,7 +111,8 @@ class BertServingModule(tf.Module):
         # Keras wrappers would be saved as separate, unrestored copies that
         # the TF1-style loaders of TF Serving and saved_model_cli reject.
         object.__setattr__(self, "model", model)
-        forward = lambda inputs: model(inputs, training=False)  # noqa: E731
+        # The backbone as a graph the runtime fuses (`fused_backbone`).
+        forward = fused_forward(model)
         if jit_compile:
             forward = tf.function(forward, jit_compile=True, autograph=False)
         # Untracked too, for the same reason: traced into each signature.
