@@ -69,7 +69,7 @@ from pipelines.tasks import GLUE_TASKS
 
 # What a conversion writes into a fine-tuning run folder (a run's own
 # files, `run_folder.FINETUNING_FILES`): all that overwrite may replace.
-RUN_FILES = ("config.yaml", "model.keras", "vocab.txt", OUTPUTS_RECORD)
+CONVERTED_RUN_FILES = ("config.yaml", "model.keras", "vocab.txt", OUTPUTS_RECORD)
 # What a fine-tuned transformers folder is written with.
 FINE_TUNED_FILES = (*HUGGING_FACE_FILES, TOKENIZER_CONFIG)
 # The ids transformers reads a classifier's outputs with when id2label is absent.
@@ -139,7 +139,7 @@ def convert_fine_tuned(
         return _in(src, dst, vocab, hidden_activation, task)
 
     return write_converted(
-        src, dst, vocab, overwrite, RUN_FILES, "fine-tuning run", write, whole_folder=True
+        src, dst, vocab, overwrite, CONVERTED_RUN_FILES, "fine-tuning run", write, whole_folder=True
     )
 
 

@@ -1,6 +1,6 @@
 """The harness every command runs in, once its arguments are parsed.
 
-Each of the eight commands (`keras_bert/pretrain.py`, `finetune.py`, ...)
+Each command (`keras_bert/pretrain.py`, `finetune.py`, ...)
 parses its arguments, then hands `run_command` a function that calls its
 library and prints the result. `run_command` starts the process first:
 the training commands (pretrain, finetune) choose the Keras backend
