@@ -55,13 +55,11 @@ def pieces(model, folder):
     module = BertServingModule(model, vocabulary, vocab_file, lower_case=True, seq_len=SEQ_LEN)
     serve_text = module.signatures()["serve_text"]
     text = tf.TensorSpec([None], tf.string)
-    pack = tf.function(
-        lambda t: module.model_inputs(module.preprocess(t)), input_signature=[text]
-    )
+    pack = tf.function(lambda t: module.model_inputs(module.preprocess(t)), input_signature=[text])
     texts = paragraphs(max(BATCHES))
     texts = {b: tf.constant(texts[:b]) for b in BATCHES}
     ids = {b: pack(t) for b, t in texts.items()}
-    for batch, packed in ids.items():
+    for packed in ids.values():
         real = int(tf.reduce_min(tf.reduce_sum(packed["padding_mask"], 1)))
         assert real == SEQ_LEN, f"a paragraph fills {real} of {SEQ_LEN} pieces"
     spec = {k: tf.TensorSpec([None, None], tf.int32) for k in ids[1]}
@@ -75,7 +73,9 @@ def pieces(model, folder):
             fused_graph(packed).numpy(), keras_graph(packed).numpy(), atol=1e-4
         )
     return {
-        "`serve_text` (raw text)": {b: (lambda t=t: serve_text(text_a=t)) for b, t in texts.items()},
+        "`serve_text` (raw text)": {
+            b: (lambda t=t: serve_text(text_a=t)) for b, t in texts.items()
+        },
         "tokenize + pack": {b: (lambda t=t: pack(t)) for b, t in texts.items()},
         "empty call (ids in)": {b: (lambda x=x: empty(x)) for b, x in ids.items()},
         "encoder + head, Keras layers": {b: (lambda x=x: keras_graph(x)) for b, x in ids.items()},

@@ -24,8 +24,8 @@ import functools
 import tensorflow as tf
 
 from keras_bert.serving import task_adapters
-from keras_bert.serving.fused_backbone import fused_forward
 from keras_bert.serving.core_ops_bert_tokenizer import CoreOpsBertTokenizer
+from keras_bert.serving.fused_backbone import fused_forward
 from pipelines import packing
 
 MASK_IN_TEXT = "[MASK]"

@@ -153,9 +153,7 @@ class FusedBackbone:
             _Block(block, f"block_{i}") for i, block in enumerate(backbone.encoder_blocks)
         ]
         self.final_norm = (
-            _LayerNorm(backbone.final_layer_norm)
-            if backbone.final_layer_norm is not None
-            else None
+            _LayerNorm(backbone.final_layer_norm) if backbone.final_layer_norm is not None else None
         )
         pooler = backbone.pooler_dense
         self.pooler = _Dense([pooler], "pooler")
