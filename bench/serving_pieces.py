@@ -16,7 +16,9 @@ process, and these pieces of its graph are timed as tf.functions:
 * encoder + head, Keras layers: the model called in a tf.function, the
   graph `export` wrote before the fused backbone;
 * encoder + head, fused: `fused_backbone.fused_forward`, the graph it
-  writes now (the same outputs, checked here within 1e-4).
+  writes now (the same outputs, checked here within 1e-4);
+* one GELU: a layer's feed-forward activation on its (B * 128, F) input,
+  as `tf.nn.gelu` computes it (`Erfc`) and as the fused graph does (`Erf`).
 
 Inputs: corpus paragraphs long enough to fill 128 pieces. The pieces take
 turns for `--rounds` rounds and each piece's best round is reported (the
@@ -40,7 +42,7 @@ from bench.common import markdown_table, processor  # noqa: E402
 from bench.distillation_serving import default_models, latencies, load  # noqa: E402
 from bench.serving import paragraphs  # noqa: E402
 from keras_bert.serving.bert_serving_module import BertServingModule  # noqa: E402
-from keras_bert.serving.fused_backbone import fused_forward  # noqa: E402
+from keras_bert.serving.fused_backbone import exact_gelu, fused_forward  # noqa: E402
 
 SEQ_LEN = 128
 BATCHES = (1, 32)
@@ -72,6 +74,11 @@ def pieces(model, folder):
         np.testing.assert_allclose(
             fused_graph(packed).numpy(), keras_graph(packed).numpy(), atol=1e-4
         )
+    # The feed-forward activation of every layer, on its (B * T, F) input.
+    width = model.backbone.intermediate_dim
+    inner = {b: tf.random.normal([b * SEQ_LEN, width]) for b in BATCHES}
+    gelu_erfc = tf.function(tf.nn.gelu)
+    gelu_erf = tf.function(exact_gelu)
     return {
         "`serve_text` (raw text)": {
             b: (lambda t=t: serve_text(text_a=t)) for b, t in texts.items()
@@ -80,6 +87,10 @@ def pieces(model, folder):
         "empty call (ids in)": {b: (lambda x=x: empty(x)) for b, x in ids.items()},
         "encoder + head, Keras layers": {b: (lambda x=x: keras_graph(x)) for b, x in ids.items()},
         "encoder + head, fused": {b: (lambda x=x: fused_graph(x)) for b, x in ids.items()},
+        "one GELU, `tf.nn.gelu` (Erfc)": {b: (lambda x=x: gelu_erfc(x)) for b, x in inner.items()},
+        "one GELU, the fused graph's (Erf)": {
+            b: (lambda x=x: gelu_erf(x)) for b, x in inner.items()
+        },
     }
 
 

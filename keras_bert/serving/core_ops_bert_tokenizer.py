@@ -36,6 +36,13 @@ def _num_ids(ids):
     return tf.reduce_max(tf.concat([ids, [-1]], axis=0)) + 1
 
 
+def _select(mask, *tensors):
+    """The entries of each 1-D tensor where `mask` holds: one `Where` shared
+    by all, where `tf.boolean_mask` adds a dozen shape ops per tensor."""
+    index = tf.where(mask)[:, 0]
+    return [tf.gather(x, index) for x in tensors]
+
+
 def _int64_table(keys, values, default):
     return tf.lookup.StaticHashTable(
         tf.lookup.KeyValueTensorInitializer(
@@ -120,10 +127,11 @@ class CoreOpsBertTokenizer(tf.Module):
         return self.class_table.lookup(codepoints)
 
     def _is_cjk(self, codepoints):
-        hit = tf.zeros_like(codepoints, tf.bool)
-        for lo, hi in ut.CJK_RANGES:
-            hit |= (codepoints >= lo) & (codepoints <= hi)
-        return hit
+        # One search over the ranges' sorted bounds: inside a range, the
+        # count of bounds at or below a code point is odd.
+        bounds = sorted(b for lo, hi in ut.CJK_RANGES for b in (lo, hi + 1))
+        inside = tf.searchsorted(tf.constant(bounds, tf.int64), codepoints, side="right")
+        return inside % 2 == 1
 
     def _final_sigmas(self, cp, word, flags):
         """True where U+03A3 lowers to final sigma (CPython's str.lower)."""
@@ -184,11 +192,7 @@ class CoreOpsBertTokenizer(tf.Module):
             reorder,
             lambda: [out_cp, out_src, out_word, keep],
         )
-        return (
-            tf.boolean_mask(out_cp, keep),
-            tf.boolean_mask(out_src, keep),
-            tf.boolean_mask(out_word, keep),
-        )
+        return _select(keep, out_cp, out_src, out_word)
 
     def _words(self, text):
         """Runs BasicTokenizer on a batch; words come back as char runs."""
@@ -207,9 +211,7 @@ class CoreOpsBertTokenizer(tf.Module):
 
         flags = self._flags(cp)
         keep = (flags & ut.DELETE) == 0
-        cp, rows, starts, ends, flags = [
-            tf.boolean_mask(x, keep) for x in (cp, rows, starts, ends, flags)
-        ]
+        cp, rows, starts, ends, flags = _select(keep, cp, rows, starts, ends, flags)
         space = (flags & ut.SPACE) != 0
         cjk = self._is_cjk(cp)
         # A word starts at a non-space char after a space, a row start, or a
@@ -218,9 +220,7 @@ class CoreOpsBertTokenizer(tf.Module):
         word_start = ~space & (new_row | _shift_right(space, True) | _shift_right(cjk, True) | cjk)
         word = tf.cumsum(tf.cast(word_start, tf.int64)) - 1  # (N,) word id.
         solid = ~space
-        cp, rows, starts, ends, flags, word = [
-            tf.boolean_mask(x, solid) for x in (cp, rows, starts, ends, flags, word)
-        ]
+        cp, rows, starts, ends, flags, word = _select(solid, cp, rows, starts, ends, flags, word)
         src = tf.range(tf.shape(cp, out_type=tf.int64)[0])
         char_word = word
         if self.lower_case:
@@ -296,12 +296,7 @@ class CoreOpsBertTokenizer(tf.Module):
                 a.write(step, x)
                 for a, x in zip(
                     acc,
-                    [
-                        tf.boolean_mask(idx, found),
-                        tf.boolean_mask(best_id, found),
-                        tf.boolean_mask(begin, found),
-                        tf.boolean_mask(end, found),
-                    ],
+                    _select(found, idx, best_id, begin, end),
                 )
             ]
             failed = tf.tensor_scatter_nd_update(failed, idx[:, None], ~found)
@@ -343,18 +338,12 @@ class CoreOpsBertTokenizer(tf.Module):
         word_idx, ids, begin, end = [a.concat() for a in acc]
         # A word with any unmatched piece, or too long, is a single [UNK].
         unk = failed | too_long
-        keep = ~tf.gather(unk, word_idx)
+        word_idx, ids, begin, end = _select(~tf.gather(unk, word_idx), word_idx, ids, begin, end)
         unk_words = tf.where(unk)[:, 0]
-        word_idx = tf.concat([tf.boolean_mask(word_idx, keep), unk_words], 0)
-        ids = tf.concat(
-            [
-                tf.boolean_mask(ids, keep),
-                tf.fill(tf.shape(unk_words), tf.cast(self.unk_id, tf.int64)),
-            ],
-            0,
-        )
-        begin = tf.concat([tf.boolean_mask(begin, keep), tf.zeros_like(unk_words)], 0)
-        end = tf.concat([tf.boolean_mask(end, keep), tf.gather(num_chars, unk_words)], 0)
+        word_idx = tf.concat([word_idx, unk_words], 0)
+        ids = tf.concat([ids, tf.fill(tf.shape(unk_words), tf.cast(self.unk_id, tf.int64))], 0)
+        begin = tf.concat([begin, tf.zeros_like(unk_words)], 0)
+        end = tf.concat([end, tf.gather(num_chars, unk_words)], 0)
         order = tf.argsort(word_idx * (MAX_CHARS_PER_WORD + 1) + begin, stable=True)
         return [tf.gather(x, order) for x in (word_idx, ids, begin, end)]
 
