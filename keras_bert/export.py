@@ -22,6 +22,10 @@ from keras_bert.paths import PathFlag, refuse_overlap
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
 
+# `serving.tflite_export.QUANTIZATIONS`, which is not imported here: it
+# loads TensorFlow before the arguments are parsed (a test checks they agree).
+TFLITE_CHOICES = ("float32", "dynamic_int8")
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
@@ -92,6 +96,12 @@ def main(argv=None):
         help="compile the model's forward pass with XLA: faster on CPUs; TF Serving then needs "
         "--xla_cpu_compilation_enabled=true",
     )
+    parser.add_argument(
+        "--tflite",
+        choices=TFLITE_CHOICES,
+        help="also write model.tflite into the version: the token-id model for TFLite / LiteRT "
+        "(float32, or dynamic_int8 weights; docs/serving.md)",
+    )
     add_verbose_argument(parser)
     args = parser.parse_args(argv)
 
@@ -128,6 +138,8 @@ def main(argv=None):
         options.update({name: value for name, value in flags.items() if value is not None})
         if args.jit_compile:
             options["jit_compile"] = True
+        if args.tflite:
+            options["tflite"] = args.tflite
         path = export_for_serving(
             model,
             args.output,

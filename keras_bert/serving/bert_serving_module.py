@@ -29,6 +29,8 @@ from keras_bert.serving.fused_backbone import fused_forward
 from pipelines import packing
 
 MASK_IN_TEXT = "[MASK]"
+# The inputs of every model's `serve_token_ids`, in this order.
+ID_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
 def _function(fn):
@@ -289,12 +291,23 @@ class BertServingModule(tf.Module):
         with tf.control_dependencies(checks):
             return {name: tf.identity(value) for name, value in inputs.items()}
 
+    def token_id_function(self, checked):
+        """The concrete function of `serve_token_ids`: the id inputs
+        (`ID_INPUTS`, and `mask_positions` for pretrainers) to the model's
+        outputs; `checked` refuses an id outside its table
+        (`checked_ids`)."""
+        ids = tf.TensorSpec(self.adapter.ids_shape, tf.int32)
+        specs = {name: ids for name in ID_INPUTS}
+        if self.adapter.mask_positions:
+            specs["mask_positions"] = tf.TensorSpec([None, None], tf.int32)
+
+        def serve_ids(**inputs):
+            return self.adapter.serve_ids(self, self.checked_ids(inputs) if checked else inputs)
+
+        return _function(serve_ids).get_concrete_function(**specs)
+
     def model_inputs(self, features):
-        return {
-            "token_ids": features["token_ids"],
-            "segment_ids": features["segment_ids"],
-            "padding_mask": features["padding_mask"],
-        }
+        return {name: features[name] for name in ID_INPUTS}
 
     # --- Signatures ---------------------------------------------------------
 
@@ -322,39 +335,7 @@ class BertServingModule(tf.Module):
             signatures["serving_default"] = _function(
                 lambda text_a, text_b: self.adapter.serve_text(self, text_a, text_b)
             ).get_concrete_function(text_a=text, text_b=tf.TensorSpec([None, None], tf.string))
-        ids = tf.TensorSpec(self.adapter.ids_shape, tf.int32)
-        if self.adapter.mask_positions:
-            signatures["serve_token_ids"] = _function(
-                lambda token_ids, segment_ids, padding_mask, mask_positions: self.adapter.serve_ids(
-                    self,
-                    self.checked_ids(
-                        {
-                            "token_ids": token_ids,
-                            "segment_ids": segment_ids,
-                            "padding_mask": padding_mask,
-                            "mask_positions": mask_positions,
-                        }
-                    ),
-                )
-            ).get_concrete_function(
-                token_ids=ids,
-                segment_ids=ids,
-                padding_mask=ids,
-                mask_positions=tf.TensorSpec([None, None], tf.int32),
-            )
-        else:
-            signatures["serve_token_ids"] = _function(
-                lambda token_ids, segment_ids, padding_mask: self.adapter.serve_ids(
-                    self,
-                    self.checked_ids(
-                        {
-                            "token_ids": token_ids,
-                            "segment_ids": segment_ids,
-                            "padding_mask": padding_mask,
-                        }
-                    ),
-                )
-            ).get_concrete_function(token_ids=ids, segment_ids=ids, padding_mask=ids)
+        signatures["serve_token_ids"] = self.token_id_function(checked=True)
         captured = {}
         for function in signatures.values():
             for variable in function.variables:

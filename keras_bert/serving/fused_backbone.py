@@ -22,6 +22,7 @@ dtype, float32 under any dtype policy: a CPU server computes in float32.
 
 import math
 
+import keras
 import tensorflow as tf
 
 from keras_bert.models.bert_backbone import BertBackbone
@@ -31,10 +32,13 @@ _MASKED_SCORE = -1e9
 
 
 def _own(weight):
-    """The Keras weight's own `tf.Variable` (the TensorFlow backend's), so
+    """The Keras weight's own `tf.Variable` under the TensorFlow backend, so
     that the SavedModel holds each weight once: the masked-LM head reads
-    the token table too."""
-    return weight.value
+    the token table too. Under another backend (the export itself always
+    runs under TensorFlow) the graph gets a copy of the value."""
+    if keras.backend.backend() == "tensorflow":
+        return weight.value
+    return tf.constant(keras.ops.convert_to_numpy(weight))
 
 
 def exact_gelu(x):
@@ -179,7 +183,8 @@ class FusedBackbone:
         )  # (B, T, H)
         x = tf.reshape(self.embedding_norm(x), [-1, self.hidden_dim])  # (M, H)
         keys = tf.cast(inputs["padding_mask"], tf.float32)
-        score_bias = ((1.0 - keys) * _MASKED_SCORE)[:, None, None, :]  # (B, 1, 1, T)
+        # A reshape, not `[:, None, None, :]`: TFLite has no new-axis slice.
+        score_bias = tf.reshape((1.0 - keys) * _MASKED_SCORE, [batch, 1, 1, length])
         encoder_outputs = []
         for block in self.blocks:
             x = block(x, score_bias, batch, length)

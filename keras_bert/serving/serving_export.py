@@ -36,6 +36,7 @@ from keras_bert.file_io import (
     makedirs,
     removed_if_left_empty,
 )
+from keras_bert.serving.tflite_export import QUANTIZATIONS, TFLITE_FILE, tflite_flatbuffer
 from pipelines.text_files import read_text
 from pipelines.vocabulary import infer_lower_case
 
@@ -144,6 +145,7 @@ def export_for_serving(
     doc_stride=128,
     n_best_size=20,
     jit_compile=False,
+    tflite=None,
 ):
     """Exports `model` for TF Serving as `output_dir/<version>/`.
 
@@ -186,6 +188,11 @@ def export_for_serving(
         jit_compile: bool. The model's forward pass compiled by XLA
             (`BertServingModule`): faster on CPUs; stock TF Serving then
             needs `--xla_cpu_compilation_enabled=true`.
+        tflite: None, or one of `tflite_export.QUANTIZATIONS` ("float32",
+            "dynamic_int8"): the version directory also holds
+            `model.tflite`, the token-id model for TFLite / LiteRT
+            (`tflite_export.py`), checked against `serve_token_ids` before
+            anything is written.
 
     Returns:
         str, the path of the version directory written.
@@ -203,9 +210,17 @@ def export_for_serving(
         doc_stride=doc_stride,
         n_best_size=n_best_size,
         jit_compile=jit_compile,
+        tflite=tflite,
     )
     for name, value in options.items():
         if name == "seq_len" and value is None:  # The model's, once loaded.
+            continue
+        if name == "tflite":
+            if value not in (None, *QUANTIZATIONS):
+                raise ExportError(
+                    f"`tflite` must be None or one of {', '.join(QUANTIZATIONS)}. "
+                    f"Received: tflite={value!r}"
+                )
             continue
         if name == "jit_compile":
             if not isinstance(value, bool):
@@ -342,6 +357,8 @@ def _check_span_options(model, options):
 def _write_saved_model(model, path, vocabulary, lower_case, options):
     from keras_bert.serving.bert_serving_module import BertServingModule
 
+    options = dict(options)
+    tflite = options.pop("tflite")
     # The asset's source file lives outside the version directory.
     with tempfile.TemporaryDirectory() as scratch:
         vocab_file = os.path.join(scratch, "vocab.txt")
@@ -361,7 +378,11 @@ def _write_saved_model(model, path, vocabulary, lower_case, options):
         elif kind != "single":
             args["text_b"] = smoke
         default(**args)
+        flatbuffer = tflite and tflite_flatbuffer(module, tflite)
         tf.saved_model.save(module, path, signatures=signatures)
+        if flatbuffer:
+            with tf.io.gfile.GFile(os.path.join(path, TFLITE_FILE), "wb") as f:
+                f.write(flatbuffer)
 
 
 def _export_in_subprocess(model, output_dir, version, overwrite, vocabulary, lower_case, options):
@@ -393,6 +414,8 @@ def _export_in_subprocess(model, output_dir, version, overwrite, vocabulary, low
         if lower_case is not None:
             command += ["--lower_case" if lower_case else "--cased"]
         for name, value in options.items():
+            if value is None:  # The default, resolved by the child.
+                continue
             if isinstance(value, bool):  # A switch.
                 command += [f"--{name}"] if value else []
             else:
