@@ -311,12 +311,17 @@ def write_table(args, records):
             if not scores:
                 row.append("—")
                 continue
+            # The labelling over every run that labelled the set's shards
+            # (a resumed one too), the training of the run that finished.
             labelling = statistics.mean(r.get("labelling_seconds", 0) / 60 for r in runs)
-            total = statistics.mean(r["seconds"] / 60 for r in runs)
+            training = statistics.mean(
+                r.get("train_seconds", r["seconds"] - r.get("labelling_seconds", 0)) / 60
+                for r in runs
+            )
             spread = f" ± {statistics.stdev(scores):.2f}" if len(scores) > 1 else ""
             row.append(
                 f"{statistics.mean(scores):.2f}{spread} (n={len(scores)}, "
-                f"{labelling:.0f} + {total - labelling:.0f} min)"
+                f"{labelling:.0f} + {training:.0f} min)"
             )
         rows.append(row)
     table = markdown_table(["cell"] + [f"{b} labels" for b in args.budgets], rows)

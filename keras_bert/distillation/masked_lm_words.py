@@ -80,7 +80,8 @@ class MaskedLmWords:
         `text_a`, `text_b` or `words`), each drawn with the row's `rngs`
         entry from the masked LM's `top_k` words at its place, the row's
         other masked and marked words masked."""
-        places = list(marked_places(rows))
+        # Batched by length, so that a batch pads little.
+        places = sorted(marked_places(rows), key=lambda place: len(place[2]))
         for start in range(0, len(places), self.batch_size):
             batch = places[start : start + self.batch_size]
             sentences = [

@@ -10,7 +10,6 @@ folder holds `transfer_set/`, the teacher's labels (`transfer_set`).
 
 import logging
 import os
-import time
 
 from keras_bert.distillation.config import READ_A_MASKED_LM, load_distill_config
 from keras_bert.distillation.intermediate import IntermediateDistiller, check_intermediate
@@ -22,6 +21,7 @@ from keras_bert.distillation.transfer_set import (
     TransferSet,
     expand_text_files,
     label_transfer_set,
+    labelling_seconds,
     read_text_file,
 )
 from keras_bert.errors import ConfigError, FinetuneError
@@ -171,11 +171,10 @@ class DistillRun(FinetuneRun):
         transfer = self.config.distillation.transfer
         seed = self.config.training.seed if transfer.seed is None else transfer.seed
         transfer_set = TransferSet(labelled, unlabelled, transfer, seed, self._word_replacer())
-        start = time.time()
         self.shards = label_transfer_set(
             transfer_set, self.teacher, self.model_dir, progress=self.config.training.verbose > 0
         )
-        self.labelling_seconds = time.time() - start
+        self.labelling_seconds = labelling_seconds(self.model_dir)
         self.transfer_examples = len(transfer_set)
         logger.info(
             "Transfer set: %d sentences (%d labelled, %d lines of text, each with %d copies)",

@@ -244,6 +244,7 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
     start, done = time.time(), 0
     with _interrupts_between_batches() as stop_if_interrupted:
         for index in todo:
+            shard_start = time.time()
             rows = transfer_set.rows(index * shard_size, min(size, (index + 1) * shard_size))
             # The teacher labels them in its own order (shortest first);
             # the shard keeps the rows'.
@@ -257,12 +258,23 @@ def label_transfer_set(transfer_set, teacher, model_dir, progress=True):
             write_shard(paths[index], rows)
             # After the shard: one written but not recorded (a kill in
             # between) is labelled again, never trusted.
-            manifest[SHARDS][os.path.basename(paths[index])] = _written(paths[index])
+            manifest[SHARDS][os.path.basename(paths[index])] = {
+                **_written(paths[index]),
+                "seconds": round(time.time() - shard_start, 1),
+            }
             write_json_atomically(manifest, manifest_path)
             stop_if_interrupted()
             if index == todo[0] and len(todo) > 1:
                 _estimate(done, time.time() - start, remaining - done, transfer_set.transfer)
     return paths
+
+
+def labelling_seconds(model_dir):
+    """The teacher's time labelling the transfer set in `model_dir`, summed
+    over its shards (so over every run that labelled some of them: a
+    labelling stopped and resumed costs what all its runs spent)."""
+    manifest = _read_manifest(os.path.join(model_dir, TRANSFER_SET, MANIFEST)) or {SHARDS: {}}
+    return sum(record.get("seconds", 0.0) for record in manifest[SHARDS].values())
 
 
 def _estimate(done, seconds, left, transfer):

@@ -32,22 +32,25 @@ def fill_mask(model, tokenizer, sentences, top_k=5, objective=None):
     """
     if not sentences:
         return []
+    # Every sentence's text between its masks, tokenized in one call.
+    texts = [sentence.split("[MASK]") for sentence in sentences]
+    flat = iter(tokenize_texts(tokenizer, [text for pieces in texts for text in pieces]))
     sequences, positions = [], []
-    for sentence in sentences:
-        pieces = tokenize_texts(tokenizer, sentence.split("[MASK]"))
+    for pieces in texts:
         ids = [tokenizer.cls_id]
         masks = []
-        for i, piece in enumerate(pieces):
+        for i in range(len(pieces)):
             if i:
                 masks.append(len(ids))
                 ids.append(tokenizer.mask_id)
-            ids.extend(piece)
+            ids.extend(next(flat))
         sequences.append(ids + [tokenizer.sep_id])
         positions.append(masks)
-    # One padded batch, not a call per sentence: each new length would
-    # compile the model's forward pass again (seconds under JAX or XLA).
-    length = max(len(ids) for ids in sequences)
-    slots = max(1, max(len(masks) for masks in positions))
+    # One padded batch, not a call per sentence, its length and mask slots
+    # rounded up to a multiple of 8: each new shape would compile the
+    # model's forward pass again (seconds under JAX or XLA).
+    length = _round_up(max(len(ids) for ids in sequences))
+    slots = _round_up(max(len(masks) for masks in positions))
     token_ids = np.full((len(sentences), length), tokenizer.pad_id, "int32")
     mask_positions = np.zeros((len(sentences), slots), "int32")
     for row, (ids, masks) in enumerate(zip(sequences, positions)):
@@ -62,13 +65,25 @@ def fill_mask(model, tokenizer, sentences, top_k=5, objective=None):
     if objective is not None:
         inputs = objective.fill_mask_inputs(inputs)
     outputs = model.predict_on_batch({key: inputs[key] for key in model.input})
-    logits = np.asarray(outputs["mlm"], "float64")  # (N, slots, V)
-    probabilities = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    probabilities /= probabilities.sum(axis=-1, keepdims=True)
-    return [
-        [
-            [(tokenizer.id_to_token(int(i)), float(row[i])) for i in np.argsort(-row)[:top_k]]
-            for row in probabilities[n, : len(masks)]
-        ]
-        for n, masks in enumerate(positions)
-    ]
+    answers = []
+    for logits, masks in zip(np.asarray(outputs["mlm"], "float32"), positions):  # (slots, V)
+        logits = logits[: len(masks)]
+        # The best `top_k` found by a partial sort, then ranked: a full
+        # sort of the vocabulary per mask cost more than the forward pass.
+        k = min(top_k, logits.shape[-1])
+        best = np.argpartition(-logits, k - 1, axis=-1)[:, :k]
+        best = np.take_along_axis(best, np.argsort(-np.take_along_axis(logits, best, -1)), -1)
+        peak = logits.max(axis=-1, keepdims=True)
+        log_total = np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)) + peak
+        probabilities = np.exp(np.take_along_axis(logits, best, -1) - log_total)
+        answers.append(
+            [
+                [(tokenizer.id_to_token(int(i)), float(p)) for i, p in zip(ids, probs)]
+                for ids, probs in zip(best, probabilities)
+            ]
+        )
+    return answers
+
+
+def _round_up(size, multiple=8):
+    return max(multiple, -(-size // multiple) * multiple)

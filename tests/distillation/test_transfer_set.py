@@ -11,6 +11,7 @@ from keras_bert.distillation.transfer_set import (
     TransferSet,
     expand_text_files,
     label_transfer_set,
+    labelling_seconds,
     read_text_file,
 )
 from keras_bert.errors import FinetuneError
@@ -115,6 +116,41 @@ def test_a_stopped_labelling_resumes_at_the_first_shard_it_had_not_written(tmp_p
         label_transfer_set(transfer_set(), CountingTeacher(), str(tmp_path / "b"), progress=False)
     )
     assert not [p for p in os.listdir(tmp_path / "transfer_set") if p.endswith(".partial")]
+
+
+class Clock:
+    """A `time.time` that moves only when told: a batch labelled is a second."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def time(self):
+        return self.now
+
+
+class TimedTeacher(CountingTeacher):
+    def __init__(self, clock, stop_after=None):
+        super().__init__(stop_after=stop_after)
+        self.clock = clock
+
+    def batch_outputs(self, rows, batch_size):
+        for batch in super().batch_outputs(rows, batch_size):
+            self.clock.now += 1.0
+            yield batch
+
+
+def test_a_resumed_labelling_costs_what_all_its_runs_spent_on_its_shards(tmp_path, monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr("keras_bert.distillation.transfer_set.time", clock)
+    with pytest.raises(KeyboardInterrupt):  # Two shards of two batches written.
+        label_transfer_set(
+            transfer_set(), TimedTeacher(clock, stop_after=5), str(tmp_path), progress=False
+        )
+    assert labelling_seconds(str(tmp_path)) == 4.0
+    label_transfer_set(transfer_set(), TimedTeacher(clock), str(tmp_path), progress=False)
+    # The other two shards' four batches; the stopped shard's one is lost.
+    assert labelling_seconds(str(tmp_path)) == 8.0
+    assert labelling_seconds(str(tmp_path / "never_labelled")) == 0.0
 
 
 def test_the_same_set_and_teacher_label_nothing_and_another_labels_all(tmp_path):
