@@ -8,7 +8,8 @@ init, loss and transfer set, at each label budget, against the teacher.
                  random:logits:text+aug4 random:logits+hidden:text \
                  random:logits:labelled+aug20+tinybert \
                  own_text=runs/own/backbone.keras:logits:text] \
-        [--masked_lm runs/pretrain_default/pretrainer.keras] [--student_epochs 3]
+        [--masked_lm runs/pretrain_default/pretrainer.keras] [--student_epochs 3] \
+        [--earlier runs/distill_sst2_t10/results.json] [--report]
 
 For each label budget the teacher (`--teacher_init`, fine-tuned by
 `finetune`) is fine-tuned once, seed 0, lr 5e-5, 3 epochs (SST-2 with all
@@ -53,7 +54,8 @@ on; a rerun skips what is done, and a cell stopped mid-run resumes: its
 labelling at the first shard not written, its student at its last
 checkpoint) and OUT/table.md (mean ± std per cell and budget, the
 teacher's score in the table, the labelling + training minutes),
-OUT/students.png (the same, plotted) and OUT/sizes.png (the learning
+OUT/students.png (the same, plotted; `--earlier` adds another OUT's
+students of the same task and teacher recipe, read only) and OUT/sizes.png (the learning
 curve: each init and loss's student score against its transfer set's
 size; both need matplotlib, requirements-bench.txt). Never run by the
 test suite.
@@ -217,6 +219,17 @@ def main():
         "--max_seq_length", type=int, help="default: 64 for sst2, 128 for conll2003"
     )
     parser.add_argument("--teacher_set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--earlier",
+        action="append",
+        default=[],
+        metavar="RESULTS_JSON",
+        help="another OUT's results.json, of the same task and teacher recipe: its students "
+        "of --cells are reported with these (table, plots) and not run again",
+    )
+    parser.add_argument(
+        "--report", action="store_true", help="write the table and plots of what is done; run none"
+    )
     args = parser.parse_args()
 
     from keras_bert.distillation.runner import run_distillation
@@ -225,7 +238,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     results_path = os.path.join(args.out, "results.json")
     records = json.load(open(results_path)) if os.path.exists(results_path) else []
-    done = {(r["budget"], r["cell"], r["seed"]) for r in records}
+    earlier = [r for path in args.earlier for r in json.load(open(path)) if r["cell"] != "teacher"]
+    done = {(r["budget"], r["cell"], r["seed"]) for r in records + earlier}
     seq_len = args.max_seq_length or SEQ_LEN[args.task]
     common = [f"data.max_seq_length={seq_len}", "training.verbose=2"]
     common += ["export.enabled=false"]
@@ -246,7 +260,7 @@ def main():
         os.replace(results_path + ".tmp", results_path)
         print(f"{budget} {cell} seed {seed}: {results[METRIC[args.task]]:.4f}", flush=True)
 
-    for budget in args.budgets:
+    for budget in [] if args.report else args.budgets:
         data, unlabelled = budget_data(args.task, args.data_dir, budget, args.out)
         teacher = os.path.join(args.out, f"teacher_{budget}")
         if (budget, "teacher", 0) not in done:
@@ -295,7 +309,7 @@ def main():
                         overrides=overrides + cell["intermediate"] + cell["transfer_overrides"],
                     )
                 record(budget, text, seed, results, time.time() - start)
-    write_table(args, records)
+    write_table(args, records + earlier)
 
 
 def write_table(args, records):
