@@ -12,6 +12,7 @@ import os
 import yaml
 
 from keras_bert.config_tree import config_file_exists, read_yaml
+from keras_bert.errors import ConfigError
 from keras_bert.model_sizes import check_model_sizes
 from keras_bert.paths import CONFIGS
 
@@ -33,13 +34,13 @@ def available_model_configs():
 
 def model_config_path(name_or_path):
     """The YAML file of a config name or path (checked without TensorFlow
-    or Keras when local); a `ValueError` naming the shipped configs when
+    or Keras when local); a `ConfigError` naming the shipped configs when
     there is none."""
     path = os.fspath(name_or_path)
     if not path.endswith((".yaml", ".yml")):
         path = str(CONFIG_DIR / f"{ALIASES.get(path, path)}.yaml")
     if not config_file_exists(path):
-        raise ValueError(
+        raise ConfigError(
             f"Unknown model config {os.fspath(name_or_path)!r}: no file {path}. "
             f"Shipped configs: {', '.join(available_model_configs())}"
         )
@@ -49,15 +50,19 @@ def model_config_path(name_or_path):
 def read_model_config(name_or_path):
     """Backbone constructor arguments from a config name or a YAML path
     (local or remote), sizes checked (`check_model_sizes`), without Keras:
-    the commands check a config before the backend is chosen."""
+    the commands check a config before the backend is chosen. What is wrong
+    with the file is a `ConfigError`."""
     path = model_config_path(name_or_path)
     try:
         config = read_yaml(path)
     except yaml.YAMLError as error:
-        raise ValueError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
     if not isinstance(config, dict):
-        raise ValueError(f"{path}: expected a mapping of BertBackbone arguments")
-    check_model_sizes(config, where=f"{path}: ")
+        raise ConfigError(f"{path}: expected a mapping of BertBackbone arguments")
+    try:
+        check_model_sizes(config, where=f"{path}: ")
+    except ValueError as error:  # The backbone's own check, a Keras-style `ValueError`.
+        raise ConfigError(str(error)) from None
     return config
 
 
@@ -77,7 +82,7 @@ def load_model_config(name_or_path):
     }
     unknown = sorted(set(config) - known)
     if unknown:
-        raise ValueError(
+        raise ConfigError(
             f"{path}: unknown BertBackbone argument(s) {unknown}. Allowed: {sorted(known)}"
         )
     return config

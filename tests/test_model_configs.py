@@ -3,6 +3,7 @@ import re
 import pytest
 
 from keras_bert import BertBackbone
+from keras_bert.errors import ConfigError
 from keras_bert.model_configs import (
     ALIASES,
     available_model_configs,
@@ -47,14 +48,15 @@ def test_configs_build_backbones():
 
 
 def test_unknown_config_lists_the_shipped_ones():
-    with pytest.raises(ValueError, match="Unknown model config 'bert_huge'.*bert_tiny"):
+    # A `ConfigError`: the commands print it on one line (exit 2).
+    with pytest.raises(ConfigError, match="Unknown model config 'bert_huge'.*bert_tiny"):
         load_model_config("bert_huge")
 
 
 def test_unknown_key_in_yaml_is_an_error(tmp_path):
     path = tmp_path / "custom.yaml"
     path.write_text("num_layers: 2\nhiden_dim: 128\n")
-    with pytest.raises(ValueError, match=r"unknown BertBackbone argument\(s\) \['hiden_dim'\]"):
+    with pytest.raises(ConfigError, match=r"unknown BertBackbone argument\(s\) \['hiden_dim'\]"):
         load_model_config(path)
 
 
@@ -79,7 +81,7 @@ def test_sizes_within_their_bounds_that_make_too_many_parameters_are_refused():
 def test_a_model_file_out_of_bounds_is_refused_naming_the_file(tmp_path):
     path = tmp_path / "huge.yaml"
     path.write_text("num_layers: 2\nhidden_dim: 100000000000\n")
-    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: `hidden_dim` must be"):
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: `hidden_dim` must be"):
         read_model_config(path)
 
 

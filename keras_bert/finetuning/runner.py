@@ -44,8 +44,8 @@ from keras_bert.finetuning.config import load_finetune_config, refuse_run_over_i
 from keras_bert.finetuning.resume import UnfinishedRun, resume_key
 from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.optimization import create_optimizer, create_schedule
-from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
 from keras_bert.pretraining.training_monitor import TrainingMonitor
+from keras_bert.training.checkpoints import TrainingCheckpoint
 from keras_bert.training.replaced_run import ReplacedRun
 from keras_bert.training.run_folder import FINETUNING, RunFolder
 from keras_bert.training.run_record import trained_under, write_run_config
@@ -377,7 +377,7 @@ class FinetuneRun:
         _, self.state = self.unfinished.checkpoints.restore_newest(model)
         if self.state.step:
             logger.info("Resumed at step %d of %d", self.state.step, total_steps)
-        checkpointer = PretrainingCheckpoint(
+        checkpointer = TrainingCheckpoint(
             self.unfinished.checkpoints, self.state, self.config.checkpoint.every_steps
         )
         checkpointer.start_phase(total_steps)

@@ -10,7 +10,7 @@ import importlib
 
 _PUBLIC = {
     "CheckpointConfig": "keras_bert.pretraining.config",
-    "CheckpointManager": "keras_bert.pretraining.checkpoint_manager",
+    "CheckpointManager": "keras_bert.training.checkpoints",
     "ConfigError": "keras_bert.errors",
     "DataConfig": "keras_bert.pretraining.config",
     "ElectraConfig": "keras_bert.pretraining.electra_config",
@@ -18,13 +18,13 @@ _PUBLIC = {
     "OptimizerConfig": "keras_bert.optimization.optimizer_config",
     "PhaseConfig": "keras_bert.pretraining.config",
     "Pretraining": "keras_bert.pretraining.run_setup",
-    "PretrainingCheckpoint": "keras_bert.pretraining.pretraining_checkpoint",
+    "TrainingCheckpoint": "keras_bert.training.checkpoints",
     "PretrainingConfig": "keras_bert.pretraining.config",
     "PretrainingObjective": "keras_bert.pretraining.objective",
     "PretrainingPhase": "keras_bert.pretraining.run_setup",
     "TrainingDistribution": "keras_bert.pretraining.training_distribution",
     "TrainingMonitor": "keras_bert.pretraining.training_monitor",
-    "TrainingState": "keras_bert.pretraining.training_state",
+    "TrainingState": "keras_bert.training.checkpoints",
     "build_backbone": "keras_bert.pretraining.run_setup",
     "build_pretraining": "keras_bert.pretraining.run_setup",
     "compile_pretrainer": "keras_bert.pretraining.masked_lm_objective",
@@ -37,7 +37,12 @@ _PUBLIC = {
     "to_keras_batch": "keras_bert.pretraining.masked_lm_objective",
 }
 # Names before the masked LM's helpers were named after it (issue 68).
-_ALIASES = {"pretraining_losses": "masked_lm_losses", "pretraining_metrics": "masked_lm_metrics"}
+_ALIASES = {
+    "pretraining_losses": "masked_lm_losses",
+    "pretraining_metrics": "masked_lm_metrics",
+    # The checkpoint callback before fine-tuning shared it (issue 81).
+    "PretrainingCheckpoint": "TrainingCheckpoint",
+}
 __all__ = sorted(_PUBLIC)
 
 

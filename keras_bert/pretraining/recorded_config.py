@@ -12,8 +12,8 @@ from keras_bert.config_tree import diff, read_yaml
 from keras_bert.errors import ConfigError
 from keras_bert.file_io import is_file
 from keras_bert.paths import DATA, bundled
-from keras_bert.pretraining.checkpoint_manager import CheckpointManager
 from keras_bert.pretraining.config import DATA_PATH_KEYS, SCHEMA, PretrainingConfig
+from keras_bert.training.checkpoints import CheckpointManager
 from keras_bert.training.recipe import TRAINED_UNDER
 from keras_bert.training.run_record import write_run_config
 

@@ -31,6 +31,7 @@ from keras_bert.runtime.hardware import (
     resolve_jit_compile,
     resolve_precision,
 )
+from keras_bert.training.checkpoints import WEIGHTS_FILE, CheckpointManager
 from pipelines.text_files import read_text
 
 # The held-out evaluation masks as the paper does (15%, then 80/10/10),
@@ -64,7 +65,7 @@ class PretrainingPhase:
     def fit_kwargs(self, steps_per_loop, done_micro_steps=0):
         """`steps_per_epoch`/`epochs` covering the rest of the phase in
         logging windows; stop exactly at its end with a callback
-        (`PretrainingCheckpoint`) when the last window is partial."""
+        (`TrainingCheckpoint`) when the last window is partial."""
         remaining = self.micro_steps - done_micro_steps
         return {
             "steps_per_epoch": steps_per_loop,
@@ -137,10 +138,7 @@ def build_backbone(config):
     `config.precision`, with one embedding row per token of
     `data.vocab_file`; position embeddings are sized for the longest phase
     from the start (BERT's 512)."""
-    try:
-        kwargs = load_model_config(config.model)
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
+    kwargs = load_model_config(config.model)
     # `BertBackbone` would pass an unknown keyword on to `keras.Model`,
     # which ignores it: a typo must not go unnoticed.
     known = set(inspect.signature(BertBackbone).parameters) - {"dtype", "kwargs"}
@@ -393,11 +391,6 @@ def load_initial_weights(pretraining, path):
     """`--init_checkpoint`: copy weights (only) from a `.keras` backbone or
     pretrainer, a `.weights.h5` file or a checkpoint directory. A
     pretrainer of another objective gives its backbone."""
-    from keras_bert.pretraining.checkpoint_manager import (
-        WEIGHTS_FILE,
-        CheckpointManager,
-    )
-
     try:
         if tf.io.gfile.isdir(path):
             latest = CheckpointManager(os.path.join(path, "checkpoints"), is_chief=False).latest()

@@ -9,13 +9,12 @@ import tensorflow as tf
 
 from keras_bert.errors import ConfigError
 from keras_bert.file_io import FILE_ERRORS, error_reason, makedirs, removed_if_left_empty
-from keras_bert.pretraining.checkpoint_manager import CheckpointManager
-from keras_bert.pretraining.pretraining_checkpoint import PretrainingCheckpoint
 from keras_bert.pretraining.recorded_config import record_config
 from keras_bert.pretraining.run_clock import run_clock
 from keras_bert.pretraining.run_outputs import export_models, fill_mask_report
 from keras_bert.pretraining.run_setup import build_pretraining, load_initial_weights
 from keras_bert.pretraining.training_monitor import TrainingMonitor
+from keras_bert.training.checkpoints import CheckpointManager, TrainingCheckpoint
 from keras_bert.training.replaced_run import ReplacedRun
 from keras_bert.training.run_folder import PRETRAINING, RunFolder
 from keras_bert.training.run_record import trained_under
@@ -137,7 +136,7 @@ def _resume_and_train(pretraining, verbose, callbacks, started, run_started, clo
             flush=True,
         )
         return results
-    checkpointer = PretrainingCheckpoint(
+    checkpointer = TrainingCheckpoint(
         manager,
         state,
         config.checkpoint.every_steps,

@@ -22,7 +22,7 @@ from keras_bert.pretraining.time_budget import (
     describe_end,
     describe_plan,
 )
-from keras_bert.pretraining.training_state import TrainingState
+from keras_bert.training.checkpoints import TrainingState
 from keras_bert.training.run_record import write_run_config
 from tests.pretraining.conftest import tiny_config
 

@@ -1,9 +1,16 @@
-"""Atomic, rotating training checkpoints: weights + optimizer + JSON state."""
+"""A training run's checkpoints, for `pretrain`, `finetune` and `distill`
+alike: where the run is (`TrainingState`, the JSON saved beside each
+checkpoint), the atomic, rotating checkpoints of weights + optimizer +
+state (`CheckpointManager`), and the callback that counts steps, saves,
+ends phases and turns SIGTERM and Ctrl-C into a save and a stop
+(`TrainingCheckpoint`)."""
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
+import signal
 import tempfile
 
 import keras
@@ -12,7 +19,37 @@ import tensorflow as tf
 
 from keras_bert.errors import ConfigError
 from keras_bert.file_io import FILE_ERRORS, atomic_directory, listdir, makedirs, remove
-from keras_bert.pretraining.training_state import TrainingState
+
+
+@dataclasses.dataclass
+class TrainingState:
+    """Counters that, with the weights and optimizer, resume a run exactly.
+
+    Attributes:
+        step: int. Optimizer updates applied (the learning-rate schedule's
+            step); with gradient accumulation, `micro_step // k`.
+        micro_step: int. Batches consumed over all phases.
+        phase: int. Index of the current phase.
+        phase_micro_step: int. Batches consumed in the current phase: the
+            data position. Phase datasets are seeded, so skipping this many
+            batches of a freshly built one lands exactly where the run was.
+        finished: bool. Every phase done and the outputs exported.
+        budget_progress: float. A budgeted run's share of the recipe's
+            schedule reached (`BudgetClock`); 0 in a step-based run.
+        budget_seconds_spent: float. A budgeted run's time budget spent.
+    """
+
+    step: int = 0
+    micro_step: int = 0
+    phase: int = 0
+    phase_micro_step: int = 0
+    finished: bool = False
+    budget_progress: float = 0.0
+    budget_seconds_spent: float = 0.0
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
 
 WEIGHTS_FILE = "model.weights.h5"
 SEEDS_FILE = "seeds.json"
@@ -206,3 +243,98 @@ def _seed_states(model):
     in `variables` but not in `weights`."""
     weights = {id(v) for v in model.weights}
     return [v for v in model.variables if id(v) not in weights]
+
+
+class TrainingCheckpoint(keras.callbacks.Callback):
+    """Advances a `TrainingState` per batch and saves through a
+    `CheckpointManager` every `every_steps` optimizer updates.
+
+    It also stops `fit` at the exact last batch of a phase (epochs are
+    fixed-size logging windows, so the last one may be cut short), and,
+    after `install_signal_handlers()`, turns SIGTERM (preemption, `kill`)
+    and a first Ctrl-C (SIGINT) into "save a checkpoint at the next batch
+    boundary and stop": the runner then returns and the process exits 0;
+    running the same command again resumes from that checkpoint. A second
+    Ctrl-C stops at once, without saving.
+
+    Args:
+        manager: `CheckpointManager`.
+        state: `TrainingState`, updated in place.
+        every_steps: int. Save when `state.step` is a multiple of it.
+        gradient_accumulation_steps: int. Batches per optimizer update.
+        after_save: callable or None. Called after each checkpoint is saved.
+        before_stop: callable or None. Called before the checkpoint a stop
+            saves; it may raise to stop without one (`KeyboardInterrupt`).
+    """
+
+    def __init__(
+        self,
+        manager,
+        state,
+        every_steps,
+        gradient_accumulation_steps=1,
+        after_save=None,
+        before_stop=None,
+    ):
+        super().__init__()
+        self.after_save = after_save
+        self.before_stop = before_stop
+        self.manager = manager
+        self.state = state
+        self.every_steps = every_steps
+        self.gradient_accumulation_steps = gradient_accumulation_steps
+        self.phase_micro_steps = None
+        self.preempted = False
+        self.last_saved_step = None
+
+    def install_signal_handlers(self):
+        """Returns `{signal: previous handler}` for `signal.signal`."""
+
+        def on_signal(signum, frame):
+            if signum == signal.SIGINT:
+                if self.preempted:  # The second Ctrl-C.
+                    raise KeyboardInterrupt
+                print(
+                    "Ctrl-C: saving a checkpoint at the next step boundary "
+                    "(Ctrl-C again stops without saving).",
+                    flush=True,
+                )
+            else:
+                print("SIGTERM: saving a checkpoint at the next step boundary.", flush=True)
+            self.preempted = True
+
+        return {
+            signum: signal.signal(signum, on_signal) for signum in (signal.SIGTERM, signal.SIGINT)
+        }
+
+    def start_phase(self, phase_micro_steps):
+        """Batches the current phase has in total (the stop point); None:
+        another callback ends it (a budgeted run's `BudgetClock`)."""
+        self.phase_micro_steps = phase_micro_steps
+
+    def save(self):
+        self.manager.save(self.model, self.state.to_dict())
+        self.last_saved_step = self.state.step
+        if self.after_save:
+            self.after_save()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.manager.resume_torch_generator()
+
+    def on_train_batch_end(self, batch, logs=None):
+        state = self.state
+        state.micro_step += 1
+        state.phase_micro_step += 1
+        update = state.micro_step % self.gradient_accumulation_steps == 0
+        if update:
+            state.step += 1
+        if self.preempted:
+            if self.before_stop:
+                self.before_stop()
+            self.save()
+            self.model.stop_training = True
+            return
+        if update and state.step % self.every_steps == 0:
+            self.save()
+        if self.phase_micro_steps is not None and state.phase_micro_step >= self.phase_micro_steps:
+            self.model.stop_training = True
