@@ -13,6 +13,17 @@ from keras_bert.finetuning.tagging_task import TaggingTask
 from keras_bert.training.run_folder import is_run_folder
 from pipelines.transfer_set import length_batches, sentence_batches, word_batches
 
+# The tasks a teacher may be, by handler class; every other task's handler
+# is refused with its reason here (tests/finetuning/test_task.py checks that
+# each registered task is answered by one of the two).
+TEACHER_HANDLERS = (SentenceTask, TaggingTask)
+REFUSED_HANDLERS = {
+    "SquadTask": "a span answer is a pair of positions over a context window, not one "
+    "output a sentence or a word a student can match",
+    "ChoiceTask": "a choice's score is read across a question's choices, which the "
+    "transfer set's single sentences do not hold",
+}
+
 
 class Teacher:
     """A fine-tuned sentence(-pair) classifier or regressor, or a token
@@ -44,10 +55,11 @@ class Teacher:
                 "and model.keras that keras_bert.finetune wrote)"
             )
         self.task, handler, self.model = load_run(run_dir)
-        if not isinstance(handler, (SentenceTask, TaggingTask)):
+        if not isinstance(handler, TEACHER_HANDLERS):
+            reason = REFUSED_HANDLERS.get(type(handler).__name__, "no student learns it yet")
             raise FinetuneError(
-                f"--teacher {run_dir}: a {self.task} run; distillation takes sentence and "
-                "sentence-pair classification and regression, and token tagging"
+                f"--teacher {run_dir}: a {self.task} run ({reason}); distillation takes "
+                "sentence and sentence-pair classification and regression, and token tagging"
             )
         self.run_dir = run_dir
         self.tagging = isinstance(handler, TaggingTask)

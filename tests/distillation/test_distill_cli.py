@@ -14,6 +14,7 @@ import pytest
 
 from keras_bert.distill import main as distill
 from keras_bert.distillation.runner import run_distillation
+from keras_bert.distillation.teacher import REFUSED_HANDLERS
 from pipelines.tasks import read_conll
 from pipelines.transfer_set import read_shards
 from tests.test_command_imports import heavy_imports
@@ -350,8 +351,9 @@ def test_a_teacher_of_another_kind_of_task_is_one_line(fine_tuned, checkpoint, t
         ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student], capsys
     )
     assert err == (
-        f"error: --teacher {teacher}: a squad_v1 run; distillation takes sentence and "
-        "sentence-pair classification and regression, and token tagging"
+        f"error: --teacher {teacher}: a squad_v1 run ({REFUSED_HANDLERS['SquadTask']}); "
+        "distillation takes sentence and sentence-pair classification and regression, and "
+        "token tagging"
     )
     assert not student.exists()
 

@@ -1,7 +1,10 @@
-"""Every registered task handler provides `FinetuningTask`."""
+"""Every registered task handler provides `FinetuningTask`, and every side
+table a task's handler or head class keys answers each task."""
 
 import pytest
 
+from keras_bert.conversion.task_head import HEADS
+from keras_bert.distillation.teacher import REFUSED_HANDLERS, TEACHER_HANDLERS
 from keras_bert.finetuning.config import load_finetune_config
 from keras_bert.finetuning.prediction_formats import PredictionFormat
 from keras_bert.finetuning.sentence_task import SentenceTask
@@ -76,3 +79,18 @@ def tokenizer():
     from pipelines import BertTokenizer
 
     return BertTokenizer(VOCAB, lower_case=True)
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_every_task_is_answered_by_conversion_and_distillation(name, tokenizer):
+    # Issue 81 item 4: two tables keyed by class name that nothing checked;
+    # a new task fails here until each says what it does with it.
+    handler = TASKS[name](name, load_finetune_config(name), None, tokenizer)
+    heads = [c.__name__ for c in handler.model_class.__mro__ if c.__name__ in HEADS]
+    assert heads, f"{name}: conversion.task_head.HEADS has no head for {handler.model_class}"
+    teaches = isinstance(handler, TEACHER_HANDLERS)
+    refused = type(handler).__name__ in REFUSED_HANDLERS
+    assert teaches != refused, (
+        f"{name}: {type(handler).__name__} must be a distillation teacher "
+        "(teacher.TEACHER_HANDLERS) or refused with a reason (teacher.REFUSED_HANDLERS)"
+    )
