@@ -243,7 +243,6 @@ class FinetuneRun:
         self.schedule = None  # `compile`'s learning rate, a function of the step.
         self.state = None  # `fit`'s `TrainingState`: the step, the data position.
         self.monitor = None  # `fit`'s `TrainingMonitor`: the TensorBoard scalars.
-        self.epoch_scoring_seconds = 0.0  # `fit`'s time scoring the dev set.
 
     def run(self):
         """Every step; returns the results `eval_results.json` holds."""
@@ -254,9 +253,7 @@ class FinetuneRun:
         model = self.build_model(handler, backbone)
         trained = self.training_model(model)
         total_steps = self.compile(trained, handler)
-        start = time.time()
         final_loss = self.fit(trained, handler, total_steps)
-        train_seconds = time.time() - start - self.epoch_scoring_seconds
         self.save(model)
         start = time.time()
         results, predictions_path = self.evaluate(model, handler)
@@ -264,7 +261,7 @@ class FinetuneRun:
             task=self.task,
             train_examples=self.num_train_examples(handler),
             train_steps=total_steps,
-            train_seconds=round(train_seconds, 1),
+            train_seconds=round(self.state.train_seconds, 1),
             eval_seconds=round(time.time() - start, 1),
             final_train_loss=final_loss,
             predictions_file=os.path.basename(predictions_path),
@@ -401,6 +398,13 @@ class FinetuneRun:
             total_steps,
             self.monitor,
         )
+        start, before = time.time(), self.state.train_seconds
+
+        def count_train_seconds(batch, logs):
+            # Before the checkpointer saves the state: a resumed run's
+            # training time includes the runs before it.
+            self.state.train_seconds = before + time.time() - start - epoch_scores.seconds
+
         stop_handlers = (
             checkpointer.install_signal_handlers()
             if threading.current_thread() is threading.main_thread()
@@ -413,6 +417,7 @@ class FinetuneRun:
                 steps_per_epoch=window,
                 verbose=0,
                 callbacks=[
+                    keras.callbacks.LambdaCallback(on_train_batch_end=count_train_seconds),
                     checkpointer,
                     self.monitor,
                     epoch_scores,
@@ -422,7 +427,6 @@ class FinetuneRun:
         finally:
             for signum, handler_before in stop_handlers.items():
                 signal.signal(signum, handler_before)
-        self.epoch_scoring_seconds = epoch_scores.seconds
         if checkpointer.preempted:
             logger.warning(
                 "Stopped at step %d of %d, saved in %s: the same command resumes there",

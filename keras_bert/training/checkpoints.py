@@ -37,6 +37,9 @@ class TrainingState:
         budget_progress: float. A budgeted run's share of the recipe's
             schedule reached (`BudgetClock`); 0 in a step-based run.
         budget_seconds_spent: float. A budgeted run's time budget spent.
+        train_seconds: float. A fine-tuning run's time in training steps
+            (not scoring), summed over every process that reached this
+            state: what a stopped and resumed run cost.
     """
 
     step: int = 0
@@ -46,6 +49,7 @@ class TrainingState:
     finished: bool = False
     budget_progress: float = 0.0
     budget_seconds_spent: float = 0.0
+    train_seconds: float = 0.0
 
     def to_dict(self):
         return dataclasses.asdict(self)

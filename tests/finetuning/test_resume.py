@@ -144,9 +144,15 @@ def test_ctrl_c_saves_a_checkpoint_and_the_same_command_resumes(data_dir, checkp
     assert checkpoints(model_dir) and not (model_dir / "model.keras").exists()
     # The run is no finished run: what it recorded is gone, its progress kept.
     assert not (model_dir / "config.yaml").exists()
+    saved = model_dir / "unfinished" / "checkpoints" / checkpoints(model_dir)[-1] / "state.json"
+    trained_before = json.loads(saved.read_text())["train_seconds"]
+    assert trained_before > 0
     resumed = run(args)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "Resumed at step" in resumed.stderr
+    # What the run cost counts the stopped process's training too.
+    results = json.loads((model_dir / "eval_results.json").read_text())
+    assert results["train_seconds"] > trained_before
 
 
 def test_a_run_of_another_recipe_replaces_the_unfinished_one_and_says_so(tmp_path, caplog):
