@@ -131,21 +131,26 @@ def _replace_erfc(path):
     onnx.save(graph, path)
 
 
-def main():
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.distillation_serving", description=__doc__.split("\n")[0]
-    )
+def teacher_and_student(module, doc):
+    """`(args, {"teacher": model, "student": model})` from the command line
+    the serving benches share: `--teacher`, `--student` (run folders;
+    default: `default_models()`), `--calls`, `--batches`, `--rounds`."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.split("\n")[0])
     parser.add_argument("--teacher", help="a fine-tuning run folder; default: MiniLM-L6")
     parser.add_argument("--student", help="a fine-tuning run folder; default: BERT-Tiny")
     parser.add_argument("--calls", type=int, default=200, help="batch-1 calls timed a round")
     parser.add_argument("--batches", type=int, default=5, help="batch-32 calls timed a round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds the paths alternate in")
     args = parser.parse_args()
-
     models = dict(zip(("teacher", "student"), default_models()))
-    for name in ("teacher", "student"):
+    for name in models:
         if getattr(args, name):
             models[name] = load(getattr(args, name))
+    return args, models
+
+
+def main():
+    args, models = teacher_and_student("bench.distillation_serving", __doc__)
     folder = tempfile.mkdtemp()
     served = {}
     for name, model in models.items():

@@ -27,7 +27,6 @@ batch 32 sentences/s from the median of `--batches` calls. Then the ratio
 of the Keras graph's time to the fused one's. Never run by the test suite.
 """
 
-import argparse
 import os
 import statistics
 import tempfile
@@ -39,7 +38,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bench.common import markdown_table, processor  # noqa: E402
-from bench.distillation_serving import default_models, latencies, load  # noqa: E402
+from bench.distillation_serving import latencies, teacher_and_student  # noqa: E402
 from bench.serving import paragraphs  # noqa: E402
 from keras_bert.serving.bert_serving_module import BertServingModule  # noqa: E402
 from keras_bert.serving.fused_backbone import exact_gelu, fused_forward  # noqa: E402
@@ -95,20 +94,7 @@ def pieces(model, folder):
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.serving_pieces", description=__doc__.split("\n")[0]
-    )
-    parser.add_argument("--teacher", help="a fine-tuning run folder; default: MiniLM-L6")
-    parser.add_argument("--student", help="a fine-tuning run folder; default: BERT-Tiny")
-    parser.add_argument("--calls", type=int, default=200, help="batch-1 calls timed a round")
-    parser.add_argument("--batches", type=int, default=5, help="batch-32 calls timed a round")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds the pieces alternate in")
-    args = parser.parse_args()
-
-    models = dict(zip(("teacher", "student"), default_models()))
-    for name in models:
-        if getattr(args, name):
-            models[name] = load(getattr(args, name))
+    args, models = teacher_and_student("bench.serving_pieces", __doc__)
     folder = tempfile.mkdtemp()
     calls = {
         f"{name} {piece}": call
