@@ -142,6 +142,8 @@ def teacher_and_student(module, doc):
     parser.add_argument("--batches", type=int, default=5, help="batch-32 calls timed a round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds the paths alternate in")
     args = parser.parse_args()
+    if args.teacher and args.student:
+        return args, {"teacher": load(args.teacher), "student": load(args.student)}
     models = dict(zip(("teacher", "student"), default_models()))
     for name in models:
         if getattr(args, name):
