@@ -415,6 +415,7 @@ class FinetuneRun:
                 self.train_dataset(handler).repeat().skip(self.state.step),
                 epochs=windows,
                 steps_per_epoch=window,
+                shuffle=False,  # The task's pipeline shuffles, seeded.
                 verbose=0,
                 callbacks=[
                     keras.callbacks.LambdaCallback(on_train_batch_end=count_train_seconds),
