@@ -325,13 +325,10 @@ def write_table(args, records):
             if not scores:
                 row.append("—")
                 continue
-            # The labelling over every run that labelled the set's shards
-            # (a resumed one too), the training of the run that finished.
+            # Each over every run that labelled or trained the cell (a
+            # resumed one too).
             labelling = statistics.mean(r.get("labelling_seconds", 0) / 60 for r in runs)
-            training = statistics.mean(
-                r.get("train_seconds", r["seconds"] - r.get("labelling_seconds", 0)) / 60
-                for r in runs
-            )
+            training = statistics.mean(r["train_seconds"] / 60 for r in runs)
             spread = f" ± {statistics.stdev(scores):.2f}" if len(scores) > 1 else ""
             row.append(
                 f"{statistics.mean(scores):.2f}{spread} (n={len(scores)}, "

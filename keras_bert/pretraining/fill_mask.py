@@ -72,10 +72,12 @@ def fill_mask(model, tokenizer, sentences, top_k=5, objective=None):
         # sort of the vocabulary per mask cost more than the forward pass.
         k = min(top_k, logits.shape[-1])
         best = np.argpartition(-logits, k - 1, axis=-1)[:, :k]
-        best = np.take_along_axis(best, np.argsort(-np.take_along_axis(logits, best, -1)), -1)
+        best_logits = np.take_along_axis(logits, best, -1)
+        order = np.argsort(-best_logits, axis=-1)
+        best, best_logits = (np.take_along_axis(x, order, -1) for x in (best, best_logits))
         peak = logits.max(axis=-1, keepdims=True)
         log_total = np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)) + peak
-        probabilities = np.exp(np.take_along_axis(logits, best, -1) - log_total)
+        probabilities = np.exp(best_logits - log_total)
         answers.append(
             [
                 [(tokenizer.id_to_token(int(i)), float(p)) for i, p in zip(ids, probs)]
