@@ -13,22 +13,20 @@ vocabulary. Speed depends on the architecture, not on the weights.
 Rows: each SavedModel's `serve_text` (raw text in: tokenize, pack, model)
 and the student's `serve_token_ids`, exported plain and with
 `jit_compile` (the forward pass compiled by XLA); the student's plain
-`serve_token_ids` converted by tf2onnx and run by onnxruntime (token ids
-in). Inputs: corpus
+`serve_token_ids` as `export --onnx float32` writes it (tf2onnx), run by
+onnxruntime (token ids in). Inputs: corpus
 paragraphs long enough to fill seq_len 128, so every path computes 128
 positions. The paths take turns for `--rounds` rounds; each path's best
 round is reported (the machine's other load moves every path alike). In a
 round, batch 1: `--calls` calls one after another, p50 and p99 latency;
 batch 32: `--batches` calls, sentences a second from the median.
-Needs requirements-bench.txt's onnxruntime, onnx and tf2onnx in the
-project's .venv (bench/README.md).
+Needs the ONNX export's tf2onnx, onnx and onnxruntime (requirements-dev.txt).
 """
 
 import argparse
 import importlib.util
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -88,47 +86,14 @@ def percentile(times, q):
     return 1000 * float(np.percentile(times, q))
 
 
-def onnx_session(saved_model, folder):
-    """The student's `serve_token_ids`, converted by tf2onnx (in its own
-    process: its command line), as an onnxruntime session."""
+def onnx_session(version_dir):
+    """The `model.onnx` that `export --onnx float32` wrote into
+    `version_dir`, as an onnxruntime session on all cores."""
     import onnxruntime
 
-    path = os.path.join(folder, "student.onnx")
-    subprocess.run(
-        [sys.executable, "-m", "tf2onnx.convert", "--saved-model", saved_model]
-        + ["--signature_def", "serve_token_ids", "--opset", "17", "--output", path],
-        check=True,
-        capture_output=True,
-    )
-    _replace_erfc(path)
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = os.cpu_count()
-    return onnxruntime.InferenceSession(path, options)
-
-
-def _replace_erfc(path):
-    """Rewrites each `Erfc(x)` node as `1 - Erf(x)` in the ONNX file `path`.
-
-    TensorFlow computes the exact GELU with `erfc`, which tf2onnx 1.17
-    passes through as an `Erfc` node that no ONNX opset defines (onnxruntime
-    refuses the graph); `Erf` is a standard op."""
-    import onnx
-    from onnx import helper, numpy_helper
-
-    graph = onnx.load(path)
-    one = "erfc_rewrite_one"
-    graph.graph.initializer.append(numpy_helper.from_array(np.array(1.0, np.float32), one))
-    nodes = []
-    for node in graph.graph.node:
-        if node.op_type != "Erfc":
-            nodes.append(node)
-            continue
-        erf = node.output[0] + "_erf"
-        nodes.append(helper.make_node("Erf", [node.input[0]], [erf], name=node.name + "_erf"))
-        nodes.append(helper.make_node("Sub", [one, erf], [node.output[0]], name=node.name))
-    del graph.graph.node[:]
-    graph.graph.node.extend(nodes)
-    onnx.save(graph, path)
+    return onnxruntime.InferenceSession(os.path.join(version_dir, "model.onnx"), options)
 
 
 def teacher_and_student(module, doc):
@@ -157,7 +122,11 @@ def main():
     served = {}
     for name, model in models.items():
         path = export_for_serving(
-            model, os.path.join(folder, name), vocabulary=model.backbone.vocabulary, seq_len=SEQ_LEN
+            model,
+            os.path.join(folder, name),
+            vocabulary=model.backbone.vocabulary,
+            seq_len=SEQ_LEN,
+            onnx="float32" if name == "student" else None,
         )
         served[name] = (path, tf.saved_model.load(path))
     path = export_for_serving(
@@ -195,7 +164,7 @@ def main():
             b: (lambda x=x, f=signature: f(**{k: tf.constant(v) for k, v in x.items()}))
             for b, x in ids.items()
         }
-    session = onnx_session(served["student"][0], folder)
+    session = onnx_session(served["student"][0])
     names = [i.name for i in session.get_inputs()]
     # The same weights: ONNX Runtime's and XLA's logits are the SavedModel's.
     serve_xla = served["student_xla"][1].signatures["serve_token_ids"]
@@ -206,7 +175,7 @@ def main():
             session.run(None, {n: x[n] for n in names})[0], expected, atol=1e-4
         )
         np.testing.assert_allclose(serve_xla(**feed)["logits"].numpy(), expected, atol=1e-4)
-    paths["student ONNX Runtime (ids; tf2onnx)"] = {
+    paths["student ONNX Runtime (ids; export --onnx)"] = {
         b: (lambda x=x: session.run(None, {n: x[n] for n in names})) for b, x in ids.items()
     }
     rounds = {name: [] for name in paths}
@@ -231,7 +200,7 @@ def main():
     teacher, student = (
         speed[f"{n} SavedModel `serve_text` (raw text)"] for n in ("teacher", "student")
     )
-    onnx = speed["student ONNX Runtime (ids; tf2onnx)"]
+    onnx = speed["student ONNX Runtime (ids; export --onnx)"]
     ids_path = speed["student SavedModel `serve_token_ids` (ids)"]
     xla_path = speed["student SavedModel `serve_token_ids` (ids, XLA)"]
     print(

@@ -5,15 +5,17 @@ in accuracy, side by side.
         [--dev ../shared/data/glue/SST-2/dev.tsv] [--calls 200] [--batches 5] [--rounds 3]
 
 Each `--run` is a fine-tuned SST-2 run folder (a `BertClassifier`). It is
-exported twice, as `python -m keras_bert.export --tflite float32` and
-`--tflite dynamic_int8` write it (`export_for_serving`), and these are
-timed, taking turns for `--rounds` rounds (each one's best round reported;
+exported twice, as `python -m keras_bert.export --tflite float32 --onnx
+float32` and `--tflite dynamic_int8 --onnx dynamic_int8` write it
+(`export_for_serving`), and these are timed, taking turns for `--rounds` rounds (each one's best round reported;
 the machine's other load moves all alike):
 
 * SavedModel `serve_text`: raw text in (the export's own tokenizer);
 * SavedModel `serve_token_ids`: ids in;
 * TFLite float32 and dynamic int8: the same ids through `model.tflite`,
-  run by LiteRT (`ai_edge_litert`, XNNPACK) on all cores.
+  run by LiteRT (`ai_edge_litert`, XNNPACK) on all cores;
+* ONNX float32 and dynamic int8: the same ids through `model.onnx`, run
+  by ONNX Runtime on all cores.
 
 Timed inputs: corpus paragraphs long enough to fill 128 pieces (the
 export's `seq_len`), as raw text or as the export's tokenizer packs them.
@@ -37,7 +39,7 @@ import tensorflow as tf  # noqa: E402
 from ai_edge_litert.interpreter import Interpreter  # noqa: E402
 
 from bench.common import markdown_table, processor  # noqa: E402
-from bench.distillation_serving import latencies, load  # noqa: E402
+from bench.distillation_serving import latencies, load, onnx_session  # noqa: E402
 from bench.serving import paragraphs  # noqa: E402
 from keras_bert.serving import export_for_serving  # noqa: E402
 from keras_bert.serving.bert_serving_module import BertServingModule  # noqa: E402
@@ -81,7 +83,11 @@ def formats(model, folder):
     for `model`, exported into `folder`."""
     exported = {
         quantization: export_for_serving(
-            model, os.path.join(folder, quantization), seq_len=SEQ_LEN, tflite=quantization
+            model,
+            os.path.join(folder, quantization),
+            seq_len=SEQ_LEN,
+            tflite=quantization,
+            onnx=quantization,
         )
         for quantization in ("float32", "dynamic_int8")
     }
@@ -109,6 +115,15 @@ def formats(model, folder):
                 f"TFLite {quantization.replace('_', ' ')} (LiteRT, ids in)",
                 False,
                 lambda ids, runners=runners: runners[1 if len(ids["token_ids"]) == 1 else 32](ids),
+            )
+        )
+    for quantization, version in exported.items():
+        session = onnx_session(version)
+        found.append(
+            (
+                f"ONNX {quantization.replace('_', ' ')} (ONNX Runtime, ids in)",
+                False,
+                lambda ids, session=session: session.run(["logits"], ids)[0],
             )
         )
     return found

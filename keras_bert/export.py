@@ -22,9 +22,9 @@ from keras_bert.paths import PathFlag, refuse_overlap
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
 
-# `serving.tflite_export.QUANTIZATIONS`, which is not imported here: it
+# `serving.converted_check.QUANTIZATIONS`, which is not imported here: it
 # loads TensorFlow before the arguments are parsed (a test checks they agree).
-TFLITE_CHOICES = ("float32", "dynamic_int8")
+QUANTIZATIONS = ("float32", "dynamic_int8")
 
 
 def main(argv=None):
@@ -98,9 +98,16 @@ def main(argv=None):
     )
     parser.add_argument(
         "--tflite",
-        choices=TFLITE_CHOICES,
+        choices=QUANTIZATIONS,
         help="also write model.tflite into the version: the token-id model for TFLite / LiteRT "
         "(float32, or dynamic_int8 weights; docs/serving.md)",
+    )
+    parser.add_argument(
+        "--onnx",
+        choices=QUANTIZATIONS,
+        help="also write model.onnx into the version: the token-id model for ONNX Runtime "
+        "(float32, or dynamic_int8 weights; needs tf2onnx, onnx and onnxruntime; "
+        "docs/serving.md)",
     )
     add_verbose_argument(parser)
     args = parser.parse_args(argv)
@@ -140,6 +147,8 @@ def main(argv=None):
             options["jit_compile"] = True
         if args.tflite:
             options["tflite"] = args.tflite
+        if args.onnx:
+            options["onnx"] = args.onnx
         path = export_for_serving(
             model,
             args.output,

@@ -36,7 +36,9 @@ from keras_bert.file_io import (
     makedirs,
     removed_if_left_empty,
 )
-from keras_bert.serving.tflite_export import QUANTIZATIONS, TFLITE_FILE, tflite_flatbuffer
+from keras_bert.serving.converted_check import QUANTIZATIONS
+from keras_bert.serving.onnx_export import ONNX_FILE, onnx_model
+from keras_bert.serving.tflite_export import TFLITE_FILE, tflite_flatbuffer
 from pipelines.text_files import read_text
 from pipelines.vocabulary import infer_lower_case
 
@@ -146,6 +148,7 @@ def export_for_serving(
     n_best_size=20,
     jit_compile=False,
     tflite=None,
+    onnx=None,
 ):
     """Exports `model` for TF Serving as `output_dir/<version>/`.
 
@@ -188,11 +191,14 @@ def export_for_serving(
         jit_compile: bool. The model's forward pass compiled by XLA
             (`BertServingModule`): faster on CPUs; stock TF Serving then
             needs `--xla_cpu_compilation_enabled=true`.
-        tflite: None, or one of `tflite_export.QUANTIZATIONS` ("float32",
-            "dynamic_int8"): the version directory also holds
+        tflite: None, or one of `converted_check.QUANTIZATIONS`
+            ("float32", "dynamic_int8"): the version directory also holds
             `model.tflite`, the token-id model for TFLite / LiteRT
             (`tflite_export.py`), checked against `serve_token_ids` before
             anything is written.
+        onnx: None, or one of `converted_check.QUANTIZATIONS`: likewise
+            `model.onnx`, the token-id model for ONNX Runtime
+            (`onnx_export.py`; needs tf2onnx, onnx and onnxruntime).
 
     Returns:
         str, the path of the version directory written.
@@ -211,15 +217,16 @@ def export_for_serving(
         n_best_size=n_best_size,
         jit_compile=jit_compile,
         tflite=tflite,
+        onnx=onnx,
     )
     for name, value in options.items():
         if name == "seq_len" and value is None:  # The model's, once loaded.
             continue
-        if name == "tflite":
+        if name in ("tflite", "onnx"):
             if value not in (None, *QUANTIZATIONS):
                 raise ExportError(
-                    f"`tflite` must be None or one of {', '.join(QUANTIZATIONS)}. "
-                    f"Received: tflite={value!r}"
+                    f"`{name}` must be None or one of {', '.join(QUANTIZATIONS)}. "
+                    f"Received: {name}={value!r}"
                 )
             continue
         if name == "jit_compile":
@@ -358,7 +365,7 @@ def _write_saved_model(model, path, vocabulary, lower_case, options):
     from keras_bert.serving.bert_serving_module import BertServingModule
 
     options = dict(options)
-    tflite = options.pop("tflite")
+    tflite, onnx = options.pop("tflite"), options.pop("onnx")
     # The asset's source file lives outside the version directory.
     with tempfile.TemporaryDirectory() as scratch:
         vocab_file = os.path.join(scratch, "vocab.txt")
@@ -378,11 +385,15 @@ def _write_saved_model(model, path, vocabulary, lower_case, options):
         elif kind != "single":
             args["text_b"] = smoke
         default(**args)
-        flatbuffer = tflite and tflite_flatbuffer(module, tflite)
+        converted = {}  # File name -> contents, each checked before any is written.
+        if tflite:
+            converted[TFLITE_FILE] = tflite_flatbuffer(module, tflite)
+        if onnx:
+            converted[ONNX_FILE] = onnx_model(module, onnx)
         tf.saved_model.save(module, path, signatures=signatures)
-        if flatbuffer:
-            with tf.io.gfile.GFile(os.path.join(path, TFLITE_FILE), "wb") as f:
-                f.write(flatbuffer)
+        for name, content in converted.items():
+            with tf.io.gfile.GFile(os.path.join(path, name), "wb") as f:
+                f.write(content)
 
 
 def _export_in_subprocess(model, output_dir, version, overwrite, vocabulary, lower_case, options):
