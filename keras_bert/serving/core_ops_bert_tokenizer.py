@@ -5,7 +5,7 @@ Stock TF Serving does not register tensorflow-text's kernels
 that tokenizes with them fails to load there. This module rebuilds
 google-research/bert `tokenization.py` (`BasicTokenizer` + greedy
 longest-match `WordpieceTokenizer`) from `tf.strings`, hash tables, ragged
-ops and one `tf.while_loop`; Unicode properties come from tables computed by
+ops and no loop; Unicode properties come from tables computed by
 `unicode_tables.py` at export time. It must not import tensorflow_text.
 
 Shape legend: B batch rows, N decoded characters in the batch, M characters
@@ -24,6 +24,8 @@ from keras_bert.serving import unicode_tables as ut
 from pipelines.text_files import read_text
 
 MAX_CHARS_PER_WORD = 200
+# Bits of a step count in a word's WordPiece walk (at most one step a char).
+_WALK_BITS = MAX_CHARS_PER_WORD.bit_length()
 
 
 def _shift_right(x, fill):
@@ -260,92 +262,97 @@ class CoreOpsBertTokenizer(tf.Module):
         Returns flat (P,) tensors sorted by word then position: word index,
         vocabulary id, first char, end char (exclusive) within the word.
         """
-        num_words = tf.shape(words, out_type=tf.int64)[0]
         too_long = num_chars > MAX_CHARS_PER_WORD
-
-        def body(step, active, start, failed, acc):
-            idx = tf.where(active)[:, 0]  # (A,)
-            word = tf.gather(words, idx)
-            begin = tf.gather(start, idx)
-            remaining = tf.gather(num_chars, idx) - begin
-            # Candidates 1..K, K no longer than any active word's remainder.
-            longest = tf.minimum(
-                tf.constant(self.max_piece_chars, tf.int64),
-                tf.reduce_max(remaining),
-            )
-            lengths = tf.range(1, longest + 1, dtype=tf.int64)  # (K,)
-            shape = tf.stack([tf.size(idx, out_type=tf.int64), longest])
-            candidates = tf.strings.substr(
-                tf.broadcast_to(word[:, None], shape),
-                tf.broadcast_to(begin[:, None], shape),
-                tf.broadcast_to(lengths[None, :], shape),
-                unit="UTF8_CHAR",
-            )  # (A, K)
-            candidates = tf.where(
-                begin[:, None] > 0,
-                tf.strings.join(["##", candidates]),
-                candidates,
-            )
-            ids = self.vocab_table.lookup(candidates)  # (A, K)
-            hit = (ids >= 0) & (lengths[None, :] <= remaining[:, None])
-            best = tf.reduce_max(tf.where(hit, lengths[None, :], 0), axis=1)
-            best_id = tf.gather(ids, tf.maximum(best - 1, 0), batch_dims=1)
-            found = best > 0
-            end = begin + best
-            acc = [
-                a.write(step, x)
-                for a, x in zip(
-                    acc,
-                    _select(found, idx, best_id, begin, end),
-                )
-            ]
-            failed = tf.tensor_scatter_nd_update(failed, idx[:, None], ~found)
-            start = tf.tensor_scatter_nd_update(start, idx[:, None], end)
-            active = ~failed & (start < num_chars) & ~too_long
-            return step + 1, active, start, failed, acc
-
         # Fast path: most words are a vocabulary entry as a whole, which is
-        # then the longest match; only the rest enter the loop.
+        # then the longest match; only the rest are split.
         whole_id = self.vocab_table.lookup(words)
         whole = (whole_id >= 0) & ~too_long
         whole_idx = tf.where(whole)[:, 0]
-        acc = [
-            tf.TensorArray(
-                tf.int64,
-                size=0,
-                dynamic_size=True,
-                infer_shape=False,
-                element_shape=[None],
-            ).write(0, x)
-            for x in (
-                whole_idx,
-                tf.gather(whole_id, whole_idx),
-                tf.zeros_like(whole_idx),
-                tf.gather(num_chars, whole_idx),
-            )
-        ]
-        _, _, _, failed, acc = tf.while_loop(
-            lambda step, active, *_: tf.reduce_any(active),
-            body,
-            (
-                tf.constant(1),
-                ~too_long & ~whole & (num_chars > 0),
-                tf.where(whole, num_chars, 0),  # Whole words are done.
-                tf.zeros([num_words], tf.bool),
-                acc,
-            ),
+        split_idx = tf.where(~whole & ~too_long & (num_chars > 0))[:, 0]  # (A,)
+        split_word, ids, begin, end, failed = self._split(
+            tf.gather(words, split_idx), tf.gather(num_chars, split_idx)
         )
-        word_idx, ids, begin, end = [a.concat() for a in acc]
+        word_idx = tf.concat([whole_idx, tf.gather(split_idx, split_word)], 0)
+        ids = tf.concat([tf.gather(whole_id, whole_idx), ids], 0)
+        begin = tf.concat([tf.zeros_like(whole_idx), begin], 0)
+        end = tf.concat([tf.gather(num_chars, whole_idx), end], 0)
         # A word with any unmatched piece, or too long, is a single [UNK].
-        unk = failed | too_long
-        word_idx, ids, begin, end = _select(~tf.gather(unk, word_idx), word_idx, ids, begin, end)
-        unk_words = tf.where(unk)[:, 0]
+        unk_words = tf.concat([tf.where(too_long)[:, 0], tf.gather(split_idx, failed)], 0)
         word_idx = tf.concat([word_idx, unk_words], 0)
         ids = tf.concat([ids, tf.fill(tf.shape(unk_words), tf.cast(self.unk_id, tf.int64))], 0)
         begin = tf.concat([begin, tf.zeros_like(unk_words)], 0)
         end = tf.concat([end, tf.gather(num_chars, unk_words)], 0)
         order = tf.argsort(word_idx * (MAX_CHARS_PER_WORD + 1) + begin, stable=True)
         return [tf.gather(x, order) for x in (word_idx, ids, begin, end)]
+
+    def _split(self, words, lengths):
+        """WordPiece of A words of 1..`MAX_CHARS_PER_WORD` characters, with
+        no loop: a `tf.while_loop` step per piece cost more than the
+        lookups (its control-flow nodes run per step and per loop
+        variable), so every piece that may start at every character is
+        looked up at once, and the greedy walk is read off by doubling.
+
+        Returns `(word, id, begin, end, failed)`: flat (Q,) tensors of the
+        pieces of the words that split fully, by word then position
+        (`word` indexes the A words; `begin`/`end` are char positions), and
+        the (F,) indices of the words that did not.
+        """
+        longest = tf.reduce_max(tf.concat([lengths, [0]], 0))  # L
+        # Position L + 1 stands for a failed walk; positions at or past a
+        # word's end stay where they are.
+        failure = longest + 1
+        positions = tf.range(longest + 2, dtype=tf.int64)  # (L + 2,)
+        sizes = tf.range(
+            1, tf.minimum(tf.constant(self.max_piece_chars, tf.int64), longest) + 1
+        )  # (K,)
+        remaining = lengths[:, None] - positions[None, :]  # (A, L + 2)
+        # Every piece that fits in its word at every position, flat: (V, 3)
+        # (word, position, size - 1).
+        fits = tf.where(sizes[None, None, :] <= remaining[:, :, None])
+        word, position, size = fits[:, 0], fits[:, 1], fits[:, 2] + 1
+        candidates = tf.strings.substr(tf.gather(words, word), position, size, unit="UTF8_CHAR")
+        candidates = tf.where(position > 0, tf.strings.join(["##", candidates]), candidates)
+        ids = self.vocab_table.lookup(candidates)  # (V,)
+        # The longest hit at each position and its id, as one max over
+        # `size * 2**32 + id` (ids are below 2**31); 0: no hit.
+        width = longest + 2
+        best = tf.maximum(
+            tf.math.unsorted_segment_max(
+                tf.where(ids >= 0, tf.bitwise.left_shift(size, 32) + ids, 0),
+                word * width + position,
+                tf.size(lengths, out_type=tf.int64) * width,
+            ),
+            0,
+        )
+        best = tf.reshape(best, tf.stack([-1, width]))  # (A, L + 2)
+        best_id = tf.bitwise.bitwise_and(best, 0xFFFFFFFF)
+        best = tf.bitwise.right_shift(best, 32)
+        step = tf.where(
+            remaining <= 0,
+            positions[None, :],
+            tf.where(best > 0, positions[None, :] + best, failure),
+        )  # (A, L + 2): where the walk goes next from each position.
+        # jumps[k]: the walk's position after 2**k steps from each position.
+        jumps = [step]
+        for _ in range(1, _WALK_BITS):
+            jumps.append(tf.gather(jumps[-1], jumps[-1], batch_dims=1))
+        # walk[:, m]: the position after m steps from 0, m = 0..L (a word of
+        # L chars is done, or failed, within L steps).
+        steps = tf.range(longest + 1, dtype=tf.int64)
+        walk = tf.zeros(tf.stack([tf.size(lengths, out_type=tf.int64), longest + 1]), tf.int64)
+        for k, jump in enumerate(jumps):
+            walk = tf.where(
+                tf.bitwise.bitwise_and(steps[None, :], 1 << k) > 0,
+                tf.gather(jump, walk, batch_dims=1),
+                walk,
+            )
+        failed = walk[:, -1] == failure
+        pieces = tf.where((walk[:, :-1] < lengths[:, None]) & ~failed[:, None])  # (Q, 2)
+        begin = tf.gather_nd(walk, pieces)
+        end = tf.gather_nd(walk[:, 1:], pieces)
+        word = pieces[:, 0]
+        ids = tf.gather_nd(best_id, tf.stack([word, begin], 1))
+        return word, ids, begin, end, tf.where(failed)[:, 0]
 
     # --- Public -------------------------------------------------------------
 

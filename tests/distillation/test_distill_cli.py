@@ -112,7 +112,6 @@ def test_the_student_folder_is_a_fine_tuning_run_for_every_command(
     assert "labelled before" not in command("distill", *argv, *seven).stderr
 
 
-@pytest.mark.backend_independent
 def recorded_shards(folder):
     """The shards the transfer set's manifest records as written."""
     try:
@@ -121,6 +120,7 @@ def recorded_shards(folder):
         return 0
 
 
+@pytest.mark.backend_independent  # Shard files; the labelling's backend: the tests below.
 def test_a_labelling_killed_by_sigkill_resumes_at_the_shards_it_had_not_written(
     fine_tuned, checkpoint, tmp_path
 ):
