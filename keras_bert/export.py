@@ -21,6 +21,7 @@ import sys
 from keras_bert.paths import PathFlag, refuse_overlap
 from keras_bert.runtime.command import run_command
 from keras_bert.runtime.console import add_verbose_argument
+from pipelines import limits
 
 # `serving.converted_check.QUANTIZATIONS`, which is not imported here: it
 # loads TensorFlow before the arguments are parsed (a test checks they agree).
@@ -63,32 +64,40 @@ def main(argv=None):
         help="replace --version if it exists (written beside it, then renamed into its place).",
     )
     parser.add_argument(
-        "--top_k", type=int, default=5, help="fill-mask: tokens returned per [MASK] (default: 5)"
+        "--top_k",
+        type=int,
+        default=limits.FILL_MASK_TOP_K,
+        help=f"fill-mask: tokens returned per [MASK] (default: {limits.FILL_MASK_TOP_K})",
     )
     parser.add_argument(
-        "--max_masks", type=int, default=20, help="fill-mask: [MASK]s per request (default: 20)"
+        "--max_masks",
+        type=int,
+        default=limits.FILL_MASK_MAX_MASKS,
+        help=f"fill-mask: [MASK]s per request (default: {limits.FILL_MASK_MAX_MASKS})",
     )
     parser.add_argument(
         "--max_answer_length",
         type=int,
-        help="SQuAD: longest answer in pieces (default: a fine-tuning run's, else 30)",
+        help="SQuAD: longest answer in pieces (default: a fine-tuning run's, else "
+        f"{limits.SQUAD_MAX_ANSWER_LENGTH})",
     )
     parser.add_argument(
         "--max_query_length",
         type=int,
-        help="SQuAD: question pieces kept (default: a fine-tuning run's, else 64)",
+        help="SQuAD: question pieces kept (default: a fine-tuning run's, else "
+        f"{limits.SQUAD_MAX_QUERY_LENGTH})",
     )
     parser.add_argument(
         "--doc_stride",
         type=int,
         help="SQuAD: pieces between the starts of a long context's windows "
-        "(default: a fine-tuning run's, else 128)",
+        f"(default: a fine-tuning run's, else {limits.SQUAD_DOC_STRIDE})",
     )
     parser.add_argument(
         "--n_best_size",
         type=int,
         help="SQuAD: start and end candidates scored per window "
-        "(default: a fine-tuning run's, else 20)",
+        f"(default: a fine-tuning run's, else {limits.SQUAD_N_BEST_SIZE})",
     )
     parser.add_argument(
         "--jit_compile",

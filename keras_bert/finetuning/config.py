@@ -23,6 +23,7 @@ from keras_bert.optimization.optimizer_config import (
 )
 from keras_bert.paths import refuse_overlap
 from keras_bert.training.recipe import read_recipe, resolve_recipe
+from pipelines import limits
 from pipelines.labels import canonical_label
 from pipelines.limits import MIN_SEQ_LEN
 
@@ -49,8 +50,8 @@ class DataConfig:
     split_train_from_dev: float = 0.0
     train_limit: typing.Optional[int] = None
     eval_limit: typing.Optional[int] = None
-    doc_stride: int = 128
-    max_query_length: int = 64
+    doc_stride: int = limits.SQUAD_DOC_STRIDE
+    max_query_length: int = limits.SQUAD_MAX_QUERY_LENGTH
 
 
 @dataclasses.dataclass
@@ -84,8 +85,8 @@ class CheckpointConfig:
 
 @dataclasses.dataclass
 class SquadConfig:
-    n_best_size: int = 20
-    max_answer_length: int = 30
+    n_best_size: int = limits.SQUAD_N_BEST_SIZE
+    max_answer_length: int = limits.SQUAD_MAX_ANSWER_LENGTH
     null_score_diff_threshold: float = 0.0
 
 

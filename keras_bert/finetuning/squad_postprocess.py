@@ -16,6 +16,7 @@ import collections
 import numpy as np
 
 from pipelines.bert_tokenizer import basic_split
+from pipelines.limits import SQUAD_MAX_ANSWER_LENGTH, SQUAD_N_BEST_SIZE
 
 Candidate = collections.namedtuple("Candidate", "score feature start end")
 
@@ -25,7 +26,12 @@ def _top_indices(logits, n):
 
 
 def span_candidates(
-    features, indices, start_logits, end_logits, n_best_size=20, max_answer_length=30
+    features,
+    indices,
+    start_logits,
+    end_logits,
+    n_best_size=SQUAD_N_BEST_SIZE,
+    max_answer_length=SQUAD_MAX_ANSWER_LENGTH,
 ):
     """One question's candidate spans, best first (`run_squad.py`).
 
@@ -66,8 +72,8 @@ def squad_predictions(
     end_logits,
     vocabulary,
     lower_case=True,
-    n_best_size=20,
-    max_answer_length=30,
+    n_best_size=SQUAD_N_BEST_SIZE,
+    max_answer_length=SQUAD_MAX_ANSWER_LENGTH,
     version_2=False,
     null_score_diff_threshold=0.0,
     starts=None,

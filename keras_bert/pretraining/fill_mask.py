@@ -8,10 +8,11 @@ initialised model's answers.
 
 import numpy as np
 
+from pipelines.limits import FILL_MASK_TOP_K
 from pipelines.tasks.features import tokenize_texts
 
 
-def fill_mask(model, tokenizer, sentences, top_k=5, objective=None):
+def fill_mask(model, tokenizer, sentences, top_k=FILL_MASK_TOP_K, objective=None):
     """Top-`top_k` fillers for each `[MASK]` of each sentence.
 
     Args:

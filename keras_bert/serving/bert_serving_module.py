@@ -26,7 +26,7 @@ import tensorflow as tf
 from keras_bert.serving import task_adapters
 from keras_bert.serving.core_ops_bert_tokenizer import CoreOpsBertTokenizer
 from keras_bert.serving.fused_backbone import fused_forward
-from pipelines import packing
+from pipelines import limits, packing
 
 MASK_IN_TEXT = "[MASK]"
 # The inputs of every model's `serve_token_ids`, in this order.
@@ -98,12 +98,12 @@ class BertServingModule(tf.Module):
         vocab_file,
         lower_case,
         seq_len,
-        top_k=5,
-        max_masks=20,
-        max_answer_length=30,
-        max_query_length=64,
-        doc_stride=128,
-        n_best_size=20,
+        top_k=limits.FILL_MASK_TOP_K,
+        max_masks=limits.FILL_MASK_MAX_MASKS,
+        max_answer_length=limits.SQUAD_MAX_ANSWER_LENGTH,
+        max_query_length=limits.SQUAD_MAX_QUERY_LENGTH,
+        doc_stride=limits.SQUAD_DOC_STRIDE,
+        n_best_size=limits.SQUAD_N_BEST_SIZE,
         jit_compile=False,
     ):
         super().__init__(name="bert_serving")

@@ -39,6 +39,7 @@ from keras_bert.file_io import (
 from keras_bert.serving.converted_check import QUANTIZATIONS
 from keras_bert.serving.onnx_export import ONNX_FILE, onnx_model
 from keras_bert.serving.tflite_export import TFLITE_FILE, tflite_flatbuffer
+from pipelines import limits
 from pipelines.text_files import read_text
 from pipelines.vocabulary import infer_lower_case
 
@@ -140,12 +141,12 @@ def export_for_serving(
     seq_len=None,
     version=None,
     overwrite=False,
-    top_k=5,
-    max_masks=20,
-    max_answer_length=30,
-    max_query_length=64,
-    doc_stride=128,
-    n_best_size=20,
+    top_k=limits.FILL_MASK_TOP_K,
+    max_masks=limits.FILL_MASK_MAX_MASKS,
+    max_answer_length=limits.SQUAD_MAX_ANSWER_LENGTH,
+    max_query_length=limits.SQUAD_MAX_QUERY_LENGTH,
+    doc_stride=limits.SQUAD_DOC_STRIDE,
+    n_best_size=limits.SQUAD_N_BEST_SIZE,
     jit_compile=False,
     tflite=None,
     onnx=None,

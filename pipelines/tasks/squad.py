@@ -17,6 +17,7 @@ import dataclasses
 import json
 import logging
 
+from pipelines.limits import SQUAD_DOC_STRIDE, SQUAD_MAX_QUERY_LENGTH
 from pipelines.tasks.errors import TaskDataError
 from pipelines.tasks.features import tokenize_texts
 from pipelines.tasks.task_files import is_file
@@ -240,8 +241,8 @@ def squad_features(
     examples,
     tokenizer,
     max_seq_length=384,
-    doc_stride=128,
-    max_query_length=64,
+    doc_stride=SQUAD_DOC_STRIDE,
+    max_query_length=SQUAD_MAX_QUERY_LENGTH,
     training=False,
 ):
     """Sliding-window features `[CLS] question [SEP] context window [SEP]`.
