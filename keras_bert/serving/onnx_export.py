@@ -85,12 +85,18 @@ def onnx_model(module, quantization):
             # as a warning on the root logger, every time: not the user's.
             logging.disable(logging.WARNING)
             try:
-                # 7-bit weights (`reduce_range`): int8 x uint8 products on
-                # x86 processors without VNNI (the Zen 3) sum in 16 bits and
-                # saturate: 28% error in an 8-wide test model's pooled
-                # output, 1% with the range reduced. A file is served on
-                # processors its exporter does not know.
-                quantize_dynamic(source, target, weight_type=QuantType.QInt8, reduce_range=True)
+                # 7-bit weights (`reduce_range`), a scale per output column
+                # (`per_channel`): full-range int8 x uint8 products saturate
+                # on x86 processors without VNNI (the Zen 3), and a file is
+                # served on processors its exporter does not know. Each
+                # choice's SST-2 cost: BENCHMARKS.md#serving.
+                quantize_dynamic(
+                    source,
+                    target,
+                    weight_type=QuantType.QInt8,
+                    reduce_range=True,
+                    per_channel=True,
+                )
             finally:
                 logging.disable(logging.NOTSET)
             with open(target, "rb") as f:
