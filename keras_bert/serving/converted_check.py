@@ -20,6 +20,15 @@ QUANTIZATIONS = ("float32", "dynamic_int8")
 TOLERANCE = 1e-4
 
 
+def check_quantization(format_name, quantization):
+    """Raises `ExportError` unless `quantization` is one of `QUANTIZATIONS`
+    (`format_name`: the export option, "tflite" or "onnx")."""
+    if quantization not in QUANTIZATIONS:
+        raise ExportError(
+            f"`{format_name}` must be one of {', '.join(QUANTIZATIONS)}. Received: {quantization!r}"
+        )
+
+
 def smoke_ids(function, module):
     """Id inputs of every kind `function` (a `serve_token_ids` concrete
     function) takes, as int32 numpy arrays: two rows of real-looking ids,

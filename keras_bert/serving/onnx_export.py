@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.errors import ExportError
-from keras_bert.serving.converted_check import QUANTIZATIONS, check_answers
+from keras_bert.serving.converted_check import check_answers, check_quantization
 
 ONNX_FILE = "model.onnx"
 # Opset 17 (ONNX 1.12, 2022): LayerNormalization's opset, run by every
@@ -45,10 +45,7 @@ def onnx_model(module, quantization):
     Returns:
         bytes, the contents of a `.onnx` file.
     """
-    if quantization not in QUANTIZATIONS:
-        raise ExportError(
-            f"`onnx` must be one of {', '.join(QUANTIZATIONS)}. Received: {quantization!r}"
-        )
+    check_quantization("onnx", quantization)
     try:
         import onnxruntime
         import tf2onnx

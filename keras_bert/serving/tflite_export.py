@@ -20,8 +20,7 @@ import warnings
 
 import tensorflow as tf
 
-from keras_bert.errors import ExportError
-from keras_bert.serving.converted_check import QUANTIZATIONS, check_answers
+from keras_bert.serving.converted_check import check_answers, check_quantization
 
 TFLITE_FILE = "model.tflite"
 
@@ -37,10 +36,7 @@ def tflite_flatbuffer(module, quantization):
     Returns:
         bytes, the contents of a `.tflite` file.
     """
-    if quantization not in QUANTIZATIONS:
-        raise ExportError(
-            f"`tflite` must be one of {', '.join(QUANTIZATIONS)}. Received: {quantization!r}"
-        )
+    check_quantization("tflite", quantization)
     function = module.token_id_function(checked=False)
     # The converter reads signatures (their input and output names) only
     # from a SavedModel; this one holds the id model alone, no tokenizer.
