@@ -182,6 +182,7 @@ def test_a_fine_tuned_run_converts_to_transformers_with_the_same_logits(fine_tun
         assert (config["problem_type"], config["num_labels"]) == ("regression", 1)
 
 
+@pytest.mark.backend_independent  # Saved weights.
 def test_transformers_pipeline_labels_a_converted_run_as_predict_does(fine_tuned, tmp_path):
     run, _ = fine_tuned("classification")
     convert(run, tmp_path / "hf")
@@ -221,6 +222,7 @@ def test_a_transformers_model_converts_to_a_run_with_the_same_logits(
     np.testing.assert_allclose(actual, expected, rtol=0, atol=TOLERANCE)
 
 
+@pytest.mark.backend_independent  # Saved weights.
 def test_predict_labels_a_converted_transformers_model_as_its_pipeline_does(fixtures, tmp_path):
     labels = ["neg", "pos", "neutral"]
     transformers_model(

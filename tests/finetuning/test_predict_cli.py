@@ -31,6 +31,7 @@ def jsonl(path):
     return [json.loads(line) for line in open(path, encoding="utf-8")]
 
 
+@pytest.mark.backend_independent  # The submission's layout.
 def test_glue_submission_from_the_official_test_layout(fine_tuned, fixtures, tmp_path, capsys):
     run, _ = fine_tuned("sst2")
     dev = list(csv.reader(open(fixtures / "glue" / "SST-2" / "dev.tsv"), delimiter="\t"))[1:]

@@ -448,6 +448,7 @@ def hf_sst2_rows(fixtures, labelled=True):
     ]
 
 
+@pytest.mark.backend_independent  # Reading the tables.
 def test_evaluate_and_predict_take_datasets_exports(pyarrow, fine_tuned, fixtures, tmp_path):
     run, trained = fine_tuned("sst2")
     dev = write_parquet(pyarrow, tmp_path / "validation.parquet", hf_sst2_rows(fixtures))

@@ -451,6 +451,7 @@ def folder_contents(folder):
     }
 
 
+@pytest.mark.backend_independent  # Which files go.
 def test_overwrite_starts_afresh_and_removes_the_replaced_run(
     full_run, tmp_path, tiny_corpus, capsys
 ):

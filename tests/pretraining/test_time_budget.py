@@ -330,6 +330,7 @@ class Fast(Tick):
         self.clock.now += 0.25
 
 
+@pytest.mark.backend_independent  # Seconds and updates; the rate's path: the tests above.
 def test_the_commands_start_up_is_spent_from_the_budget(tmp_path, tiny_corpus, capsys):
     # `python -m keras_bert.pretrain` passes its own start: its imports and
     # backend choice took 3 s of the 6 before `run_pretraining` was called,
