@@ -76,13 +76,21 @@ def warmed_up_steps(warmup_steps, config, shapes=None):
         _random_batches(rng, objective, vocabulary_size, *shape).repeat() for shape in shapes
     ]
     for dataset in datasets:
-        model.fit(dataset, steps_per_epoch=warmup_steps, epochs=1, verbose=0)
+        # Random batches: nothing to shuffle (Keras warns that it would not).
+        model.fit(dataset, steps_per_epoch=warmup_steps, epochs=1, verbose=0, shuffle=False)
 
     def time_steps(steps):
         seconds = []
         for dataset in datasets:
             timer = _StepTimer()
-            model.fit(dataset, steps_per_epoch=steps + 1, epochs=1, verbose=0, callbacks=[timer])
+            model.fit(
+                dataset,
+                steps_per_epoch=steps + 1,
+                epochs=1,
+                verbose=0,
+                callbacks=[timer],
+                shuffle=False,
+            )
             seconds.append(timer.seconds / steps)
         return seconds
 
