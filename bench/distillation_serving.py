@@ -86,14 +86,14 @@ def percentile(times, q):
     return 1000 * float(np.percentile(times, q))
 
 
-def onnx_session(version_dir):
-    """The `model.onnx` that `export --onnx float32` wrote into
-    `version_dir`, as an onnxruntime session on all cores."""
+def onnx_session(path):
+    """The ONNX file at `path` (`export --onnx` writes `model.onnx` into
+    its version folder) as an onnxruntime session on all cores."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = os.cpu_count()
-    return onnxruntime.InferenceSession(os.path.join(version_dir, "model.onnx"), options)
+    return onnxruntime.InferenceSession(path, options)
 
 
 def teacher_and_student(module, doc):
@@ -164,7 +164,7 @@ def main():
             b: (lambda x=x, f=signature: f(**{k: tf.constant(v) for k, v in x.items()}))
             for b, x in ids.items()
         }
-    session = onnx_session(served["student"][0])
+    session = onnx_session(os.path.join(served["student"][0], "model.onnx"))
     names = [i.name for i in session.get_inputs()]
     # The same weights: ONNX Runtime's and XLA's logits are the SavedModel's.
     serve_xla = served["student_xla"][1].signatures["serve_token_ids"]

@@ -24,14 +24,12 @@ import tempfile
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import onnxruntime  # noqa: E402
 from onnxruntime.quantization import QuantType, quantize_dynamic  # noqa: E402
 
 from bench.common import markdown_table, processor  # noqa: E402
-from bench.distillation_serving import latencies, load  # noqa: E402
+from bench.distillation_serving import latencies, load, onnx_session  # noqa: E402
 from bench.serving import paragraphs  # noqa: E402
-from bench.serving_formats import DEV, SEQ_LEN, dev_set, packed_ids  # noqa: E402
+from bench.serving_formats import DEV, SEQ_LEN, dev_set, packed_ids, predictions  # noqa: E402
 from keras_bert.serving import export_for_serving  # noqa: E402
 
 CHOICES = {
@@ -51,8 +49,6 @@ def sessions(model, folder):
         model, os.path.join(folder, "export"), seq_len=SEQ_LEN, onnx="float32"
     )
     source = os.path.join(version, "model.onnx")
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = os.cpu_count()
     found = {}
     for index, (choice, settings) in enumerate(CHOICES.items()):
         path = source
@@ -61,7 +57,7 @@ def sessions(model, folder):
             logging.disable(logging.WARNING)  # Its pre-processing advice, every call.
             quantize_dynamic(source, path, **settings)
             logging.disable(logging.NOTSET)
-        found[choice] = onnxruntime.InferenceSession(path, options)
+        found[choice] = onnx_session(path)
     return found
 
 
@@ -84,12 +80,8 @@ def main():
         timed = {k: v[:1] for k, v in packed_ids(model, paragraphs(1), folder).items()}
         for choice, session in sessions(model, folder).items():
             key = f"{os.path.basename(os.path.normpath(run))}: {choice}"
-            predicted = np.concatenate(
-                [
-                    session.run(["logits"], {k: v[i : i + 32] for k, v in dev_ids.items()})[0]
-                    for i in range(0, len(labels), 32)
-                ]
-            ).argmax(-1)
+            logits = lambda ids, session=session: session.run(["logits"], ids)[0]  # noqa: E731
+            predicted = predictions(logits, dev_ids, len(labels))
             scores[key] = 100 * float((predicted == labels).mean())
             calls[key] = lambda session=session, timed=timed: session.run(["logits"], timed)
     rounds = {key: [] for key in calls}

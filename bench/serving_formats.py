@@ -118,7 +118,7 @@ def formats(model, folder):
             )
         )
     for quantization, version in exported.items():
-        session = onnx_session(version)
+        session = onnx_session(os.path.join(version, "model.onnx"))
         found.append(
             (
                 f"ONNX {quantization.replace('_', ' ')} (ONNX Runtime, ids in)",

@@ -75,9 +75,7 @@ def onnx_model(module, quantization):
     content = proto.SerializeToString()
     if quantization == "dynamic_int8":
         with tempfile.TemporaryDirectory() as scratch:
-            source, target = os.path.join(scratch, "f32.onnx"), os.path.join(scratch, "i8.onnx")
-            with open(source, "wb") as f:
-                f.write(content)
+            target = os.path.join(scratch, ONNX_FILE)  # quantize_dynamic writes only files.
             # Its advice to run its shape pre-processing first is logged
             # as a warning on the root logger, every time: not the user's.
             logging.disable(logging.WARNING)
@@ -88,7 +86,7 @@ def onnx_model(module, quantization):
                 # served on processors its exporter does not know. Each
                 # choice's SST-2 cost: BENCHMARKS.md#serving.
                 quantize_dynamic(
-                    source,
+                    proto,
                     target,
                     weight_type=QuantType.QInt8,
                     reduce_range=True,
