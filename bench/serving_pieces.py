@@ -24,18 +24,30 @@ Inputs: corpus paragraphs long enough to fill 128 pieces. The pieces take
 turns for `--rounds` rounds and each piece's best round is reported (the
 machine's other load moves all alike): batch 1 p50 over `--calls` calls,
 batch 32 sentences/s from the median of `--batches` calls. Then the ratio
-of the Keras graph's time to the fused one's. Never run by the test suite.
+of the Keras graph's time to the fused one's.
+
+Last, where the fused encoder's batch-1 call goes inside TensorFlow: its
+calls traced by TensorFlow's profiler (`--calls` of them) and read back
+from the trace, per call: the wall time, the kernels run and their summed
+time (in the executor's threads), and the kernel types that take the most.
+The wall time less the kernels' is what the runtime itself costs (op
+dispatch, the executor), the part ONNX Runtime's fused kernels do not pay.
+Never run by the test suite.
 """
 
+import collections
+import glob
 import os
 import statistics
 import tempfile
+import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
 from bench.common import markdown_table, processor  # noqa: E402
 from bench.distillation_serving import latencies, teacher_and_student  # noqa: E402
@@ -45,6 +57,8 @@ from keras_bert.serving.fused_backbone import exact_gelu, fused_forward  # noqa:
 
 SEQ_LEN = 128
 BATCHES = (1, 32)
+# What TensorFlow's executor traces around its kernels, not kernels.
+_EXECUTOR_EVENTS = {"Process", "StartRegion", "StopRegion", "Record", "ExecutorDoneCallback"}
 
 
 def pieces(model, folder):
@@ -93,6 +107,36 @@ def pieces(model, folder):
     }
 
 
+def kernel_profile(call, calls, folder):
+    """`(wall ms, kernels, kernel ms, {kernel type: ms})` per call of
+    `call`, from TensorFlow's profiler trace of `calls` calls: the kernels
+    are the events of its executor's `tf_Compute` threads, named
+    `<node>:<kernel type>`."""
+    call()
+    logdir = tempfile.mkdtemp(dir=folder)
+    tf.profiler.experimental.start(logdir)
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    wall = time.perf_counter() - start
+    tf.profiler.experimental.stop()
+    space = xplane_pb2.XSpace()
+    (trace,) = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
+    with open(trace, "rb") as f:
+        space.ParseFromString(f.read())
+    by_type, count = collections.Counter(), 0
+    for plane in space.planes:
+        for line in plane.lines:
+            if not line.name.startswith("tf_Compute"):
+                continue
+            for event in line.events:
+                kernel = plane.event_metadata[event.metadata_id].name.rpartition(":")[2]
+                if kernel not in _EXECUTOR_EVENTS:
+                    by_type[kernel] += event.duration_ps / 1e9 / calls
+                    count += 1
+    return 1000 * wall / calls, count / calls, sum(by_type.values()), by_type
+
+
 def main():
     args, models = teacher_and_student("bench.serving_pieces", __doc__)
     folder = tempfile.mkdtemp()
@@ -121,6 +165,24 @@ def main():
             f"{name}: the fused encoder {p50[keras_graph] / p50[fused]:.2f}x faster at batch 1, "
             f"{per_second[fused] / per_second[keras_graph]:.2f}x the sentences/s at batch 32"
         )
+    print("\n### Inside the fused encoder's batch-1 call, per call (TensorFlow's profiler)\n")
+    rows = []
+    for name in models:
+        call = calls[f"{name} encoder + head, fused"][1]
+        wall, kernels, kernel_ms, by_type = kernel_profile(call, args.calls, folder)
+        top = ", ".join(f"{k} {ms:.2f}" for k, ms in by_type.most_common(5))
+        rows.append(
+            [
+                name,
+                f"{wall:.2f}",
+                f"{kernels:.0f}",
+                f"{kernel_ms:.2f}",
+                f"{wall - kernel_ms:.2f}",
+                top,
+            ]
+        )
+    header = ["model", "wall ms", "kernels", "kernel ms", "wall - kernels ms", "top kernels (ms)"]
+    print(markdown_table(header, rows))
     print(f"load average {os.getloadavg()}")
 
 
