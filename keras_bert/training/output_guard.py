@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from keras_bert.errors import UserError
 from keras_bert.file_io import WRITTEN_THROUGH, is_local, normalized, same_file, special_file
-from keras_bert.training.run_folder import is_run_folder, run_files
+from keras_bert.training.run_folder import files_of_any_run, is_run_folder
 from keras_bert.training.run_lock import RunLock
 
 
@@ -19,7 +19,7 @@ def check_output(flag, path, inputs=(), overwrite=False, error=UserError):
 
     - one of `inputs` (files the command reads), through any spelling of
       the path or a symlink;
-    - a run folder's own file (`run_files()` in a keras_bert run folder,
+    - a run folder's own file (`files_of_any_run()` in a keras_bert run folder,
       `is_run_folder`), even with `overwrite`;
     - any existing file, unless `overwrite`; a folder, or a path ending in
       a separator (a folder to be), always;
@@ -92,9 +92,9 @@ def check_export_folder(flag, path, error=UserError):
 
 def _run_part(path):
     """`(run folder, its own file)` when `path` is, or is inside, one of
-    `run_files()` of a keras_bert run folder (`is_run_folder`); `(None, None)`."""
+    `files_of_any_run()` of a keras_bert run folder (`is_run_folder`); `(None, None)`."""
     path = os.path.realpath(path) if is_local(path) else normalized(path)
-    own = run_files()
+    own = files_of_any_run()
     child, folder = path, os.path.dirname(path)
     while folder and folder != child:
         name = os.path.basename(child)

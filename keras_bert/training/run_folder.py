@@ -71,7 +71,7 @@ def pretraining_files():
     return frozenset({"config.yaml", "checkpoints", "logs", "saved_model", *exported_file_names()})
 
 
-def run_files():
+def files_of_any_run():
     """Every run's own files: no other command writes over them."""
     return pretraining_files() | FINETUNING_FILES | {LOCK_FILE, FINETUNE_LOCK_FILE, TRANSFER_SET}
 
@@ -126,7 +126,7 @@ class RunFolder:
                 for n in names
                 if n.startswith(("predictions_", "eval_")) or n == "glue_submission"
             ]
-        own = run_files() - {"export", LOCK_FILE, FINETUNE_LOCK_FILE, TRANSFER_SET, UNFINISHED}
+        own = files_of_any_run() - {"export", LOCK_FILE, FINETUNE_LOCK_FILE, TRANSFER_SET, UNFINISHED}
         own |= set(recorded or [])
         return sorted((n for n in names if n in own), key=lambda n: (n == OUTPUTS_RECORD, n))
 

@@ -13,7 +13,7 @@ from keras_bert.pretraining.objective_registry import (
     config_sections,
     exported_file_names,
 )
-from keras_bert.training.run_folder import run_files
+from keras_bert.training.run_folder import files_of_any_run
 from tests import contracts
 from tests.models.test_bert_backbone import TINY
 
@@ -103,7 +103,7 @@ def test_exported_file_names_are_every_objectives_stems():
         exported_file_names()
     )
     # The run folder's own files (until it derives them from here).
-    assert set(exported_file_names()) <= run_files()
+    assert set(exported_file_names()) <= files_of_any_run()
 
 
 @pytest.mark.parametrize("name", sorted(OBJECTIVES))
@@ -116,7 +116,7 @@ def test_exports_and_metrics_are_known_to_the_run(name):
     assert exports["backbone"][0] is model.backbone
     assert tuple(exports) == type(objective).export_stems
     # A rerun must know these as the run's own files (`RunFolder`).
-    assert {f"{stem}.keras" for stem in exports} <= run_files()
+    assert {f"{stem}.keras" for stem in exports} <= files_of_any_run()
     # Every accuracy the console prints is a metric the model logs.
     compiled = objective.compile_args()["weighted_metrics"]
     logged = {f"{output}_{m.name}" for output, ms in compiled.items() for m in ms}
