@@ -17,8 +17,6 @@ status 2.
 """
 
 import argparse
-import glob
-import os
 import sys
 
 from keras_bert.paths import PathFlag, normal_path
@@ -95,34 +93,13 @@ def main(argv=None):
         # The teacher's run, the local paths and the recipe, before the backend
         # measurement (`run_distillation` checks them again, for callers from Python).
         from keras_bert.distillation.config import load_distill_config
-        from keras_bert.errors import FinetuneError
-        from keras_bert.finetuning.config import (
-            check_local_inputs,
-            load_saved_config,
-            refuse_run_over_inputs,
-        )
+        from keras_bert.distillation.inputs import check_text_files, read_teacher
+        from keras_bert.finetuning.config import check_local_inputs, refuse_run_over_inputs
 
         teacher = args.teacher
-        if "://" not in teacher:
-            if os.path.isfile(teacher):
-                raise FinetuneError(
-                    f"--teacher {teacher}: a file; --teacher takes the fine-tuning run folder "
-                    f"that holds it ({os.path.dirname(teacher) or '.'})"
-                )
-            if not os.path.isdir(teacher):
-                raise FinetuneError(f"--teacher {teacher}: no such directory")
-            if not os.path.isfile(os.path.join(teacher, "config.yaml")):
-                raise FinetuneError(
-                    f"--teacher {teacher}: not a fine-tuning run folder (no config.yaml)"
-                )
-        for path in args.text:
-            if "://" in path:
-                continue
-            if any(c in path for c in "*?["):
-                if not glob.glob(path):
-                    raise FinetuneError(f"--text {path}: matches no file")
-            elif not os.path.isfile(path):
-                raise FinetuneError(f"--text {path}: no such file")
+        # A remote run is read once TensorFlow is up (`run_distillation`).
+        task = None if "://" in teacher else read_teacher(teacher)[0]
+        check_text_files(args.text)
         check_local_inputs(args.init_checkpoint, args.vocab, args.data_dir)
         refuse_run_over_inputs(
             args.model_dir,
@@ -133,8 +110,7 @@ def main(argv=None):
             teacher=teacher,
             text_files=args.text,
         )
-        if "://" not in teacher:  # A remote run's task is read once TensorFlow is up.
-            task, _ = load_saved_config(teacher)
+        if task is not None:
             load_distill_config(task, args.config, args.set)
 
     def distill():

@@ -28,7 +28,6 @@ from keras_bert.errors import ConfigError, FinetuneError
 from keras_bert.file_io import is_dir
 from keras_bert.finetuning.config import refuse_run_over_inputs
 from keras_bert.finetuning.runner import FinetuneRun, run_in_folder
-from keras_bert.training.run_folder import FINETUNING, RunFolder
 from pipelines.transfer_set import student_batches
 
 logger = logging.getLogger("keras_bert.distill")
@@ -65,9 +64,8 @@ def run_distillation(
     """
     teacher_run = Teacher(teacher)
     if data_dir is None:
-        recorded = RunFolder(teacher, FINETUNING).config()
-        data_dir = recorded.get("data_dir") if isinstance(recorded, dict) else None
-        if not isinstance(data_dir, str):
+        data_dir = teacher_run.data_dir
+        if data_dir is None:
             raise FinetuneError(
                 f"--teacher {teacher}: its config.yaml names no data_dir; pass --data_dir"
             )

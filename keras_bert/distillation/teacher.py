@@ -6,11 +6,11 @@ import os
 
 import numpy as np
 
+from keras_bert.distillation.inputs import read_teacher
 from keras_bert.errors import FinetuneError
 from keras_bert.finetuning.inference import load_run
 from keras_bert.finetuning.sentence_task import SentenceTask
 from keras_bert.finetuning.tagging_task import TaggingTask
-from keras_bert.training.run_folder import is_run_folder
 from pipelines.transfer_set import length_batches, sentence_batches, word_batches
 
 # The tasks a teacher may be, by handler class; every other task's handler
@@ -36,6 +36,8 @@ class Teacher:
 
     Attributes:
         task: str. The run's task.
+        data_dir: str or None. The task's files it was fine-tuned on, as its
+            `config.yaml` records them.
         tagging: bool. A token tagger: its outputs are per word.
         label_names: list of str, or None for a regression.
         num_outputs: int. Outputs a sentence or a word: the classes, or 1.
@@ -49,11 +51,7 @@ class Teacher:
     def __init__(self, run_dir):
         from keras_bert.distillation.transfer_set import file_fingerprint
 
-        if not is_run_folder(run_dir) or not os.path.exists(os.path.join(run_dir, "model.keras")):
-            raise FinetuneError(
-                f"--teacher {run_dir}: not a fine-tuning run folder (it holds no config.yaml "
-                "and model.keras that keras_bert.finetune wrote)"
-            )
+        _, self.data_dir = read_teacher(run_dir)
         self.task, handler, self.model = load_run(run_dir)
         if not isinstance(handler, TEACHER_HANDLERS):
             reason = REFUSED_HANDLERS.get(type(handler).__name__, "no student learns it yet")

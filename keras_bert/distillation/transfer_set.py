@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.distillation.augmentation import augmented_row
+from keras_bert.distillation.inputs import is_glob, missing_text
 from keras_bert.errors import FinetuneError
 from keras_bert.file_io import (
     FILE_ERRORS,
@@ -56,15 +57,10 @@ def expand_text_files(patterns):
     one that names none is an error."""
     paths = []
     for pattern in patterns:
-        if any(c in pattern for c in "*?["):
-            found = sorted(tf.io.gfile.glob(pattern))
-            if not found:
-                raise FinetuneError(f"--text {pattern}: matches no file")
-            paths += found
-        elif not is_file(pattern):
-            raise FinetuneError(f"--text {pattern}: no such file")
-        else:
-            paths.append(pattern)
+        found = sorted(tf.io.gfile.glob(pattern)) if is_glob(pattern) else [pattern]
+        if not found or not is_file(found[0]):
+            raise missing_text(pattern)
+        paths += found
     return paths
 
 
