@@ -25,9 +25,7 @@ from keras_bert.distillation.transfer_set import (
     read_text_file,
 )
 from keras_bert.errors import ConfigError, FinetuneError
-from keras_bert.file_io import is_dir
-from keras_bert.finetuning.config import refuse_run_over_inputs
-from keras_bert.finetuning.runner import FinetuneRun, run_in_folder
+from keras_bert.finetuning.runner import FinetuneRun, check_run_inputs, run_in_folder
 from pipelines.transfer_set import student_batches
 
 logger = logging.getLogger("keras_bert.distill")
@@ -69,9 +67,7 @@ def run_distillation(
             raise FinetuneError(
                 f"--teacher {teacher}: its config.yaml names no data_dir; pass --data_dir"
             )
-    if not is_dir(data_dir):
-        raise FinetuneError(f"--data_dir {data_dir}: no such directory")
-    refuse_run_over_inputs(
+    check_run_inputs(
         model_dir,
         data_dir,
         init_checkpoint,

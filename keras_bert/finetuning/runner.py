@@ -173,9 +173,7 @@ def run_finetune(
     `overwrite`."""
     if task not in TASKS:
         raise FinetuneError(f"Unknown task {task!r}. Known: {', '.join(sorted(TASKS))}")
-    if not is_dir(data_dir):
-        raise FinetuneError(f"--data_dir {data_dir}: no such directory")
-    refuse_run_over_inputs(model_dir, data_dir, init_checkpoint, vocab, config_file)
+    check_run_inputs(model_dir, data_dir, init_checkpoint, vocab, config_file)
     config = load_finetune_config(task, config_file, overrides)
     return run_in_folder(
         task,
@@ -183,6 +181,15 @@ def run_finetune(
         overwrite,
         lambda folder: FinetuneRun(task, data_dir, init_checkpoint, folder, vocab, config),
     )
+
+
+def check_run_inputs(model_dir, data_dir, *inputs, **distill_inputs):
+    """Refuses, for `run_finetune` and `run_distillation` (local or remote
+    paths), a `data_dir` that is no folder and a `model_dir` over the
+    run's inputs (`refuse_run_over_inputs`, which takes the rest)."""
+    if not is_dir(data_dir):
+        raise FinetuneError(f"--data_dir {data_dir}: no such directory")
+    refuse_run_over_inputs(model_dir, data_dir, *inputs, **distill_inputs)
 
 
 def run_in_folder(task, model_dir, overwrite, make_run):

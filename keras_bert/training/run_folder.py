@@ -126,7 +126,13 @@ class RunFolder:
                 for n in names
                 if n.startswith(("predictions_", "eval_")) or n == "glue_submission"
             ]
-        own = files_of_any_run() - {"export", LOCK_FILE, FINETUNE_LOCK_FILE, TRANSFER_SET, UNFINISHED}
+        own = files_of_any_run() - {
+            "export",
+            LOCK_FILE,
+            FINETUNE_LOCK_FILE,
+            TRANSFER_SET,
+            UNFINISHED,
+        }
         own |= set(recorded or [])
         return sorted((n for n in names if n in own), key=lambda n: (n == OUTPUTS_RECORD, n))
 
