@@ -8,6 +8,7 @@ import os
 import tensorflow as tf
 import yaml
 
+from keras_bert.config_tree import read_yaml
 from keras_bert.errors import ConfigError, FinetuneError
 from keras_bert.file_io import (
     FILE_ERRORS,
@@ -181,7 +182,8 @@ class RunFolder:
         return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
     def config(self):
-        """The run's config.yaml as YAML read it (None when unreadable), or
+        """The run's config.yaml as the recipes' reader reads it
+        (`config_tree.read_yaml`; None when unreadable), or
         `_ABSENT`: `<model_dir>/config.yaml`, or the set-aside run's while
         a rerun has not finished (`PreviousRun.pending`)."""
         path = os.path.join(self.model_dir, "config.yaml")
@@ -191,9 +193,8 @@ class RunFolder:
         if not is_file(path):
             return _ABSENT
         try:
-            with tf.io.gfile.GFile(path) as f:
-                return yaml.safe_load(f.read())
-        except (*FILE_ERRORS, UnicodeDecodeError, yaml.YAMLError):
+            return read_yaml(path)
+        except (*FILE_ERRORS, ConfigError, yaml.YAMLError):  # ConfigError: not UTF-8.
             return None
 
     def refuse_another_run(self, task=None, overwrite=False):
