@@ -15,6 +15,7 @@ __all__ = [
     "ExportError",
     "FinetuneConfigError",
     "FinetuneError",
+    "RunFolderError",
     "UserError",
 ]
 
@@ -38,6 +39,16 @@ class FinetuneError(UserError):
     cannot give trustworthy results (a NaN loss, non-finite predictions).
 
     The message is one line, printed without a traceback (exit status 2).
+    """
+
+
+class RunFolderError(ConfigError, FinetuneError):
+    """What a run folder refuses, for every kind of run
+    (`training.run_folder.RunFolder`): a run of another kind or task
+    there, the user's own files where the run would write, a lock that
+    another run holds, a rerun that has not finished. Both a `ConfigError`
+    and a `FinetuneError`, which pre-training and fine-tuning raised for
+    these before, so code that catches either still does.
     """
 
 

@@ -9,7 +9,7 @@ import tensorflow as tf
 import yaml
 
 from keras_bert.config_tree import read_yaml
-from keras_bert.errors import ConfigError, FinetuneError
+from keras_bert.errors import ConfigError, RunFolderError
 from keras_bert.file_io import (
     FILE_ERRORS,
     is_file,
@@ -99,8 +99,8 @@ class RunFolder:
     def lock(self):
         """The `RunLock` a run holds while it writes the folder."""
         if self.kind == PRETRAINING:
-            return RunLock(self.model_dir)
-        return RunLock(self.model_dir, FINETUNE_LOCK_FILE, "fine-tuning", error=FinetuneError)
+            return RunLock(self.model_dir, error=RunFolderError)
+        return RunLock(self.model_dir, FINETUNE_LOCK_FILE, "fine-tuning", error=RunFolderError)
 
     def run_files(self, guess_unrecorded=True):
         """The names in the folder that are the run's, in the order a rerun
@@ -201,13 +201,13 @@ class RunFolder:
         """Raises if the folder holds a run of another kind, before anything
         is written into it: a rerun of the same job may continue there
         (pre-training resumes, fine-tuning replaces its outputs), no other
-        run writes over it.
+        run writes over it (`RunFolderError`).
 
         Pre-training is refused a fine-tuning run's folder (its config.yaml
-        names a task) with a `ConfigError`, and with `overwrite` any
+        names a task), and with `overwrite` any
         config.yaml that is not a pre-training run's (a project's own: the
         rerun would set it aside as the run's). Fine-tuning `task` is
-        refused, with a `FinetuneError`, a pre-training run's folder (its
+        refused a pre-training run's folder (its
         lock, checkpoints or config; not what a first one killed before
         its first checkpoint left, which `take_over` removes), a config.yaml
         that is no fine-tuning run's, a folder without a run that holds
@@ -218,12 +218,12 @@ class RunFolder:
         model_dir, previous = self.model_dir, self.config()
         if self.kind == PRETRAINING:
             if isinstance(previous, dict) and "task" in previous and "phases" not in previous:
-                raise ConfigError(
+                raise RunFolderError(
                     f"model_dir {model_dir!r} holds a fine-tuning run (task "
                     f"{previous['task']!r}); pre-train into another folder."
                 )
             if overwrite and previous is not _ABSENT and not _is_pretraining_config(previous):
-                raise ConfigError(
+                raise RunFolderError(
                     f"model_dir {model_dir!r}: its config.yaml is not a keras_bert pre-training "
                     "run's, and --overwrite replaces only such a run; pre-train into another "
                     "folder."
@@ -231,7 +231,7 @@ class RunFolder:
             clashing = self.run_files()
             if overwrite and previous is _ABSENT and clashing:
                 # No run to replace: they are the user's, never set aside.
-                raise ConfigError(
+                raise RunFolderError(
                     f"model_dir {model_dir!r}: holds no keras_bert pre-training run but its own "
                     f"{', '.join(clashing)}, which --overwrite would replace; pre-train into "
                     "another folder."
@@ -245,12 +245,12 @@ class RunFolder:
             or (tf.io.gfile.isdir(checkpoints) and listdir(checkpoints))
             or _is_pretraining_config(previous)
         ):
-            raise FinetuneError(
+            raise RunFolderError(
                 f"--model_dir {model_dir}: holds a pre-training run; fine-tune "
                 "into another folder (--init_checkpoint takes its backbone.keras)"
             )
         if previous is not _ABSENT and not self.holds_run():
-            raise FinetuneError(
+            raise RunFolderError(
                 f"--model_dir {model_dir}: its config.yaml is not a fine-tuning "
                 "run's; pick another folder"
             )
@@ -260,7 +260,7 @@ class RunFolder:
             # A first run that failed leaves its progress alone (`UNFINISHED`).
             clashing = sorted(present & (FINETUNING_FILES - {UNFINISHED}))
             if clashing:
-                raise FinetuneError(
+                raise RunFolderError(
                     f"--model_dir {model_dir}: holds no keras_bert run but its own "
                     f"{', '.join(clashing)}, which the run would write over; pick another "
                     "folder or move them"
@@ -273,7 +273,7 @@ class RunFolder:
             and not overwrite
             and (is_file(os.path.join(model_dir, "model.keras")) or self.previous.pending())
         ):
-            raise FinetuneError(
+            raise RunFolderError(
                 f"--model_dir {model_dir}: holds a fine-tuning run of task "
                 f"{previous.get('task')!r}; pick another folder for {task!r}, or pass "
                 "--overwrite to replace that run"
@@ -304,7 +304,7 @@ class RunFolder:
         pretraining.remove_failed_first_run()
         return names
 
-    def refuse_unfinished_rerun(self, error=FinetuneError):
+    def refuse_unfinished_rerun(self, error=RunFolderError):
         """Raises `error` when a fine-tuning rerun of the folder has not
         finished (`PreviousRun.pending`): it then holds no one run to
         score, predict with or export."""
