@@ -57,8 +57,11 @@ def expand_text_files(patterns):
     one that names none is an error."""
     paths = []
     for pattern in patterns:
-        found = sorted(tf.io.gfile.glob(pattern)) if is_glob(pattern) else [pattern]
-        if not found or not is_file(found[0]):
+        if is_glob(pattern):
+            found = sorted(tf.io.gfile.glob(pattern))
+        else:
+            found = [pattern] if is_file(pattern) else []
+        if not found:
             raise missing_text(pattern)
         paths += found
     return paths
