@@ -30,7 +30,7 @@ class ConfigError(UserError):
 
 
 # The fine-tuning recipe's error before both recipes shared one loader
-# (`keras_bert.training.recipe`); kept as a name for code that catches it.
+# (`keras_bert.runs.recipe`); kept as a name for code that catches it.
 FinetuneConfigError = ConfigError
 
 
@@ -44,7 +44,7 @@ class FinetuneError(UserError):
 
 class RunFolderError(ConfigError, FinetuneError):
     """What a run folder refuses, for every kind of run
-    (`training.run_folder.RunFolder`): a run of another kind or task
+    (`runs.run_folder.RunFolder`): a run of another kind or task
     there, the user's own files where the run would write, a lock that
     another run holds, a rerun that has not finished. Both a `ConfigError`
     and a `FinetuneError`, which pre-training and fine-tuning raised for

@@ -123,14 +123,15 @@ def main(argv=None):
 
     def export():
         from keras_bert.errors import ExportError
+        from keras_bert.finetuning.run_kind import FINETUNING_RUN
+        from keras_bert.runs.output_guard import check_export_folder
+        from keras_bert.runs.run_folder import RunFolder
         from keras_bert.serving.serving_export import export_for_serving, find_model_file
-        from keras_bert.training.output_guard import check_export_folder
-        from keras_bert.training.run_folder import FINETUNING, RunFolder
 
         check_export_folder("--output", args.output)
         if args.model is None:
             # A folder whose fine-tuning rerun has not finished holds no one run.
-            RunFolder(args.model_dir, FINETUNING).refuse_unfinished_rerun(error=ExportError)
+            RunFolder(args.model_dir, FINETUNING_RUN).refuse_unfinished_rerun(error=ExportError)
         model_file = args.model or find_model_file(args.model_dir)
         model, options = model_file, {}
         if args.model_dir:
@@ -199,12 +200,12 @@ def _run_settings(model_dir, model_file):
     from keras_bert.errors import ConfigError
     from keras_bert.file_io import is_file
     from keras_bert.finetuning.config import load_saved_config
+    from keras_bert.runs.recipe import read_recipe
     from keras_bert.serving.serving_export import (
         finetuned_export_options,
         infer_lower_case,
         load_model,
     )
-    from keras_bert.training.recipe import read_recipe
 
     config_path = os.path.join(model_dir, "config.yaml")
     if not is_file(config_path):

@@ -74,7 +74,7 @@ def output_error(path, inputs, overwrite):
     import tensorflow as tf
 
     from keras_bert.errors import UserError
-    from keras_bert.training.output_guard import check_output
+    from keras_bert.runs.output_guard import check_output
 
     try:
         check_output("--output", path, [f for p in inputs for f in tf.io.gfile.glob(p)], overwrite)
@@ -97,8 +97,8 @@ def main(argv=None):
         import pipelines
         from keras_bert.errors import UserError
         from keras_bert.file_io import FILE_ERRORS, error_reason, special_file, write_atomically
+        from keras_bert.runs.output_guard import claimed_output
         from keras_bert.runtime.progress import progress_callback
-        from keras_bert.training.output_guard import claimed_output
 
         def check():
             error = output_error(args.output, args.input, args.overwrite)

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.backend_independent
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = [
-    "tests/training/test_run_folder.py",  # Marked as a module.
+    "tests/runs/test_run_folder.py",  # Marked as a module.
     "tests/serving/test_serving_export.py",  # Some tests marked.
 ]
 
@@ -35,6 +35,6 @@ def test_backend_dependent_only_leaves_out_the_marked_tests():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     kept = {line for line in result.stdout.splitlines() if "::" in line}
-    assert not [test for test in kept if test.startswith("tests/training/test_run_folder.py")]
+    assert not [test for test in kept if test.startswith("tests/runs/test_run_folder.py")]
     assert "tests/serving/test_serving_export.py::test_find_model_file" not in kept
     assert "tests/serving/test_serving_export.py::test_version_directory_layout" in kept

@@ -252,12 +252,11 @@ def test_every_top_level_module_is_in_the_readme_map():
 
 
 def _run_files(kind):
-    from keras_bert.training.run_folder import FINETUNING_FILES, pretraining_files
-    from keras_bert.training.run_lock import FINETUNE_LOCK_FILE, LOCK_FILE
+    from keras_bert.finetuning.run_kind import FINETUNING_RUN
+    from keras_bert.pretraining.run_kind import PRETRAINING_RUN
 
-    if kind == "pretraining":
-        return pretraining_files() | {LOCK_FILE}
-    return FINETUNING_FILES | {FINETUNE_LOCK_FILE}
+    run = PRETRAINING_RUN if kind == "pretraining" else FINETUNING_RUN
+    return run.files() | run.kept | {run.lock_file}
 
 
 @pytest.mark.parametrize(

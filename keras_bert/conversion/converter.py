@@ -42,7 +42,7 @@ from keras_bert.file_io import (
 )
 from keras_bert.layers.bert_encoder_block import ACTIVATIONS
 from keras_bert.paths import normal_path
-from keras_bert.training.output_guard import check_output, claimed_output
+from keras_bert.runs.output_guard import check_output, claimed_output
 
 _ACTIVATION_FORMS = {
     "gelu": "exact GELU, x * Phi(x) with erf",

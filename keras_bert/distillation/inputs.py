@@ -9,7 +9,7 @@ import glob
 import os
 
 from keras_bert.errors import ConfigError, FinetuneError
-from keras_bert.training.recipe import read_recipe
+from keras_bert.runs.recipe import read_recipe
 
 _RUN_FILES = ("config.yaml", "model.keras")
 

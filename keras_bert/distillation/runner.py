@@ -18,6 +18,7 @@ from keras_bert.distillation.neighbour_words import NeighbourWords
 from keras_bert.distillation.student_loss import StudentLoss
 from keras_bert.distillation.teacher import Teacher
 from keras_bert.distillation.transfer_set import (
+    TRANSFER_SET,
     TransferSet,
     expand_text_files,
     label_transfer_set,
@@ -25,10 +26,13 @@ from keras_bert.distillation.transfer_set import (
     read_text_file,
 )
 from keras_bert.errors import ConfigError, FinetuneError
+from keras_bert.finetuning.run_kind import FinetuningRun
 from keras_bert.finetuning.runner import FinetuneRun, check_run_inputs, run_in_folder
 from pipelines.transfer_set import student_batches
 
 logger = logging.getLogger("keras_bert.distill")
+# A student's run folder: a fine-tuning run's that keeps its transfer set.
+DISTILLATION_RUN = FinetuningRun(kept=[TRANSFER_SET])
 
 
 def run_distillation(
@@ -92,6 +96,7 @@ def run_distillation(
         model_dir,
         overwrite,
         lambda folder: DistillRun(teacher_run, data_dir, init_checkpoint, folder, vocab, config),
+        DISTILLATION_RUN,
     )
 
 

@@ -43,9 +43,14 @@ from keras_bert.file_io import (
     write_json_atomically,
 )
 from keras_bert.runtime.progress import StderrProgbar
-from keras_bert.training.run_folder import TRANSFER_SET
 from pipelines.text_files import read_text
 from pipelines.transfer_set import write_shard
+
+# A student's labelled transfer set, in its run folder: the run's, but
+# kept when a rerun starts or fails (`DISTILLATION_RUN`), so that a
+# labelling that was stopped resumes and a rerun of the same set labels
+# nothing; the distillation reuses or replaces it by its manifest.
+TRANSFER_SET = "transfer_set"
 
 logger = logging.getLogger("keras_bert.distill")
 MANIFEST = "manifest.json"

@@ -22,7 +22,7 @@ from keras_bert.optimization.optimizer_config import (
     optimizer_keys,
 )
 from keras_bert.paths import refuse_overlap
-from keras_bert.training.recipe import read_recipe, resolve_recipe
+from keras_bert.runs.recipe import read_recipe, resolve_recipe
 from pipelines import limits
 from pipelines.labels import canonical_label
 from pipelines.limits import MIN_SEQ_LEN

@@ -21,11 +21,12 @@ from keras_bert.file_io import (
     write_json_atomically,
 )
 from keras_bert.finetuning.config import load_saved_config
+from keras_bert.finetuning.run_kind import EVAL_FILES, FINETUNING_RUN
 from keras_bert.finetuning.runner import load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
+from keras_bert.runs.output_guard import check_output, claimed_output
+from keras_bert.runs.run_folder import RunFolder
 from keras_bert.runtime.progress import StderrProgbar
-from keras_bert.training.output_guard import check_output, claimed_output
-from keras_bert.training.run_folder import EVAL_FILES, FINETUNING, RunFolder
 from pipelines.vocabulary import infer_lower_case
 
 logger = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ def load_run(model_dir, input_file=None):
     model loads (a folder is left to the task's reader)."""
     import pipelines
 
-    RunFolder(model_dir, FINETUNING).refuse_unfinished_rerun()
+    RunFolder(model_dir, FINETUNING_RUN).refuse_unfinished_rerun()
     task, config = load_saved_config(model_dir)
     # A folder may be a table (a `datasets` save_to_disk folder): the task's reader judges it.
     if input_file is not None and not (is_file(input_file) or is_dir(input_file)):
@@ -179,7 +180,7 @@ def run_evaluation(model_dir, eval_file, output_dir=None, overwrite=False):
         )
         write_json_atomically(results, results_file)
     if defaulted:  # A rerun sets it aside with the model it scored.
-        RunFolder(model_dir, FINETUNING).record_outputs([os.path.basename(output_dir)])
+        RunFolder(model_dir, FINETUNING_RUN).record_outputs([os.path.basename(output_dir)])
     return results
 
 
@@ -260,7 +261,7 @@ def run_prediction(model_dir, input_file, output=None, glue_submission=False, ov
             progress.add(len(chunk))
         files = write(rows, output)
     if defaulted:  # A rerun sets it aside with the model that predicted it.
-        RunFolder(model_dir, FINETUNING).record_outputs(
+        RunFolder(model_dir, FINETUNING_RUN).record_outputs(
             [os.path.relpath(p, model_dir).split(os.sep)[0] for p in written]
         )
     return {"task": task, "input_file": input_file, "examples": len(examples), **files}

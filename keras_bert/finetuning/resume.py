@@ -11,7 +11,7 @@ back, and the next run of the same recipe takes it up. A run of another
 recipe replaces it, and says so. Once the run has finished, `logs/`
 becomes `<model_dir>/logs` and the folder goes.
 
-Written by hand on the runs' shared checkpoints (`training.checkpoints`) rather than with Keras'
+Written by hand on the runs' shared checkpoints (`runs.checkpoints`) rather than with Keras'
 `BackupAndRestore`: that callback resumes at an epoch's start (an epoch of
 a large transfer set is an hour), overwrites its files in place (a kill
 while writing loses them) and keeps neither the dropout seeds nor where
@@ -33,8 +33,8 @@ from keras_bert.file_io import (
     remove,
     write_json_atomically,
 )
-from keras_bert.training.checkpoints import CheckpointManager
-from keras_bert.training.run_folder import UNFINISHED
+from keras_bert.finetuning.run_kind import UNFINISHED
+from keras_bert.runs.checkpoints import CheckpointManager
 
 logger = logging.getLogger("keras_bert.finetune")
 

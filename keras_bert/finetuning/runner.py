@@ -42,13 +42,14 @@ from keras_bert.file_io import (
 )
 from keras_bert.finetuning.config import load_finetune_config, refuse_run_over_inputs
 from keras_bert.finetuning.resume import UnfinishedRun, resume_key
+from keras_bert.finetuning.run_kind import FINETUNING_RUN
 from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.optimization import create_optimizer, create_schedule
 from keras_bert.pretraining.training_monitor import TrainingMonitor
-from keras_bert.training.checkpoints import TrainingCheckpoint
-from keras_bert.training.replaced_run import ReplacedRun
-from keras_bert.training.run_folder import FINETUNING, RunFolder
-from keras_bert.training.run_record import trained_under, write_run_config
+from keras_bert.runs.checkpoints import TrainingCheckpoint
+from keras_bert.runs.replaced_run import ReplacedRun
+from keras_bert.runs.run_folder import RunFolder
+from keras_bert.runs.run_record import trained_under, write_run_config
 from pipelines.vocabulary import infer_lower_case
 
 logger = logging.getLogger("keras_bert.finetune")
@@ -192,13 +193,14 @@ def check_run_inputs(model_dir, data_dir, *inputs, **distill_inputs):
     refuse_run_over_inputs(model_dir, data_dir, *inputs, **distill_inputs)
 
 
-def run_in_folder(task, model_dir, overwrite, make_run):
-    """Runs `make_run(folder)` (a `FinetuneRun`) in `model_dir`, locked and
-    replacing the run there; returns its results. A run of another task in
-    `model_dir` is refused, or replaced with `overwrite`."""
+def run_in_folder(task, model_dir, overwrite, make_run, kind=FINETUNING_RUN):
+    """Runs `make_run(folder)` (a `FinetuneRun`) in `model_dir`, the folder
+    of a run of `kind` (a `FinetuningRun`), locked and replacing the run
+    there; returns its results. A run of another task in `model_dir` is
+    refused, or replaced with `overwrite`."""
     if tf.io.gfile.exists(model_dir) and not tf.io.gfile.isdir(model_dir):
         raise FinetuneError(f"--model_dir {model_dir}: is a file, not a folder")
-    folder = RunFolder(model_dir, FINETUNING)
+    folder = RunFolder(model_dir, kind)
     folder.refuse_another_run(task, overwrite)
     try:
         created = makedirs(model_dir)
@@ -287,7 +289,7 @@ class FinetuneRun:
         return with_dropout(load_backbone(path), self.config.training.dropout)
 
     def record(self, backbone):
-        """The run's `config.yaml` (and an empty outputs record): the first
+        """The run's `config.yaml` and record (`RunFolder.record_run`): the first
         write, so an unwritable folder fails before training."""
         tree = {
             **self.config.to_dict(),
@@ -298,8 +300,7 @@ class FinetuneRun:
             write_run_config(
                 os.path.join(self.model_dir, "config.yaml"), tree, trained_under(backbone)
             )
-            # What predict and evaluate add to the folder by default goes here.
-            self.folder.record_outputs([])
+            self.folder.record_run()
         except FILE_ERRORS as error:
             raise FinetuneError(f"--model_dir {self.model_dir}: cannot write: {error}") from None
         max_seq_length = self.config.data.max_seq_length

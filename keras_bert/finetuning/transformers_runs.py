@@ -61,15 +61,16 @@ from keras_bert.errors import CheckpointError, ConfigError
 from keras_bert.file_io import save_keras_atomically, write_atomically
 from keras_bert.finetuning.config import SCHEMA, load_finetune_config
 from keras_bert.finetuning.inference import load_run
+from keras_bert.finetuning.run_kind import FINETUNING_RUN
 from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.paths import normal_path
-from keras_bert.training.run_folder import FINETUNING, OUTPUTS_RECORD, RunFolder
-from keras_bert.training.run_record import write_run_config
+from keras_bert.runs.run_folder import RUN_RECORD, RunFolder, read_run_config
+from keras_bert.runs.run_record import write_run_config
 from pipelines.tasks import GLUE_TASKS
 
 # What a conversion writes into a fine-tuning run folder (a run's own
-# files, `run_folder.FINETUNING_FILES`): all that overwrite may replace.
-CONVERTED_RUN_FILES = ("config.yaml", "model.keras", "vocab.txt", OUTPUTS_RECORD)
+# files, `FinetuningRun.files`): all that overwrite may replace.
+CONVERTED_RUN_FILES = ("config.yaml", "model.keras", "vocab.txt", RUN_RECORD)
 # What a fine-tuned transformers folder is written with.
 FINE_TUNED_FILES = (*HUGGING_FACE_FILES, TOKENIZER_CONFIG)
 # The ids transformers reads a classifier's outputs with when id2label is absent.
@@ -198,8 +199,7 @@ def _in(src, dst, vocab, hidden_activation, task):
 def is_fine_tuning_run(folder):
     """Whether `folder` holds a keras_bert fine-tuning run: its
     `config.yaml` names a task (and is no pre-training run's)."""
-    config = RunFolder(folder, FINETUNING).config()
-    return isinstance(config, dict) and "task" in config and "phases" not in config
+    return FINETUNING_RUN.holds(read_run_config(folder))
 
 
 # === Out: a keras_bert run -> transformers ===
@@ -589,7 +589,7 @@ def _fill_head(head, model, tensors, source):
 def write_run_folder(folder, config, model, source):
     """Writes the fine-tuning run into the empty `folder`: `config.yaml`
     (the config, the task, `source` as its init_checkpoint, no data_dir),
-    `vocab.txt`, `model.keras` and the empty outputs record; then loads it
+    `vocab.txt`, `model.keras` and the run's record; then loads it
     as `predict` does (`inference.load_run`), so that a folder that
     command would refuse is never put in place."""
     tree = {**config.to_dict(), "init_checkpoint": source, "data_dir": None}
@@ -599,5 +599,5 @@ def write_run_folder(folder, config, model, source):
         os.path.join(folder, "vocab.txt"), lambda f: f.write("".join(t + "\n" for t in vocabulary))
     )
     save_keras_atomically(model, os.path.join(folder, "model.keras"))
-    RunFolder(folder, FINETUNING).record_outputs([])
+    RunFolder(folder, FINETUNING_RUN).record_run()
     load_run(folder)

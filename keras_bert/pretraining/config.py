@@ -28,7 +28,7 @@ from keras_bert.pretraining.objective_registry import (
     OBJECTIVES,
     config_sections,
 )
-from keras_bert.training.recipe import read_recipe, resolve_recipe
+from keras_bert.runs.recipe import read_recipe, resolve_recipe
 from pipelines.limits import MIN_SEQ_LEN
 
 CONFIG_DIR = CONFIGS / "pretrain"

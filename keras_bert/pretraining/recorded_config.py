@@ -1,4 +1,4 @@
-"""A pre-training run's `config.yaml` (`training.run_record`): written
+"""A pre-training run's `config.yaml` (`runs.run_record`): written
 before its first checkpoint (`record_config`); a rerun on the folder once it
 has checkpoints must continue the run it records: the same recipe but for
 what may change (`RERUN_MAY_CHANGE`), under the same backend and precision.
@@ -13,9 +13,9 @@ from keras_bert.errors import ConfigError
 from keras_bert.file_io import is_file
 from keras_bert.paths import DATA, bundled
 from keras_bert.pretraining.config import DATA_PATH_KEYS, SCHEMA, PretrainingConfig
-from keras_bert.training.checkpoints import CheckpointManager
-from keras_bert.training.recipe import TRAINED_UNDER
-from keras_bert.training.run_record import write_run_config
+from keras_bert.runs.checkpoints import CheckpointManager
+from keras_bert.runs.recipe import TRAINED_UNDER
+from keras_bert.runs.run_record import write_run_config
 
 
 def _same_files(value):

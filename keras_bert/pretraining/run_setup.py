@@ -26,12 +26,12 @@ from keras_bert.models import BertBackbone
 from keras_bert.optimization.optimizers import create_optimizer, create_schedule
 from keras_bert.pretraining.objective_registry import OBJECTIVES
 from keras_bert.pretraining.training_distribution import create_distribution
+from keras_bert.runs.checkpoints import WEIGHTS_FILE, CheckpointManager
 from keras_bert.runtime.hardware import (
     accelerator,
     resolve_jit_compile,
     resolve_precision,
 )
-from keras_bert.training.checkpoints import WEIGHTS_FILE, CheckpointManager
 from pipelines.text_files import read_text
 
 # The held-out evaluation masks as the paper does (15%, then 80/10/10),

@@ -11,13 +11,14 @@ from keras_bert.errors import ConfigError
 from keras_bert.file_io import FILE_ERRORS, error_reason, makedirs, removed_if_left_empty
 from keras_bert.pretraining.recorded_config import record_config
 from keras_bert.pretraining.run_clock import run_clock
+from keras_bert.pretraining.run_kind import PRETRAINING_RUN
 from keras_bert.pretraining.run_outputs import export_models, fill_mask_report
 from keras_bert.pretraining.run_setup import build_pretraining, load_initial_weights
 from keras_bert.pretraining.training_monitor import TrainingMonitor
-from keras_bert.training.checkpoints import CheckpointManager, TrainingCheckpoint
-from keras_bert.training.replaced_run import ReplacedRun
-from keras_bert.training.run_folder import PRETRAINING, RunFolder
-from keras_bert.training.run_record import trained_under
+from keras_bert.runs.checkpoints import CheckpointManager, TrainingCheckpoint
+from keras_bert.runs.replaced_run import ReplacedRun
+from keras_bert.runs.run_folder import RunFolder
+from keras_bert.runs.run_record import trained_under
 from pipelines import CorpusError
 from pipelines.corpus import NO_DOCUMENT
 
@@ -90,7 +91,7 @@ def run_pretraining(
     # Workers of one multi-worker run share `model_dir`; only the chief
     # writes, so only the chief locks.
     lock = contextlib.nullcontext()
-    folder = RunFolder(config.model_dir, PRETRAINING)
+    folder = RunFolder(config.model_dir, PRETRAINING_RUN)
     replaced = ReplacedRun(
         folder,
         replace=overwrite,
@@ -112,6 +113,7 @@ def run_pretraining(
             folder.refuse_another_run(overwrite=overwrite)
             replaced.start()
             record_config(config, allow_longer_train_steps, trained_under(pretraining.backbone))
+            folder.record_run()
         return _resume_and_train(
             pretraining, verbose, callbacks, started, run_started, clock, replaced
         )

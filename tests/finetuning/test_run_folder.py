@@ -354,11 +354,12 @@ def test_rerun_continues_from_the_folders_own_model(run_copy, fixtures):
 def test_killed_rerun_leaves_no_model_to_score_and_is_taken_up(
     run_copy, fixtures, checkpoint, capsys
 ):
-    from keras_bert.training.run_folder import FINETUNING, RunFolder
+    from keras_bert.finetuning.run_kind import FINETUNING_RUN
+    from keras_bert.runs.run_folder import RunFolder
 
     before = files(run_copy)
     RunFolder(
-        str(run_copy), FINETUNING
+        str(run_copy), FINETUNING_RUN
     ).previous.set_aside()  # What a rerun does first; then kill -9.
     (run_copy / "config.yaml").write_text("task: sst2\ndata:\n  max_seq_length: 16\n")
     err = one_line_error(
@@ -389,7 +390,7 @@ def test_rerun_killed_after_saving_its_model_is_undone(
     # dev scoring, a rerun's unfinished run was kept and the set-aside
     # complete one deleted by the next rerun.
     from keras_bert.finetuning.task_registry import TASKS
-    from keras_bert.training.previous_run import PreviousRun
+    from keras_bert.runs.previous_run import PreviousRun
 
     before = files(run_copy)
 
@@ -417,13 +418,16 @@ def test_rerun_killed_after_saving_its_model_is_undone(
 def test_unfinished_rerun_of_one_task_refuses_another(run_copy, fixtures, checkpoint, capsys):
     # Issue 49, item 3 (c): killed before its config.yaml was written, the
     # folder took a run of another task, which then deleted the set-aside run.
-    from keras_bert.training.run_folder import FINETUNING, RunFolder
+    from keras_bert.finetuning.run_kind import FINETUNING_RUN
+    from keras_bert.runs.run_folder import RunFolder
 
     before = files(run_copy)
-    RunFolder(str(run_copy), FINETUNING).previous.set_aside()
+    RunFolder(str(run_copy), FINETUNING_RUN).previous.set_aside()
     args = finetune_args(fixtures, checkpoint, run_copy)
     args[1] = "cola"
     err = one_line_error(finetune_main, args, capsys)
     assert "holds a fine-tuning run of task 'sst2'" in err
-    RunFolder(str(run_copy), FINETUNING).previous.recover()  # What the next sst2 rerun does first.
+    RunFolder(
+        str(run_copy), FINETUNING_RUN
+    ).previous.recover()  # What the next sst2 rerun does first.
     assert files(run_copy) == before

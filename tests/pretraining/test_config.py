@@ -207,7 +207,7 @@ def test_bundled_data_is_found_from_another_directory(monkeypatch, tmp_path):
 def test_rerun_from_another_directory_is_the_same_config(monkeypatch, tmp_path):
     from keras_bert.paths import ROOT
     from keras_bert.pretraining.recorded_config import check_rerun_config
-    from keras_bert.training.run_record import write_run_config
+    from keras_bert.runs.run_record import write_run_config
 
     monkeypatch.chdir(ROOT)
     write_run_config(str(tmp_path / "config.yaml"), load_pretraining_config("default").to_dict())

@@ -13,7 +13,7 @@ from keras_bert.pretraining.objective_registry import (
     config_sections,
     exported_file_names,
 )
-from keras_bert.training.run_folder import files_of_any_run
+from keras_bert.pretraining.run_kind import PRETRAINING_RUN
 from tests import contracts
 from tests.models.test_bert_backbone import TINY
 
@@ -102,8 +102,8 @@ def test_exported_file_names_are_every_objectives_stems():
     assert {"backbone.keras", "pretrainer.keras", "electra_pretrainer.keras"} <= set(
         exported_file_names()
     )
-    # The run folder's own files (until it derives them from here).
-    assert set(exported_file_names()) <= files_of_any_run()
+    # The run folder's own files, which the run records.
+    assert set(exported_file_names()) <= PRETRAINING_RUN.files()
 
 
 @pytest.mark.parametrize("name", sorted(OBJECTIVES))
@@ -116,7 +116,7 @@ def test_exports_and_metrics_are_known_to_the_run(name):
     assert exports["backbone"][0] is model.backbone
     assert tuple(exports) == type(objective).export_stems
     # A rerun must know these as the run's own files (`RunFolder`).
-    assert {f"{stem}.keras" for stem in exports} <= files_of_any_run()
+    assert {f"{stem}.keras" for stem in exports} <= PRETRAINING_RUN.files()
     # Every accuracy the console prints is a metric the model logs.
     compiled = objective.compile_args()["weighted_metrics"]
     logged = {f"{output}_{m.name}" for output, ms in compiled.items() for m in ms}

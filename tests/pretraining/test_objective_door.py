@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from keras_bert.errors import ConfigError
+from keras_bert.errors import ConfigError, UserError
 from keras_bert.pretraining import (
     OBJECTIVES,
     CheckpointManager,
@@ -23,6 +23,7 @@ from keras_bert.pretraining import (
 )
 from keras_bert.pretraining.fill_mask import fill_mask
 from keras_bert.pretraining.objective_registry import exported_file_names
+from keras_bert.runs.output_guard import check_output
 from pipelines import BertTokenizer
 from tests import contracts
 from tests.pretraining.conftest import StepRecorder, tiny_config
@@ -100,6 +101,15 @@ def test_trains_resumes_and_exports(tmp_path, tiny_corpus):
     assert "pretrainer.keras" not in files
     with open(os.path.join(config.model_dir, "config.yaml")) as f:
         assert yaml.safe_load(f)["toy"] == {"mlm_weight": 2.0}
-    exported = keras.saving.load_model(os.path.join(config.model_dir, "toy_pretrainer.keras"))
+    exported_path = os.path.join(config.model_dir, "toy_pretrainer.keras")
+    exported = keras.saving.load_model(exported_path)
     for a, b in zip(model.get_weights(), exported.get_weights()):
         np.testing.assert_array_equal(a, b)
+    # The run recorded its files: another command never writes over the
+    # toy's export, in a process that never registered the toy.
+    OBJECTIVES.unregister("toy")
+    try:
+        with pytest.raises(UserError, match="is toy_pretrainer.keras of the run in"):
+            check_output("--output", exported_path, overwrite=True)
+    finally:
+        OBJECTIVES.register("toy", TOY)

@@ -525,10 +525,11 @@ def test_overwrite_that_stops_before_its_first_checkpoint_puts_the_run_back(
 
     # What kill -9 leaves before the first checkpoint: the run set aside
     # (and its journal), the new run's config and logs.
-    from keras_bert.training.replaced_run import ReplacedRun
-    from keras_bert.training.run_folder import PRETRAINING, RunFolder
+    from keras_bert.pretraining.run_kind import PRETRAINING_RUN
+    from keras_bert.runs.replaced_run import ReplacedRun
+    from keras_bert.runs.run_folder import RunFolder
 
-    folder = RunFolder(config.model_dir, PRETRAINING)
+    folder = RunFolder(config.model_dir, PRETRAINING_RUN)
     ReplacedRun(folder, replace=True, until="its first checkpoint", say=print).start()
     with open(os.path.join(config.model_dir, "config.yaml"), "w") as f:
         f.write("phases: []\n")

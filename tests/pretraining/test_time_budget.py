@@ -22,8 +22,8 @@ from keras_bert.pretraining.time_budget import (
     describe_end,
     describe_plan,
 )
-from keras_bert.training.checkpoints import TrainingState
-from keras_bert.training.run_record import write_run_config
+from keras_bert.runs.checkpoints import TrainingState
+from keras_bert.runs.run_record import write_run_config
 from tests.pretraining.conftest import tiny_config
 
 

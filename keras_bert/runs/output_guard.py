@@ -9,8 +9,8 @@ import tensorflow as tf
 
 from keras_bert.errors import UserError
 from keras_bert.file_io import WRITTEN_THROUGH, is_local, normalized, same_file, special_file
-from keras_bert.training.run_folder import files_of_any_run, is_run_folder
-from keras_bert.training.run_lock import RunLock
+from keras_bert.runs.run_folder import is_run_folder, own_files_of
+from keras_bert.runs.run_lock import RunLock
 
 
 def check_output(flag, path, inputs=(), overwrite=False, error=UserError):
@@ -19,8 +19,8 @@ def check_output(flag, path, inputs=(), overwrite=False, error=UserError):
 
     - one of `inputs` (files the command reads), through any spelling of
       the path or a symlink;
-    - a run folder's own file (`files_of_any_run()` in a keras_bert run folder,
-      `is_run_folder`), even with `overwrite`;
+    - a run folder's own file (what the run in the folder records as its
+      own, `run_folder.own_files_of`), even with `overwrite`;
     - any existing file, unless `overwrite`; a folder, or a path ending in
       a separator (a folder to be), always;
     - a block device or a socket, always. A character device or a FIFO
@@ -92,13 +92,11 @@ def check_export_folder(flag, path, error=UserError):
 
 def _run_part(path):
     """`(run folder, its own file)` when `path` is, or is inside, one of
-    `files_of_any_run()` of a keras_bert run folder (`is_run_folder`); `(None, None)`."""
+    the files a keras_bert run folder's run owns (`own_files_of`); `(None, None)`."""
     path = os.path.realpath(path) if is_local(path) else normalized(path)
-    own = files_of_any_run()
     child, folder = path, os.path.dirname(path)
     while folder and folder != child:
-        name = os.path.basename(child)
-        if name in own and is_run_folder(folder):
+        if os.path.basename(child) in (own_files_of(folder) or ()):
             return folder, os.path.relpath(path, folder)
         child, folder = folder, os.path.dirname(folder)
     return None, None

@@ -3,7 +3,7 @@ writes into its folder before it trains: the resolved recipe, what the run
 was started with, and what it trains under (`trained_under`)."""
 
 from keras_bert.file_io import write_atomically
-from keras_bert.training.recipe import TRAINED_UNDER
+from keras_bert.runs.recipe import TRAINED_UNDER
 
 
 def trained_under(model):

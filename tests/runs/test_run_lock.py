@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.errors import FinetuneError
-from keras_bert.training.run_lock import FINETUNE_LOCK_FILE, RunLock
+from keras_bert.runs.run_lock import FINETUNE_LOCK_FILE, RunLock
 
 pytestmark = pytest.mark.backend_independent
 

@@ -11,14 +11,18 @@ import pytest
 
 from keras_bert.errors import ConfigError, FinetuneError
 from keras_bert.file_io import write_json_atomically
-from keras_bert.training.run_folder import FINETUNING, PRETRAINING, RunFolder
+from keras_bert.finetuning.run_kind import FINETUNING_RUN
+from keras_bert.pretraining.run_kind import PRETRAINING_RUN
+from keras_bert.runs.run_folder import RunFolder
 
 pytestmark = pytest.mark.backend_independent
 
 
 def refuse_another_run(model_dir, task=None, overwrite=False):
     """What a pre-training (`task` None) or fine-tuning run checks first."""
-    RunFolder(model_dir, FINETUNING if task else PRETRAINING).refuse_another_run(task, overwrite)
+    RunFolder(model_dir, FINETUNING_RUN if task else PRETRAINING_RUN).refuse_another_run(
+        task, overwrite
+    )
 
 
 def folder(tmp_path, config=None, lock=False, checkpoints=False, model=False):
@@ -109,7 +113,7 @@ def test_finetuning_refuses_a_folder_of_the_users_files_it_would_write_over(tmp_
         f"--model_dir {tmp_path}: holds no keras_bert run but its own {name}, which the run "
         "would write over; pick another folder or move them"
     )
-    assert RunFolder(str(tmp_path), FINETUNING).run_files() == []
+    assert RunFolder(str(tmp_path), FINETUNING_RUN).run_files() == []
 
 
 def test_pretraining_overwrite_refuses_a_folder_of_the_users_files(tmp_path):
@@ -132,7 +136,7 @@ def test_finetuning_takes_over_what_a_killed_first_pretraining_run_left(tmp_path
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "notes.txt").write_text("the user's")
     refuse_another_run(str(tmp_path), "sst2")
-    assert RunFolder(str(tmp_path), FINETUNING).take_over() == ["checkpoints", "config.yaml"]
+    assert RunFolder(str(tmp_path), FINETUNING_RUN).take_over() == ["checkpoints", "config.yaml"]
     assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
     # A live run (its lock) or a trained one (a model) is refused, not taken.
     (tmp_path / "config.yaml").write_text("phases: []\n")
@@ -140,7 +144,7 @@ def test_finetuning_takes_over_what_a_killed_first_pretraining_run_left(tmp_path
         (tmp_path / name).write_text("1 host\n")
         with pytest.raises(FinetuneError, match="holds a pre-training run"):
             refuse_another_run(str(tmp_path), "sst2")
-        assert RunFolder(str(tmp_path), FINETUNING).take_over() == []
+        assert RunFolder(str(tmp_path), FINETUNING_RUN).take_over() == []
         (tmp_path / name).unlink()
 
 
@@ -164,7 +168,7 @@ def test_a_character_device_or_fifo_is_written_through(tmp_path):
     import stat
 
     from keras_bert.file_io import write_atomically
-    from keras_bert.training.output_guard import check_output
+    from keras_bert.runs.output_guard import check_output
 
     # /dev/null, directly and through a symlink: no --overwrite needed, and
     # it stays the device (as root, a rename would replace the machine's).
@@ -189,7 +193,7 @@ def test_a_socket_or_a_folder_to_be_is_refused_before_any_work(tmp_path):
     import socket
 
     from keras_bert.errors import UserError
-    from keras_bert.training.output_guard import check_output
+    from keras_bert.runs.output_guard import check_output
 
     path = tmp_path / "s"
     server = socket.socket(socket.AF_UNIX)
@@ -220,7 +224,7 @@ def test_a_keras_archive_goes_through_a_fifo_whole(tmp_path):
 def test_only_a_keras_bert_run_folder_guards_its_files(tmp_path):
     # Issue 49, item 9: any project may hold a config.yaml of its own.
     from keras_bert.errors import UserError
-    from keras_bert.training.output_guard import check_output
+    from keras_bert.runs.output_guard import check_output
 
     project = tmp_path / "proj"
     (project / "logs").mkdir(parents=True)
@@ -232,10 +236,62 @@ def test_only_a_keras_bert_run_folder_guards_its_files(tmp_path):
         check_output("--output", str(project / "vocab.txt"))
 
 
+def test_a_run_folder_is_guarded_by_its_record_or_by_the_names_runs_wrote_before_it(tmp_path):
+    # Issue 81 item 2: the guard reads what a folder's run owns from the
+    # folder, so it knows no kind of run (nor a user's objective).
+    import json
+
+    from keras_bert.errors import UserError
+    from keras_bert.runs.output_guard import check_output
+    from keras_bert.runs.run_folder import own_files_of
+
+    run = folder(tmp_path, "task: sst2\n")
+    assert "backbone.keras" in own_files_of(run)  # No record: what any run wrote before it.
+    folder_run = RunFolder(run, FINETUNING_RUN)
+    folder_run.record_run()
+    record = json.load(open(tmp_path / "outputs.json"))
+    assert record["kind"] == "fine-tuning"
+    assert record["kept"] == ["export", "finetune.lock", "unfinished"]
+    assert "model.keras" in record["files"] and "backbone.keras" not in record["files"]
+    check_output("--output", str(tmp_path / "backbone.keras"))  # Not this run's.
+    (tmp_path / "model.keras").write_text("a model")
+    # What predict and evaluate wrote by default: the rerun's to set aside,
+    # theirs to replace.
+    folder_run.record_outputs(["predictions_test.jsonl"])
+    assert json.load(open(tmp_path / "outputs.json"))["outputs"] == ["predictions_test.jsonl"]
+    check_output("--output", str(tmp_path / "predictions_test.jsonl"), overwrite=True)
+    for part in ("model.keras", "export/1", "outputs.json"):
+        with pytest.raises(UserError, match=f"is {part} of the run in"):
+            check_output("--output", str(tmp_path / part), overwrite=True)
+    # While a rerun has set the run aside, the set-aside record stands.
+    folder_run.previous.set_aside()
+    assert "model.keras" in own_files_of(run)
+    folder_run.previous.restore()
+
+
+def test_a_record_from_before_its_kind_is_kept_and_extended(tmp_path):
+    import json
+
+    run = folder(tmp_path, "task: sst2\n", model=True)
+    (tmp_path / "outputs.json").write_text('["predictions_dev.jsonl"]')
+    (tmp_path / "predictions_dev.jsonl").write_text("{}\n")
+    folder_run = RunFolder(run, FINETUNING_RUN)
+    assert folder_run.run_files() == [
+        "config.yaml",
+        "model.keras",
+        "predictions_dev.jsonl",
+        "outputs.json",
+    ]
+    folder_run.record_outputs(["eval_test"])
+    record = json.load(open(tmp_path / "outputs.json"))
+    assert record["outputs"] == ["eval_test", "predictions_dev.jsonl"]
+    assert {"model.keras", "vocab.txt"} <= set(record["files"])
+
+
 def test_a_claimed_output_refuses_a_second_writer_and_leaves_no_lock(tmp_path):
     # Issue 49, item 6: two commands onto one new output both passed the check.
     from keras_bert.errors import UserError
-    from keras_bert.training.output_guard import check_output, claimed_output
+    from keras_bert.runs.output_guard import check_output, claimed_output
 
     output = str(tmp_path / "out.jsonl")
     checks = []
@@ -259,7 +315,7 @@ def test_a_claimed_output_refuses_a_second_writer_and_leaves_no_lock(tmp_path):
 
 
 def test_a_device_output_is_written_through_without_a_lock_beside_it():
-    from keras_bert.training.output_guard import claimed_output
+    from keras_bert.runs.output_guard import claimed_output
 
     before = set(os.listdir("/dev"))
     with claimed_output("/dev/null", lambda: None, "predict"):
@@ -301,7 +357,7 @@ def rerun(model_dir, fail=False):
     """What `finetuning.runner` does to the folder: recover, set aside, write
     the new run, then discard the previous run (or restore it on failure)."""
 
-    previous = RunFolder(str(model_dir), FINETUNING).previous
+    previous = RunFolder(str(model_dir), FINETUNING_RUN).previous
     previous.recover()
     previous.set_aside()
     for name in ("config.yaml", "vocab.txt", "model.keras", "eval_results.json"):
@@ -316,7 +372,7 @@ def operations(monkeypatch, kill_at=None):
     """Counts the file operations of `PreviousRun` (moves, removals, JSON
     writes), raising `Killed` before operation `kill_at`; returns the
     count so far as a one-item list."""
-    from keras_bert.training import previous_run
+    from keras_bert.runs import previous_run
 
     count = [0]
 
@@ -355,7 +411,7 @@ def test_a_rerun_killed_at_any_file_operation_is_put_right(tmp_path, monkeypatch
             with pytest.raises(Killed):
                 rerun(model_dir, fail)
         RunFolder(
-            str(model_dir), FINETUNING
+            str(model_dir), FINETUNING_RUN
         ).previous.recover()  # What the next finetune does first.
         # An unfinished rerun is undone, the previous run whole again; once
         # the journal says finished (the last three operations: that write,
@@ -372,11 +428,11 @@ def test_an_unfinished_rerun_keeps_its_task_and_refuses_readers(tmp_path, capsys
     from keras_bert.export import main as export
 
     old_run(tmp_path)
-    RunFolder(str(tmp_path), FINETUNING).previous.set_aside()
+    RunFolder(str(tmp_path), FINETUNING_RUN).previous.set_aside()
     with pytest.raises(FinetuneError, match="holds a fine-tuning run of task 'sst2'"):
         refuse_another_run(str(tmp_path), "cola")
     with pytest.raises(FinetuneError) as error:
-        RunFolder(str(tmp_path), FINETUNING).refuse_unfinished_rerun()
+        RunFolder(str(tmp_path), FINETUNING_RUN).refuse_unfinished_rerun()
     assert f"set aside in {tmp_path / '.previous-run'}" in str(error.value)
     (tmp_path / "model.keras").write_text("the killed rerun's")
     assert export(["--model_dir", str(tmp_path), "--output", str(tmp_path / "export")]) != 0
@@ -387,10 +443,10 @@ def test_a_set_aside_folder_from_before_the_journal_is_put_back(tmp_path):
 
     old_run(tmp_path)
     before = contents(tmp_path)
-    RunFolder(str(tmp_path), FINETUNING).previous.set_aside()
+    RunFolder(str(tmp_path), FINETUNING_RUN).previous.set_aside()
     (tmp_path / ".previous-run.json").unlink()
     (tmp_path / "model.keras").write_text("the killed rerun's")
-    RunFolder(str(tmp_path), FINETUNING).previous.recover()
+    RunFolder(str(tmp_path), FINETUNING_RUN).previous.recover()
     assert contents(tmp_path) == before
 
 
@@ -410,11 +466,11 @@ def test_a_set_aside_folder_from_before_the_journal_is_put_back(tmp_path):
 def test_a_journal_keras_bert_did_not_write_is_one_line(journal, tmp_path):
 
     old_run(tmp_path)
-    RunFolder(str(tmp_path), FINETUNING).previous.set_aside()
+    RunFolder(str(tmp_path), FINETUNING_RUN).previous.set_aside()
     set_aside = contents(tmp_path / ".previous-run")
     (tmp_path / ".previous-run.json").write_text(journal)
     with pytest.raises(FinetuneError, match="not a rerun journal keras_bert wrote"):
-        RunFolder(str(tmp_path), FINETUNING).previous.recover()
+        RunFolder(str(tmp_path), FINETUNING_RUN).previous.recover()
     assert contents(tmp_path / ".previous-run") == set_aside
 
 
@@ -427,12 +483,12 @@ def test_a_journal_keras_bert_did_not_write_is_one_line(journal, tmp_path):
         ('{"names": [], "finished": true}', "names no set-aside file"),
     ],
 )
-@pytest.mark.parametrize("kind", [FINETUNING, PRETRAINING])
+@pytest.mark.parametrize("kind", [FINETUNING_RUN, PRETRAINING_RUN])
 def test_a_journal_that_does_not_describe_the_folder_deletes_nothing(
     journal, problem, kind, tmp_path
 ):
     old_run(tmp_path)
-    if kind == PRETRAINING:
+    if kind == PRETRAINING_RUN:
         (tmp_path / "config.yaml").write_text("phases: []\n")
         (tmp_path / "checkpoints" / "ckpt-9").mkdir(parents=True)
     (tmp_path / ".previous-run.json").write_text(journal)
@@ -445,11 +501,11 @@ def test_a_journal_that_does_not_describe_the_folder_deletes_nothing(
 
 def test_a_set_aside_name_the_journal_does_not_list_is_refused(tmp_path):
     old_run(tmp_path)
-    RunFolder(str(tmp_path), FINETUNING).previous.set_aside()
+    RunFolder(str(tmp_path), FINETUNING_RUN).previous.set_aside()
     (tmp_path / ".previous-run.json").write_text('{"names": ["vocab.txt"], "finished": true}')
     set_aside = contents(tmp_path / ".previous-run")
     with pytest.raises(FinetuneError, match="does not name config.yaml, eval_results.json"):
-        RunFolder(str(tmp_path), FINETUNING).previous.recover()
+        RunFolder(str(tmp_path), FINETUNING_RUN).previous.recover()
     assert contents(tmp_path / ".previous-run") == set_aside
 
 
@@ -457,7 +513,7 @@ def test_a_set_aside_name_the_journal_does_not_list_is_refused(tmp_path):
 def test_an_empty_or_unreadable_lock_is_taken_over_with_one_line(left, tmp_path, capsys):
     # Issue 67 item 6: a full disk while the lock was created left it
     # empty, and it refused every rerun ("held by pid None").
-    from keras_bert.training.run_lock import RunLock
+    from keras_bert.runs.run_lock import RunLock
 
     lock = tmp_path / "pretrain.lock"
     lock.write_bytes(left)
@@ -471,7 +527,7 @@ def test_an_empty_or_unreadable_lock_is_taken_over_with_one_line(left, tmp_path,
 
 
 def test_a_lock_whose_write_fails_leaves_nothing(tmp_path, monkeypatch):
-    from keras_bert.training.run_lock import RunLock
+    from keras_bert.runs.run_lock import RunLock
 
     def disk_full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -490,7 +546,7 @@ def test_a_lock_is_never_written_through_a_planted_link(tmp_path):
     # Issue 82 item 3: the claim was written beside the lock under a name
     # known in advance (`pretrain.lock.<pid>.<host>`), through a link
     # planted there.
-    from keras_bert.training.run_lock import RunLock
+    from keras_bert.runs.run_lock import RunLock
 
     victim = tmp_path / "victim.txt"
     victim.write_text("mine")
@@ -506,7 +562,7 @@ def test_a_lock_is_never_written_through_a_planted_link(tmp_path):
 
 
 def test_the_lock_falls_back_to_an_exclusive_create_without_hard_links(tmp_path, monkeypatch):
-    from keras_bert.training.run_lock import RunLock
+    from keras_bert.runs.run_lock import RunLock
 
     def no_links(*args, **kwargs):
         raise OSError(errno.EPERM, "Operation not permitted")
