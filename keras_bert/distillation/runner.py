@@ -102,8 +102,8 @@ def run_distillation(
 
 class DistillRun(FinetuneRun):
     """`FinetuneRun` whose student trains on the teacher's outputs for the
-    transfer set, labelled (or taken up from an earlier labelling) when
-    the task's files are read.
+    transfer set, labelled (or taken up from an earlier labelling) once the
+    task's files are read (`prepare_training_data`).
 
     Args:
         teacher: `Teacher`.
@@ -118,7 +118,7 @@ class DistillRun(FinetuneRun):
         self.transfer_examples = 0
         self.labelling_seconds = 0.0
         self.layer_map = None  # With intermediate losses: `check_intermediate`'s.
-        self.handler = None  # `task_handler`'s, whose compile arguments the student is saved with.
+        self.handler = None  # The task's, whose compile arguments the student is saved with.
 
     def load_backbone(self):
         backbone = super().load_backbone()
@@ -137,10 +137,10 @@ class DistillRun(FinetuneRun):
         intermediate = self.config.distillation.intermediate
         return bool(intermediate.hidden_weight or intermediate.attention_weight)
 
-    def tokenizer(self, backbone):
-        """The student's tokenizer; with intermediate losses, checked
-        against the teacher's before anything is labelled."""
-        tokenizer = super().tokenizer(backbone)
+    def check_fit(self, backbone, tokenizer):
+        """With intermediate losses, the student's layers and tokenizer
+        against the teacher's, before anything is labelled."""
+        super().check_fit(backbone, tokenizer)
         if self.intermediate:
             self.layer_map = check_intermediate(
                 self.config.distillation.intermediate,
@@ -150,12 +150,11 @@ class DistillRun(FinetuneRun):
                 self.teacher.tokenizer,
                 self.config.data.max_seq_length,
             )
-        return tokenizer
 
-    def task_handler(self, tokenizer):
-        """The task's handler, once the teacher has labelled the transfer
-        set made from its training file and the text files."""
-        handler = super().task_handler(tokenizer)
+    def prepare_training_data(self, handler):
+        """The transfer set made from the task's training file and the text
+        files, labelled by the teacher (or taken up from an earlier
+        labelling), once the task's classes are found to be the teacher's."""
         if handler.label_names != self.teacher.label_names:
             raise FinetuneError(
                 f"--teacher {self.teacher.run_dir}: classifies into {self.teacher.label_names}, "
@@ -183,7 +182,6 @@ class DistillRun(FinetuneRun):
             self.config.distillation.transfer.copies,
         )
         self.handler = handler
-        return handler
 
     def _word_replacer(self):
         """What replaces the words the augmentation marks

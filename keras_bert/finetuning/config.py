@@ -13,7 +13,13 @@ import typing
 
 from keras_bert.config_tree import Schema, parse_override
 from keras_bert.errors import ConfigError, FinetuneError
-from keras_bert.finetuning.task_registry import CONFIG_DIR, TASKS, default_config_file
+from keras_bert.finetuning.task_registry import (
+    CONFIG_DIR,
+    TASK_SECTIONS,
+    TASKS,
+    default_config_file,
+    own_sections,
+)
 from keras_bert.model_configs import read_model_config
 from keras_bert.optimization.optimizer_config import (
     DECAY_STARTS,
@@ -133,10 +139,10 @@ def load_finetune_config(task, config_file=None, overrides=(), config_class=None
     tree = read_recipe(config_file)
     tree.pop("task", None)
     schema.merge(config, tree, where=str(config_file))
-    _refuse_another_tasks_section(task, "squad" in tree, config_file)
+    _refuse_another_tasks_section(task, tree, config_file)
     for item in overrides:
         key, value = parse_override(item, ConfigError)
-        _refuse_another_tasks_section(task, key.split(".")[0] == "squad", "--set")
+        _refuse_another_tasks_section(task, [key.split(".")[0]], "--set")
         schema.set(config, key, value, where="--set")
     schema.check(config)
     return config
@@ -190,17 +196,19 @@ def refuse_run_over_inputs(
     )
 
 
-def _refuse_another_tasks_section(task, sets_squad, where):
-    """A `squad` section is read by the tasks whose own config has one (the
-    SQuAD tasks); set for another task (`--config squad` for `sst2`), it
-    would be ignored, and the rest of that config is for spans."""
-    if not sets_squad or task not in TASKS:
+def _refuse_another_tasks_section(task, sections, where):
+    """A section only some tasks read (`task_registry.TASK_SECTIONS`:
+    `squad`, the SQuAD tasks') is refused to another task (`--config squad`
+    for `sst2`): it would be ignored, and the rest of that config is for
+    spans."""
+    if task not in TASKS:
         return
-    own_config = default_config_file(task)
-    if "squad" not in read_recipe(own_config):
+    unread = sorted(set(sections) & TASK_SECTIONS - set(own_sections(task)))
+    if unread:
         raise ConfigError(
-            f"{where}: sets `squad`, which task {task!r} does not read (it is the SQuAD "
-            f"tasks'); use the task's own config, {own_config.stem!r}, or drop the section"
+            f"{where}: sets `{unread[0]}`, which task {task!r} does not read (it is the SQuAD "
+            f"tasks'); use the task's own config, {default_config_file(task).stem!r}, or drop "
+            "the section"
         )
 
 

@@ -225,8 +225,9 @@ def run_in_folder(task, model_dir, overwrite, make_run, kind=FINETUNING_RUN):
 
 class FinetuneRun:
     """One fine-tuning run as named steps, each a method: `load_backbone`,
-    `record`, `tokenizer`, `task_handler`, `build_model`, `compile`,
-    `fit`, `save`, `evaluate`, `export` (`run` calls them in that order);
+    `record`, `tokenizer`, `check_fit`, `task_handler`,
+    `prepare_training_data`, `build_model`, `compile`, `fit`, `save`,
+    `evaluate`, `export` (`run` calls them in that order);
     what it trains on is `num_train_examples`, `compile_args`,
     `train_dataset` and `training_model`, the task's own (distillation
     trains on the teacher's outputs instead, and may add losses).
@@ -258,7 +259,10 @@ class FinetuneRun:
         keras.utils.set_random_seed(self.config.training.seed)
         backbone = self.load_backbone()
         self.record(backbone)
-        handler = self.task_handler(self.tokenizer(backbone))
+        tokenizer = self.tokenizer(backbone)
+        self.check_fit(backbone, tokenizer)
+        handler = self.task_handler(tokenizer)
+        self.prepare_training_data(handler)
         model = self.build_model(handler, backbone)
         trained = self.training_model(model)
         total_steps = self.compile(trained, handler)
@@ -303,12 +307,6 @@ class FinetuneRun:
             self.folder.record_run()
         except FILE_ERRORS as error:
             raise FinetuneError(f"--model_dir {self.model_dir}: cannot write: {error}") from None
-        max_seq_length = self.config.data.max_seq_length
-        if max_seq_length > backbone.max_sequence_length:
-            raise FinetuneError(
-                f"data.max_seq_length={max_seq_length} exceeds the "
-                f"checkpoint's max_sequence_length={backbone.max_sequence_length}"
-            )
 
     def tokenizer(self, backbone):
         """The tokenizer of the run's vocabulary, copied into the folder."""
@@ -321,6 +319,22 @@ class FinetuneRun:
         if handler.num_train_examples == 0:
             raise FinetuneError(f"--data_dir {self.data_dir}: the training file holds no examples")
         return handler
+
+    def check_fit(self, backbone, tokenizer):
+        """Refuses, before the task's files are read, parts of the run that
+        do not fit together: the recipe's sequence length and the
+        checkpoint's (distillation: the student's and the teacher's)."""
+        max_seq_length = self.config.data.max_seq_length
+        if max_seq_length > backbone.max_sequence_length:
+            raise FinetuneError(
+                f"data.max_seq_length={max_seq_length} exceeds the "
+                f"checkpoint's max_sequence_length={backbone.max_sequence_length}"
+            )
+
+    def prepare_training_data(self, handler):
+        """What the run trains on, made before the model is built: the
+        task's files, which `handler` has read (distillation labels its
+        transfer set here)."""
 
     def build_model(self, handler, backbone):
         """The model trained: the task's head on `backbone`."""

@@ -10,7 +10,9 @@ from keras_bert.registry import Registry
 
 CONFIG_DIR = CONFIGS / "finetune"
 _SENTENCE = "keras_bert.finetuning.sentence_task.SentenceTask"
-# name: (handler class, default config in configs/finetune/)
+_SQUAD = "keras_bert.finetuning.squad_task.SquadTask", "squad.yaml", ("squad",)
+# name: (handler class, default config in configs/finetune/[, the config
+# sections of its own it reads, besides every task's])
 _TASKS = {
     "sst2": (_SENTENCE, "glue.yaml"),
     "cola": (_SENTENCE, "glue.yaml"),
@@ -24,14 +26,25 @@ _TASKS = {
     "classification": (_SENTENCE, "generic.yaml"),
     "pair_classification": (_SENTENCE, "generic.yaml"),
     "regression": (_SENTENCE, "generic.yaml"),
-    "squad_v1": ("keras_bert.finetuning.squad_task.SquadTask", "squad.yaml"),
-    "squad_v2": ("keras_bert.finetuning.squad_task.SquadTask", "squad.yaml"),
+    "squad_v1": _SQUAD,
+    "squad_v2": _SQUAD,
     "conll2003": ("keras_bert.finetuning.tagging_task.TaggingTask", "conll2003.yaml"),
     "swag": ("keras_bert.finetuning.choice_task.ChoiceTask", "swag.yaml"),
 }
 # Task name -> its `task.FinetuningTask` handler class.
-TASKS = Registry({name: handler for name, (handler, _) in _TASKS.items()})
+TASKS = Registry({name: entry[0] for name, entry in _TASKS.items()})
 
 
 def default_config_file(task):
     return CONFIG_DIR / _TASKS[task][1]
+
+
+def own_sections(task):
+    """The config sections `task` reads of its own (`squad` for the SQuAD
+    tasks), besides every task's."""
+    entry = _TASKS.get(task, ())
+    return entry[2] if len(entry) > 2 else ()
+
+
+# The sections only some tasks read: refused to a task that does not.
+TASK_SECTIONS = frozenset(section for task in _TASKS for section in own_sections(task))
