@@ -1033,6 +1033,7 @@ def test_run_on_a_remote_file_system_resumes_after_an_interruption(ram_dir, tmp_
         "logs",
         "backbone.keras",
         "pretrainer.keras",
+        "outputs.json",
         "saved_model",
     } - ({"saved_model"} if keras.backend.backend() == "torch" else set())
     assert sorted(tf.io.gfile.listdir(f"{model_dir}/checkpoints")) == [
