@@ -138,14 +138,14 @@ class RunFolder:
         """Writes the run's record (`RUN_RECORD`) as the run starts: its
         kind, the files it writes (with what a resumed run's record already
         lists), those a rerun keeps, and the outputs recorded so far."""
-        record = _read_record(self.model_dir, set_aside=False) or {}
+        record = _read_record(self.model_dir, pending=False) or {}
         files = {*self.kind.files(), *record.get("files", ())}
         self._write_record(files, record.get("outputs", ()))
 
     def record_outputs(self, names):
         """Adds `names` (entries of the folder that `predict` or `evaluate`
         wrote by default) to the run's record."""
-        record = _read_record(self.model_dir, set_aside=False) or {}
+        record = _read_record(self.model_dir, pending=False) or {}
         files = record.get("files") or self.kind.files()  # None: a record from before its kind.
         self._write_record(files, {*record.get("outputs", ()), *names})
 
@@ -153,7 +153,7 @@ class RunFolder:
         """What the record lists as the run's, set aside by a rerun (its
         files and outputs), or None when the folder has no record (a run
         from before it, or no run)."""
-        record = _read_record(self.model_dir, set_aside=False)
+        record = _read_record(self.model_dir, pending=False)
         return None if record is None else [*record.get("files", ()), *record["outputs"]]
 
     def _write_record(self, files, outputs):
@@ -197,12 +197,14 @@ class RunFolder:
             )
 
 
-def read_run_config(model_dir):
+def read_run_config(model_dir, pending=None):
     """`<model_dir>/config.yaml` (the set-aside run's while a rerun has not
-    finished, `PreviousRun.pending`) as the recipes' reader reads it
-    (`config_tree.read_yaml`); None when unreadable, `NO_CONFIG` when there is
-    none."""
-    path = _current_or_set_aside(model_dir, "config.yaml")
+    finished, `PreviousRun.pending`; `pending`: that, when the caller knows
+    it) as the recipes' reader reads it (`config_tree.read_yaml`); None when
+    unreadable, `NO_CONFIG` when there is none."""
+    if pending is None:
+        pending = PreviousRun(model_dir, None).pending()
+    path = _current_or_set_aside(model_dir, "config.yaml", pending)
     if not is_file(path):
         return NO_CONFIG
     try:
@@ -218,10 +220,11 @@ def own_files_of(model_dir):
     from before the record, every name a run wrote then. None when the
     folder holds no run (no record, and no config.yaml of a pre-training
     run, `phases`, or a fine-tuning one, `task`)."""
-    record = _read_record(model_dir)
+    pending = PreviousRun(model_dir, None).pending()
+    record = _read_record(model_dir, pending)
     if record is not None and "files" in record:
         return {*record["files"], *record["kept"], RUN_RECORD}
-    config = read_run_config(model_dir)
+    config = read_run_config(model_dir, pending)
     if not (isinstance(config, dict) and ("phases" in config or "task" in config)):
         return None
     return set(_RUN_FILES_BEFORE_THE_RECORD)
@@ -233,23 +236,21 @@ def is_run_folder(model_dir):
     return own_files_of(model_dir) is not None
 
 
-def _current_or_set_aside(model_dir, name):
+def _current_or_set_aside(model_dir, name, pending):
     """`<model_dir>/<name>`, or the set-aside run's while a rerun has not
-    finished."""
+    finished (`pending`)."""
     set_aside = os.path.join(model_dir, PREVIOUS_RUN, name)
-    if PreviousRun(model_dir, None).pending() and is_file(set_aside):
+    if pending and is_file(set_aside):
         return set_aside
     return os.path.join(model_dir, name)
 
 
-def _read_record(model_dir, set_aside=True):
-    """The record, `{"kind", "files", "kept", "outputs"}` (lists of names;
-    from a record before its kind, a list of outputs, `{"outputs"}`), or
-    None when there is none. An unreadable record lists no outputs.
-    `set_aside`: the set-aside run's while a rerun has not finished."""
-    path = os.path.join(model_dir, RUN_RECORD)
-    if set_aside:
-        path = _current_or_set_aside(model_dir, RUN_RECORD)
+def _read_record(model_dir, pending):
+    """The record's lists of names, `{"files", "kept", "outputs"}` (from a
+    record before its kind, a list of outputs: `{"outputs"}`), or None when
+    there is none. An unreadable record lists no outputs. `pending`: read
+    the set-aside run's while a rerun has not finished."""
+    path = _current_or_set_aside(model_dir, RUN_RECORD, pending)
     if not is_file(path):
         return None
     try:
@@ -258,10 +259,7 @@ def _read_record(model_dir, set_aside=True):
     except (*FILE_ERRORS, ValueError):
         return {"outputs": []}
     if isinstance(record, dict):
-        return {
-            "kind": record.get("kind"),
-            **{key: _names(record.get(key)) for key in ("files", "kept", "outputs")},
-        }
+        return {key: _names(record.get(key)) for key in ("files", "kept", "outputs")}
     return {"outputs": _names(record)}
 
 
