@@ -141,6 +141,13 @@ class Schema:
         key they name; an `Optional` field's None skips them.
         unbounded: tuple. Keys whose value may be `.inf` (no limit); every
             other number must be finite.
+        owned_sections: callable or None. `config` -> `{name: section}` of
+            the recipe's root sections that its plug-ins own (a pre-training
+            objective's, a fine-tuning task's), made by the recipe's
+            `__post_init__` rather than declared as fields: read, set,
+            checked and written as the fields are, before the key
+            `owned_before`, each checked by `owned_ranges(name)` (`ranges`
+            by the section's own keys).
     """
 
     error: type = ConfigError
@@ -150,13 +157,19 @@ class Schema:
     minimums: dict = dataclasses.field(default_factory=dict)
     ranges: dict = dataclasses.field(default_factory=dict)
     unbounded: tuple = ()
+    owned_sections: typing.Optional[typing.Callable] = None
+    owned_before: typing.Optional[str] = None
+    owned_ranges: typing.Optional[typing.Callable] = None
 
     # --- Reading ---
 
     def fields(self, config, path):
         """The accepted field names of dataclass `config` at `path`."""
-        names = [f.name for f in dataclasses.fields(config)]
-        return list(self.keys.get(path, names))
+        names = list(self.keys.get(path, [f.name for f in dataclasses.fields(config)]))
+        if self.owned_sections and not path:
+            at = names.index(self.owned_before)
+            names[at:at] = self.owned_sections(config)
+        return names
 
     def merge(self, config, tree, where=None, path=""):
         """Sets every key of mapping `tree` on dataclass `config` (sections
@@ -314,6 +327,22 @@ class Schema:
                     f"{self._name(key)} must be a finite number of at most {bound} in size. "
                     f"Received: {key}={value}"
                 )
+        if self.owned_sections:
+            self._check_owned_sections(config)
+
+    def _check_owned_sections(self, config):
+        """The owned sections checked as one dataclass, so that the messages
+        name each key in full (`<name>.<key>`) and every number in them is
+        bounded as the declared ones are."""
+        sections = self.owned_sections(config)
+        fields = [(name, type(section)) for name, section in sections.items()]
+        view = dataclasses.make_dataclass("OwnedSections", fields)(**sections)
+        ranges = {
+            f"{name}.{key}": rule
+            for name in sections
+            for key, rule in self.owned_ranges(name).items()
+        }
+        Schema(error=self.error, backticks=self.backticks, ranges=ranges).check(view)
 
     # --- Writing ---
 

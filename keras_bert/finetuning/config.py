@@ -90,13 +90,6 @@ class CheckpointConfig:
 
 
 @dataclasses.dataclass
-class SquadConfig:
-    n_best_size: int = limits.SQUAD_N_BEST_SIZE
-    max_answer_length: int = limits.SQUAD_MAX_ANSWER_LENGTH
-    null_score_diff_threshold: float = 0.0
-
-
-@dataclasses.dataclass
 class ExportConfig:
     enabled: bool = True
     seq_len: typing.Optional[int] = None  # None: data.max_seq_length.
@@ -115,8 +108,21 @@ class FinetuneConfig:
     )
     training: TrainingConfig = dataclasses.field(default_factory=TrainingConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
-    squad: SquadConfig = dataclasses.field(default_factory=SquadConfig)
     export: ExportConfig = dataclasses.field(default_factory=ExportConfig)
+
+    def __post_init__(self):
+        # Each task's own section (`task_registry.TASK_SECTIONS`: `squad`)
+        # is an attribute of its name (`config.squad`), made here rather
+        # than declared as a field: the task declares it beside its code,
+        # as a pre-training objective does. `SCHEMA` reads, sets, checks
+        # and writes them as it does the fields (`Schema.owned_sections`).
+        for name in TASK_SECTIONS:
+            setattr(self, name, TASK_SECTIONS[name]())
+
+    def task_sections(self):
+        """`{section name: section}` of the tasks' own sections, in
+        registration order."""
+        return {name: getattr(self, name) for name in TASK_SECTIONS}
 
     def to_dict(self):
         """The config as YAML-ready values, as `config.yaml` records it."""
@@ -203,7 +209,7 @@ def _refuse_another_tasks_section(task, sections, where):
     spans."""
     if task not in TASKS:
         return
-    unread = sorted(set(sections) & TASK_SECTIONS - set(own_sections(task)))
+    unread = sorted(set(sections) & set(TASK_SECTIONS) - set(own_sections(task)))
     if unread:
         raise ConfigError(
             f"{where}: sets `{unread[0]}`, which task {task!r} does not read (it is the SQuAD "
@@ -245,6 +251,10 @@ def _distinct_classes(names):
 # What each key may hold (NaN fails every comparison, so it is refused).
 SCHEMA = Schema(
     error=ConfigError,
+    # Before `export`, where `squad` has always been written.
+    owned_sections=lambda config: config.task_sections(),
+    owned_before="export",
+    owned_ranges=lambda name: TASK_SECTIONS[name].config_ranges,
     keys={"optimizer": optimizer_keys("finetuning")},
     choices={
         "optimizer.name": OPTIMIZERS,
@@ -259,8 +269,6 @@ SCHEMA = Schema(
         "training.log_every_steps": 1,
         "checkpoint.every_steps": 1,
         "checkpoint.keep": 1,
-        "squad.n_best_size": 1,
-        "squad.max_answer_length": 1,
         "export.seq_len": MIN_SEQ_LEN,  # None: data.max_seq_length's.
     },
     ranges={

@@ -21,7 +21,13 @@ from keras_bert.file_io import (
     write_json_atomically,
 )
 from keras_bert.finetuning.config import load_saved_config
-from keras_bert.finetuning.run_kind import EVAL_FILES, FINETUNING_RUN
+from keras_bert.finetuning.run_kind import (
+    CONFIG,
+    EVAL_FILES,
+    FINETUNING_RUN,
+    MODEL,
+    VOCABULARY,
+)
 from keras_bert.finetuning.runner import load_keras_model
 from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.runs.output_guard import check_output, claimed_output
@@ -60,9 +66,9 @@ def load_run(model_dir, input_file=None):
     # A folder may be a table (a `datasets` save_to_disk folder): the task's reader judges it.
     if input_file is not None and not (is_file(input_file) or is_dir(input_file)):
         raise FinetuneError(f"{input_file}: no such file")
-    model_path = os.path.join(model_dir, "model.keras")
+    model_path = os.path.join(model_dir, MODEL)
     model = load_keras_model(model_path)
-    vocab_path = os.path.join(model_dir, "vocab.txt")
+    vocab_path = os.path.join(model_dir, VOCABULARY)
     vocabulary = pipelines.load_vocabulary(vocab_path)
     lower_case = config.data.lower_case
     if lower_case is None:
@@ -86,9 +92,9 @@ def check_run_parts(model_dir, task, config, model, tokenizer):
     it means the folder's files come from different runs, and its config
     may too.
     """
-    config_path = os.path.join(model_dir, "config.yaml")
-    model_path = os.path.join(model_dir, "model.keras")
-    vocab_path = os.path.join(model_dir, "vocab.txt")
+    config_path = os.path.join(model_dir, CONFIG)
+    model_path = os.path.join(model_dir, MODEL)
+    vocab_path = os.path.join(model_dir, VOCABULARY)
     if task not in TASKS:
         raise FinetuneError(
             f"{config_path}: task {task!r} is not a fine-tuning task; "

@@ -1,14 +1,20 @@
-"""A fine-tuning run's folder, as it declares it to `RunFolder`."""
+"""A fine-tuning run's folder, as it declares it to `RunFolder`, and the one
+writer of the files that make it a run (`finetune`, `distill`, and `convert`
+of a transformers model into a run)."""
 
 import os
 
 import tensorflow as tf
 
 from keras_bert.errors import RunFolderError
-from keras_bert.file_io import is_file, listdir
+from keras_bert.file_io import is_file, listdir, save_keras_atomically, write_atomically
 from keras_bert.pretraining.run_kind import PRETRAINING_RUN
 from keras_bert.runs.run_folder import NO_CONFIG, RUN_RECORD, RunFolder, RunKind
 from keras_bert.runs.run_lock import FINETUNE_LOCK_FILE
+from keras_bert.runs.run_record import write_run_config
+
+# The files that make a folder a fine-tuning run, as `predict` reads it.
+CONFIG, MODEL, VOCABULARY = "config.yaml", "model.keras", "vocab.txt"
 
 # What a fine-tuning run scores and predicts on its dev set.
 EVAL_FILES = (
@@ -47,9 +53,7 @@ class FinetuningRun(RunKind):
         self.kept = frozenset({EXPORT, UNFINISHED, FINETUNE_LOCK_FILE, *kept})
 
     def files(self):
-        return frozenset(
-            {"config.yaml", "model.keras", "vocab.txt", *EVAL_FILES, "logs", RUN_RECORD}
-        )
+        return frozenset({CONFIG, MODEL, VOCABULARY, *EVAL_FILES, "logs", RUN_RECORD})
 
     def holds(self, config):
         return isinstance(config, dict) and "task" in config and "phases" not in config
@@ -73,9 +77,9 @@ class FinetuningRun(RunKind):
 
     def failed_first_run_files(self, folder):
         """Before its model: its config and vocabulary (and record)."""
-        if is_file(os.path.join(folder.model_dir, "model.keras")):
+        if is_file(os.path.join(folder.model_dir, MODEL)):
             return []
-        return ["config.yaml", "vocab.txt", RUN_RECORD]
+        return [CONFIG, VOCABULARY, RUN_RECORD]
 
     def refuse_another_run(self, folder, task, overwrite):
         """Refuses a pre-training run's folder (its lock, checkpoints or
@@ -119,13 +123,36 @@ class FinetuningRun(RunKind):
         if (
             previous.get("task") != task
             and not overwrite
-            and (is_file(os.path.join(model_dir, "model.keras")) or folder.previous.pending())
+            and (is_file(os.path.join(model_dir, MODEL)) or folder.previous.pending())
         ):
             raise RunFolderError(
                 f"--model_dir {model_dir}: holds a fine-tuning run of task "
                 f"{previous.get('task')!r}; pick another folder for {task!r}, or pass "
                 "--overwrite to replace that run"
             )
+
+    # --- Writing the run ---
+
+    def write_config(self, folder, config, init_checkpoint, data_dir, under=None):
+        """`config.yaml` (the resolved `FinetuneConfig`, the task, where the
+        checkpoint and the data came from, `under`: `run_record.trained_under`)
+        and the run's record, into the `RunFolder` `folder`."""
+        tree = {**config.to_dict(), "init_checkpoint": init_checkpoint, "data_dir": data_dir}
+        write_run_config(os.path.join(folder.model_dir, CONFIG), tree, under)
+        folder.record_run()
+
+    def write_vocabulary(self, folder, vocabulary):
+        """`vocab.txt`: the tokens of list `vocabulary`, one a line, or the
+        bytes of a vocabulary file as they are (a `--vocab` copied)."""
+        if isinstance(vocabulary, bytes):
+            content = vocabulary
+        else:
+            content = "".join(token + "\n" for token in vocabulary)
+        write_atomically(os.path.join(folder.model_dir, VOCABULARY), lambda f: f.write(content))
+
+    def save_model(self, folder, model):
+        """`model.keras`, whole or not at all."""
+        save_keras_atomically(model, os.path.join(folder.model_dir, MODEL))
 
     def killed_first_pretraining(self, folder):
         """Whether the folder holds only what a first pre-training run left

@@ -36,20 +36,18 @@ from keras_bert.file_io import (
     is_file,
     makedirs,
     removed_if_left_empty,
-    save_keras_atomically,
-    write_atomically,
     write_json_atomically,
 )
 from keras_bert.finetuning.config import load_finetune_config, refuse_run_over_inputs
 from keras_bert.finetuning.resume import UnfinishedRun, resume_key
-from keras_bert.finetuning.run_kind import FINETUNING_RUN
+from keras_bert.finetuning.run_kind import FINETUNING_RUN, VOCABULARY
 from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.optimization import create_optimizer, create_schedule
 from keras_bert.pretraining.training_monitor import TrainingMonitor
 from keras_bert.runs.checkpoints import TrainingCheckpoint
 from keras_bert.runs.replaced_run import ReplacedRun
 from keras_bert.runs.run_folder import RunFolder
-from keras_bert.runs.run_record import trained_under, write_run_config
+from keras_bert.runs.run_record import trained_under
 from pipelines.vocabulary import infer_lower_case
 
 logger = logging.getLogger("keras_bert.finetune")
@@ -110,21 +108,20 @@ def with_dropout(backbone, rate):
     return rebuilt
 
 
-def _tokenizer(backbone, vocab, model_dir, lower_case):
+def _tokenizer(backbone, vocab, folder, lower_case):
+    """The tokenizer of `vocab` (a file; None: the checkpoint's vocabulary),
+    whose copy the run `folder` carries either way."""
     import pipelines
 
-    copy = os.path.join(model_dir, "vocab.txt")  # Carried either way.
+    copy = os.path.join(folder.model_dir, VOCABULARY)
     if vocab:
-        vocab_path = vocab
-        if not is_file(vocab_path):
-            raise FinetuneError(f"--vocab {vocab_path}: no such file")
+        if not is_file(vocab):
+            raise FinetuneError(f"--vocab {vocab}: no such file")
     elif backbone.vocabulary:
-        vocab_path = copy
-        write_atomically(
-            vocab_path, lambda f: f.write("".join(t + "\n" for t in backbone.vocabulary))
-        )
+        folder.kind.write_vocabulary(folder, backbone.vocabulary)
     else:
         raise FinetuneError("The checkpoint carries no vocabulary: pass --vocab vocab.txt")
+    vocab_path = vocab or copy
     vocabulary = pipelines.load_vocabulary(vocab_path)
     if len(vocabulary) != backbone.vocabulary_size:
         raise FinetuneError(
@@ -134,8 +131,7 @@ def _tokenizer(backbone, vocab, model_dir, lower_case):
     if vocab:
         # Read, then written whole: safe when `vocab` is the copy itself.
         with tf.io.gfile.GFile(vocab, "rb") as f:
-            content = f.read()
-        write_atomically(copy, lambda f: f.write(content))
+            folder.kind.write_vocabulary(folder, f.read())
     if lower_case is None:
         lower_case = infer_lower_case(vocabulary)
     backbone.vocabulary = list(vocabulary)
@@ -295,23 +291,21 @@ class FinetuneRun:
     def record(self, backbone):
         """The run's `config.yaml` and record (`RunFolder.record_run`): the first
         write, so an unwritable folder fails before training."""
-        tree = {
-            **self.config.to_dict(),
-            "init_checkpoint": self.init_checkpoint,
-            "data_dir": self.data_dir,
-        }
         try:
-            write_run_config(
-                os.path.join(self.model_dir, "config.yaml"), tree, trained_under(backbone)
+            self.folder.kind.write_config(
+                self.folder,
+                self.config,
+                self.init_checkpoint,
+                self.data_dir,
+                trained_under(backbone),
             )
-            self.folder.record_run()
         except FILE_ERRORS as error:
             raise FinetuneError(f"--model_dir {self.model_dir}: cannot write: {error}") from None
 
     def tokenizer(self, backbone):
         """The tokenizer of the run's vocabulary, copied into the folder."""
         vocab = self.vocab and self.folder.previous.path(self.vocab)
-        return _tokenizer(backbone, vocab, self.model_dir, self.config.data.lower_case)
+        return _tokenizer(backbone, vocab, self.folder, self.config.data.lower_case)
 
     def task_handler(self, tokenizer):
         """The task's `FinetuningTask`: its data, head, losses and scores."""
@@ -493,7 +487,7 @@ class FinetuneRun:
     def save(self, model):
         """`model.keras`, before evaluation: a failing evaluation keeps the
         training."""
-        save_keras_atomically(model, os.path.join(self.model_dir, "model.keras"))
+        self.folder.kind.save_model(self.folder, model)
 
     def evaluate(self, model, handler):
         """`(official scores, predictions file)` on the dev set; the scores

@@ -10,9 +10,14 @@ from keras_bert.registry import Registry
 
 CONFIG_DIR = CONFIGS / "finetune"
 _SENTENCE = "keras_bert.finetuning.sentence_task.SentenceTask"
-_SQUAD = "keras_bert.finetuning.squad_task.SquadTask", "squad.yaml", ("squad",)
+_SQUAD = (
+    "keras_bert.finetuning.squad_task.SquadTask",
+    "squad.yaml",
+    {"squad": "keras_bert.finetuning.squad_config.SquadConfig"},
+)
 # name: (handler class, default config in configs/finetune/[, the config
-# sections of its own it reads, besides every task's])
+# sections of its own it reads, besides every task's: {YAML key: its
+# Keras-free dataclass}])
 _TASKS = {
     "sst2": (_SENTENCE, "glue.yaml"),
     "cola": (_SENTENCE, "glue.yaml"),
@@ -43,8 +48,12 @@ def own_sections(task):
     """The config sections `task` reads of its own (`squad` for the SQuAD
     tasks), besides every task's."""
     entry = _TASKS.get(task, ())
-    return entry[2] if len(entry) > 2 else ()
+    return tuple(entry[2]) if len(entry) > 2 else ()
 
 
-# The sections only some tasks read: refused to a task that does not.
-TASK_SECTIONS = frozenset(section for task in _TASKS for section in own_sections(task))
+# Section name -> its dataclass, for the sections only some tasks read:
+# every fine-tuning config has each (`FinetuneConfig.task_sections`), and
+# one is refused to a task that does not read it.
+TASK_SECTIONS = Registry(
+    {name: path for entry in _TASKS.values() if len(entry) > 2 for name, path in entry[2].items()}
+)

@@ -58,19 +58,17 @@ from keras_bert.conversion.task_head import (
     read_config_json,
 )
 from keras_bert.errors import CheckpointError, ConfigError
-from keras_bert.file_io import save_keras_atomically, write_atomically
 from keras_bert.finetuning.config import SCHEMA, load_finetune_config
 from keras_bert.finetuning.inference import load_run
-from keras_bert.finetuning.run_kind import FINETUNING_RUN
+from keras_bert.finetuning.run_kind import CONFIG, FINETUNING_RUN, MODEL, VOCABULARY
 from keras_bert.finetuning.task_registry import TASKS
 from keras_bert.paths import normal_path
 from keras_bert.runs.run_folder import RUN_RECORD, RunFolder, read_run_config
-from keras_bert.runs.run_record import write_run_config
 from pipelines.tasks import GLUE_TASKS
 
 # What a conversion writes into a fine-tuning run folder (a run's own
 # files, `FinetuningRun.files`): all that overwrite may replace.
-CONVERTED_RUN_FILES = ("config.yaml", "model.keras", "vocab.txt", RUN_RECORD)
+CONVERTED_RUN_FILES = (CONFIG, MODEL, VOCABULARY, RUN_RECORD)
 # What a fine-tuned transformers folder is written with.
 FINE_TUNED_FILES = (*HUGGING_FACE_FILES, TOKENIZER_CONFIG)
 # The ids transformers reads a classifier's outputs with when id2label is absent.
@@ -592,12 +590,8 @@ def write_run_folder(folder, config, model, source):
     `vocab.txt`, `model.keras` and the run's record; then loads it
     as `predict` does (`inference.load_run`), so that a folder that
     command would refuse is never put in place."""
-    tree = {**config.to_dict(), "init_checkpoint": source, "data_dir": None}
-    write_run_config(os.path.join(folder, "config.yaml"), tree)
-    vocabulary = model.backbone.vocabulary
-    write_atomically(
-        os.path.join(folder, "vocab.txt"), lambda f: f.write("".join(t + "\n" for t in vocabulary))
-    )
-    save_keras_atomically(model, os.path.join(folder, "model.keras"))
-    RunFolder(folder, FINETUNING_RUN).record_run()
+    run_folder = RunFolder(folder, FINETUNING_RUN)
+    FINETUNING_RUN.write_config(run_folder, config, source, data_dir=None)
+    FINETUNING_RUN.write_vocabulary(run_folder, model.backbone.vocabulary)
+    FINETUNING_RUN.save_model(run_folder, model)
     load_run(folder)

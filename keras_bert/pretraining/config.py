@@ -213,7 +213,7 @@ class PretrainingConfig:
         # name (`config.<name>`), made here rather than declared as a
         # field: this class names no objective, and one may be registered
         # at run time. `SCHEMA` reads, sets, checks and writes them as it
-        # does the sections above (`_RecipeSchema`).
+        # does the sections above (`Schema.owned_sections`).
         sections = config_sections()
         shared = {f.name for f in dataclasses.fields(self)}
         for name, section in sections.items():
@@ -371,39 +371,15 @@ def _share(low, high, closed):
 OUTPUT_BIAS_INITS = ("zeros", "unigram")
 
 
-class _RecipeSchema(Schema):
-    """`Schema` with the objectives' sections among the top-level keys
-    (`PretrainingConfig.objective_sections`), before `optimizer` where a
-    shipped objective's section has always been written, each one's
-    `config_ranges` checked whichever objective trains."""
-
-    def fields(self, config, path):
-        names = super().fields(config, path)
-        if isinstance(config, PretrainingConfig):
-            at = names.index("optimizer")
-            names[at:at] = config.objective_sections()
-        return names
-
-    def check(self, config):
-        super().check(config)
-        sections = config.objective_sections()
-        # The sections as one dataclass, so that the messages name each key
-        # in full (`<name>.<key>`) and every number in them is
-        # bounded as the shared ones are.
-        fields = [(name, type(section)) for name, section in sections.items()]
-        view = dataclasses.make_dataclass("ObjectiveSections", fields)(**sections)
-        ranges = {
-            f"{name}.{key}": rule
-            for name in sections
-            for key, rule in OBJECTIVES[name].config_ranges.items()
-        }
-        Schema(error=self.error, backticks=self.backticks, ranges=ranges).check(view)
-
-
 # What each key may hold; `validate` adds the checks across keys.
-SCHEMA = _RecipeSchema(
+SCHEMA = Schema(
     error=ConfigError,
     backticks=True,
+    # Before `optimizer`, where a shipped objective's section has always
+    # been written; each one's `config_ranges` checked whichever trains.
+    owned_sections=lambda config: config.objective_sections(),
+    owned_before="optimizer",
+    owned_ranges=lambda name: OBJECTIVES[name].config_ranges,
     keys={"optimizer": optimizer_keys("pretraining")},
     choices={
         "objective": OBJECTIVES,  # Read at each check: a registration counts.

@@ -431,3 +431,34 @@ def test_unfinished_rerun_of_one_task_refuses_another(run_copy, fixtures, checkp
         str(run_copy), FINETUNING_RUN
     ).previous.recover()  # What the next sst2 rerun does first.
     assert files(run_copy) == before
+
+
+def test_one_writer_makes_a_run_that_predict_reads(sst2_run, tmp_path):
+    # Issue 81 item 2: `finetune`, `distill` and `convert` (a transformers
+    # model in) write a run's config, vocabulary and model through the
+    # kind's one writer; what it writes from a run's parts is that run.
+    from keras_bert.finetuning.config import load_saved_config
+    from keras_bert.finetuning.inference import load_run
+    from keras_bert.finetuning.run_kind import FINETUNING_RUN
+    from keras_bert.finetuning.runner import load_keras_model
+    from keras_bert.runs.run_folder import RunFolder
+
+    task, config = load_saved_config(str(sst2_run))
+    model = load_keras_model(str(sst2_run / "model.keras"))
+    folder = RunFolder(str(tmp_path), FINETUNING_RUN)
+    FINETUNING_RUN.write_config(folder, config, "elsewhere/model.keras", data_dir=None)
+    FINETUNING_RUN.write_vocabulary(folder, model.backbone.vocabulary)
+    FINETUNING_RUN.save_model(folder, model)
+    assert (tmp_path / "vocab.txt").read_bytes() == (sst2_run / "vocab.txt").read_bytes()
+    written = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    assert (written["task"], written["init_checkpoint"], written["data_dir"]) == (
+        task,
+        "elsewhere/model.keras",
+        None,
+    )
+    record = json.loads((tmp_path / "outputs.json").read_text())
+    assert record["kind"] == "fine-tuning" and "model.keras" in record["files"]
+    assert load_run(str(tmp_path))[0] == task
+    # A `--vocab` file is copied byte for byte, line ends and all.
+    FINETUNING_RUN.write_vocabulary(folder, b"[PAD]\r\nword\n")
+    assert (tmp_path / "vocab.txt").read_bytes() == b"[PAD]\r\nword\n"
