@@ -6,7 +6,7 @@ import os
 
 import tensorflow as tf
 
-from keras_bert.errors import FinetuneError
+from keras_bert.errors import RunFolderError
 from keras_bert.file_io import (
     is_file,
     listdir,
@@ -130,7 +130,7 @@ class PreviousRun:
         elif not finished and set(names) - moved - present:
             problem = f"names {', '.join(sorted(set(names) - moved - present))}, found nowhere"
         if problem:
-            raise FinetuneError(
+            raise RunFolderError(
                 f"{self.journal}: {problem}; it does not describe {self.model_dir}, so nothing "
                 f"was moved or removed: check the run's files (and {self.folder}, if any) and "
                 "delete the journal"
@@ -174,7 +174,7 @@ class PreviousRun:
             if not isinstance(finished, bool):  # "false" would read as finished.
                 raise ValueError("finished")
         except (ValueError, KeyError, TypeError):
-            raise FinetuneError(
+            raise RunFolderError(
                 f"{self.journal}: not a rerun journal keras_bert wrote; the previous run "
                 f"is in {self.folder}: move its files back into {self.model_dir} "
                 "and delete the journal"

@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from keras_bert.errors import ConfigError, FinetuneError
+from keras_bert.errors import RunFolderError
 from keras_bert.file_io import write_json_atomically
 from keras_bert.finetuning.run_kind import FINETUNING_RUN
 from keras_bert.pretraining.run_kind import PRETRAINING_RUN
@@ -44,7 +44,7 @@ def test_pretraining_continues_in_its_own_or_an_unclear_folder(tmp_path, config)
 
 def test_pretraining_refuses_a_finetuning_folder(tmp_path):
     model_dir = folder(tmp_path, "task: sst2\n")
-    with pytest.raises(ConfigError) as error:
+    with pytest.raises(RunFolderError) as error:
         refuse_another_run(model_dir)
     assert str(error.value) == (
         f"model_dir {model_dir!r} holds a fine-tuning run (task 'sst2'); "
@@ -91,13 +91,13 @@ def test_finetuning_reruns_into_its_own_or_a_new_folder(tmp_path, setup):
 )
 def test_finetuning_refuses_another_run(tmp_path, setup, message):
     model_dir = folder(tmp_path, **setup)
-    with pytest.raises(FinetuneError) as error:
+    with pytest.raises(RunFolderError) as error:
         refuse_another_run(model_dir, "sst2")
     assert str(error.value).startswith(f"--model_dir {model_dir}: {message}")
     if "model" in setup:  # --overwrite replaces another task's run only.
         refuse_another_run(model_dir, "sst2", overwrite=True)
     else:
-        with pytest.raises(FinetuneError):
+        with pytest.raises(RunFolderError):
             refuse_another_run(model_dir, "sst2", overwrite=True)
 
 
@@ -107,7 +107,7 @@ def test_finetuning_refuses_a_folder_of_the_users_files_it_would_write_over(tmp_
     # vocab.txt (and any file of a run's name) aside, then deleted it.
     (tmp_path / name).write_text("the user's")
     (tmp_path / "eval_plan.md").write_text("the user's")
-    with pytest.raises(FinetuneError) as error:
+    with pytest.raises(RunFolderError) as error:
         refuse_another_run(str(tmp_path), "sst2", overwrite=True)
     assert str(error.value) == (
         f"--model_dir {tmp_path}: holds no keras_bert run but its own {name}, which the run "
@@ -120,7 +120,7 @@ def test_pretraining_overwrite_refuses_a_folder_of_the_users_files(tmp_path):
     # Issue 82 item 2, pre-training's side: no run there, so a logs/ or
     # saved_model/ of the user's would be set aside as the replaced run's.
     (tmp_path / "logs").mkdir()
-    with pytest.raises(ConfigError) as error:
+    with pytest.raises(RunFolderError) as error:
         refuse_another_run(str(tmp_path), overwrite=True)
     assert str(error.value) == (
         f"model_dir {str(tmp_path)!r}: holds no keras_bert pre-training run but its own logs, "
@@ -142,7 +142,7 @@ def test_finetuning_takes_over_what_a_killed_first_pretraining_run_left(tmp_path
     (tmp_path / "config.yaml").write_text("phases: []\n")
     for name in ("pretrain.lock", "backbone.keras"):
         (tmp_path / name).write_text("1 host\n")
-        with pytest.raises(FinetuneError, match="holds a pre-training run"):
+        with pytest.raises(RunFolderError, match="holds a pre-training run"):
             refuse_another_run(str(tmp_path), "sst2")
         assert RunFolder(str(tmp_path), FINETUNING_RUN).take_over() == []
         (tmp_path / name).unlink()
@@ -429,9 +429,9 @@ def test_an_unfinished_rerun_keeps_its_task_and_refuses_readers(tmp_path, capsys
 
     old_run(tmp_path)
     RunFolder(str(tmp_path), FINETUNING_RUN).previous.set_aside()
-    with pytest.raises(FinetuneError, match="holds a fine-tuning run of task 'sst2'"):
+    with pytest.raises(RunFolderError, match="holds a fine-tuning run of task 'sst2'"):
         refuse_another_run(str(tmp_path), "cola")
-    with pytest.raises(FinetuneError) as error:
+    with pytest.raises(RunFolderError) as error:
         RunFolder(str(tmp_path), FINETUNING_RUN).refuse_unfinished_rerun()
     assert f"set aside in {tmp_path / '.previous-run'}" in str(error.value)
     (tmp_path / "model.keras").write_text("the killed rerun's")
@@ -469,7 +469,8 @@ def test_a_journal_keras_bert_did_not_write_is_one_line(journal, tmp_path):
     RunFolder(str(tmp_path), FINETUNING_RUN).previous.set_aside()
     set_aside = contents(tmp_path / ".previous-run")
     (tmp_path / ".previous-run.json").write_text(journal)
-    with pytest.raises(FinetuneError, match="not a rerun journal keras_bert wrote"):
+    # Issue 81: one error class for what a run folder refuses.
+    with pytest.raises(RunFolderError, match="not a rerun journal keras_bert wrote"):
         RunFolder(str(tmp_path), FINETUNING_RUN).previous.recover()
     assert contents(tmp_path / ".previous-run") == set_aside
 
@@ -493,7 +494,7 @@ def test_a_journal_that_does_not_describe_the_folder_deletes_nothing(
         (tmp_path / "checkpoints" / "ckpt-9").mkdir(parents=True)
     (tmp_path / ".previous-run.json").write_text(journal)
     before = contents(tmp_path)
-    with pytest.raises(FinetuneError) as error:
+    with pytest.raises(RunFolderError) as error:
         RunFolder(str(tmp_path), kind).previous.recover()
     assert str(error.value).startswith(f"{tmp_path / '.previous-run.json'}: {problem}; ")
     assert contents(tmp_path) == before
@@ -504,7 +505,7 @@ def test_a_set_aside_name_the_journal_does_not_list_is_refused(tmp_path):
     RunFolder(str(tmp_path), FINETUNING_RUN).previous.set_aside()
     (tmp_path / ".previous-run.json").write_text('{"names": ["vocab.txt"], "finished": true}')
     set_aside = contents(tmp_path / ".previous-run")
-    with pytest.raises(FinetuneError, match="does not name config.yaml, eval_results.json"):
+    with pytest.raises(RunFolderError, match="does not name config.yaml, eval_results.json"):
         RunFolder(str(tmp_path), FINETUNING_RUN).previous.recover()
     assert contents(tmp_path / ".previous-run") == set_aside
 
@@ -570,7 +571,7 @@ def test_the_lock_falls_back_to_an_exclusive_create_without_hard_links(tmp_path,
     monkeypatch.setattr(os, "link", no_links)
     with RunLock(str(tmp_path)):
         assert os.listdir(tmp_path) == ["pretrain.lock"]
-        with pytest.raises(ConfigError, match="is held by pid"):
+        with pytest.raises(RunFolderError, match="is held by pid"):
             with RunLock(str(tmp_path)):
                 pass
     assert os.listdir(tmp_path) == []
