@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from keras_bert.errors import RunFolderError
+from keras_bert.errors import ConfigError, RunFolderError
 from keras_bert.file_io import write_json_atomically
 from keras_bert.finetuning.run_kind import FINETUNING_RUN
 from keras_bert.pretraining.run_kind import PRETRAINING_RUN
@@ -571,7 +571,7 @@ def test_the_lock_falls_back_to_an_exclusive_create_without_hard_links(tmp_path,
     monkeypatch.setattr(os, "link", no_links)
     with RunLock(str(tmp_path)):
         assert os.listdir(tmp_path) == ["pretrain.lock"]
-        with pytest.raises(RunFolderError, match="is held by pid"):
+        with pytest.raises(ConfigError, match="is held by pid"):
             with RunLock(str(tmp_path)):
                 pass
     assert os.listdir(tmp_path) == []
