@@ -2,11 +2,17 @@
 rows tokenized together, batched by length in tokens, each batch padded
 to a multiple of 8) against the labelling before it (the rows sorted by
 length in characters, batched, each batch padded to a multiple of 16),
-side by side in one process.
+side by side in one process. With `--masked_lm`, also a shard of
+TinyBERT-augmented copies made and labelled (`TransferSet.rows`, then
+the teacher), its masked LM's best pieces ranked in the compiled forward
+pass (what `distill` does) against the fill before it (`fill_mask`: the
+whole vocabulary's logits ranked in numpy); both must make the same
+copies.
 
     KERAS_BACKEND=jax python -m bench.distillation_labelling \
         --teacher runs/distill_sst2_t10/teacher_all \
         --sentences runs/distill_sst2_t10/data_1000/unlabelled.txt \
+        [--masked_lm runs/pretrain_default/pretrainer.keras] \
         [--count 4096] [--batch_size 64] [--rounds 3]
 
 `--teacher`: a fine-tuning run folder (a sentence task, or a tagger);
@@ -14,7 +20,7 @@ side by side in one process.
 of each path first (tracing, compilation per padded length), then
 `--rounds` alternating rounds; the best round of each in sentences a
 second, the share of the tokens computed that are real (not padding), and
-the ratio. Never run by the test suite.
+the ratios. Never run by the test suite.
 """
 
 import argparse
@@ -22,8 +28,20 @@ import time
 
 import numpy as np
 
+from keras_bert.distillation.augmentation import (
+    TO_REPLACE,
+    is_whole_word,
+    marked_places,
+    set_words,
+)
+from keras_bert.distillation.config import TransferConfig
+from keras_bert.distillation.masked_lm_words import MaskedLmAndNeighbourWords, MaskedLmWords
+from keras_bert.distillation.neighbour_words import NeighbourWords
 from keras_bert.distillation.teacher import Teacher
+from keras_bert.distillation.transfer_set import TransferSet
+from keras_bert.pretraining.fill_mask import fill_mask
 from pipelines.transfer_set import length_batches, sentence_batches, word_batches
+from pipelines.vocabulary import MASK
 
 
 def teacher_batches(teacher, rows, batch_size):
@@ -60,6 +78,58 @@ def labelled_now(teacher, rows, batch_size):
         pass
 
 
+class MaskedLmWordsBefore(MaskedLmWords):
+    """`MaskedLmWords` as it filled before: `fill_mask`'s (B, P, V)
+    logits brought back to numpy, each place's best pieces found there."""
+
+    def fill(self, rows, rngs):
+        places = sorted(marked_places(rows), key=lambda place: len(place[2]))
+        for start in range(0, len(places), self.batch_size):
+            batch = places[start : start + self.batch_size]
+            sentences = [
+                " ".join(MASK if w.startswith(TO_REPLACE) else w for w in words)
+                for _, _, words in batch
+            ]
+            fillers = fill_mask(self.model, self.tokenizer, sentences, top_k=self.top_k * 4)
+            for (index, field, words), per_mask in zip(batch, fillers):
+                masks = iter(per_mask)
+                filled = []
+                for word in words:
+                    if word == MASK:
+                        next(masks)
+                    elif word.startswith(TO_REPLACE):
+                        candidates = [t for t, _ in next(masks) if is_whole_word(t)][: self.top_k]
+                        word = (
+                            candidates[rngs[index].integers(len(candidates))]
+                            if candidates
+                            else MASK
+                        )
+                    filled.append(word)
+                set_words(rows[index], field, filled)
+        return rows
+
+
+def augmented_labelling(teacher, sources, masked_lm_words):
+    """A labelling path that makes as many TinyBERT-augmented copies of
+    `sources` (rows: 20 copies after each, the bench's `+aug20+tinybert`)
+    as it is given rows, with `masked_lm_words`, has the teacher label
+    them, and returns them."""
+    transfer = TransferConfig(
+        copies=20, replace_probability=0.4, mask_probability=0, ngram_probability=0
+    )
+    neighbours = NeighbourWords(teacher.model.backbone, teacher.tokenizer, transfer.replace_top_k)
+    replacer = MaskedLmAndNeighbourWords(masked_lm_words, neighbours)
+    transfer_set = TransferSet(sources, [], transfer, 0, replacer)
+
+    def label(teacher, rows, batch_size):
+        made = transfer_set.rows(0, len(rows))
+        for _ in teacher.batch_outputs(made, batch_size):
+            pass
+        return made
+
+    return label
+
+
 def real_share_now(teacher, rows, batch_size):
     """The share of real tokens in what `length_batches` computes."""
     inputs = next(teacher_batches(teacher, rows, len(rows)).as_numpy_iterator())
@@ -73,6 +143,9 @@ def main():
     )
     parser.add_argument("--teacher", required=True, help="a fine-tuning run folder")
     parser.add_argument("--sentences", required=True, help="a sentence (its words) a line")
+    parser.add_argument(
+        "--masked_lm", help="also augmented copies, this pretrainer.keras filling their words"
+    )
     parser.add_argument("--count", type=int, default=4096, help="the first COUNT lines")
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
@@ -82,10 +155,22 @@ def main():
     with open(args.sentences, encoding="utf-8") as f:
         lines = [line.strip() for line in f if line.strip()][: args.count]
     if teacher.tagging:
-        rows = [{"words": line.split()} for line in lines]
+        rows = [{"words": line.split(), "labels": None} for line in lines]
     else:
-        rows = [{"text_a": line, "text_b": None} for line in lines]
+        rows = [{"text_a": line, "text_b": None, "label": None} for line in lines]
     paths = {"before": labelled_before, "by token length": labelled_now}
+    if args.masked_lm:
+        for name, words in (
+            ("copies, fill before", MaskedLmWordsBefore),
+            ("copies", MaskedLmWords),
+        ):
+            paths[name] = augmented_labelling(
+                teacher, rows, words(args.masked_lm, 15, args.batch_size)
+            )
+        if paths["copies"](teacher, rows, args.batch_size) != paths["copies, fill before"](
+            teacher, rows, args.batch_size
+        ):
+            raise SystemExit("the two fills made different copies")
     best = dict.fromkeys(paths, 0.0)
     for round_ in range(args.rounds + 1):  # Round 0 warms up.
         for name, label in paths.items():
@@ -104,6 +189,9 @@ def main():
     print(
         f"by token length / before: {ratio:.2f}x ({len(rows)} sentences, batch {args.batch_size})"
     )
+    if args.masked_lm:
+        ratio = best["copies"] / best["copies, fill before"]
+        print(f"copies made and labelled, ranked in the pass / fill before: {ratio:.2f}x")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ does."""
 import os
 import tempfile
 
+import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.distillation.augmentation import (
@@ -17,7 +19,7 @@ from keras_bert.distillation.augmentation import (
     set_words,
 )
 from keras_bert.errors import FinetuneError
-from keras_bert.pretraining.fill_mask import fill_mask
+from keras_bert.pretraining.fill_mask import masked_sentence_inputs
 from pipelines.vocabulary import MASK
 
 # Fillers asked of the masked LM for each word, before the pieces that are
@@ -66,6 +68,26 @@ class MaskedLmWords:
         self.top_k = top_k
         self.batch_size = batch_size
         self.fingerprint = file_fingerprint(path)
+        self.vocabulary = vocabulary
+        self._whole_word = np.array([is_whole_word(token) for token in vocabulary])  # (V,)
+        # The best pieces at the batch's marked places only, ranked inside
+        # the compiled forward pass: the pretrainer's (B, P, V) logits at
+        # every mask slot (P rounded up), brought back to numpy and
+        # partially sorted there (`fill_mask`), cost more than the forward
+        # pass itself (bench/distillation_labelling.py --masked_lm).
+        backbone = self.model.backbone
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name) for name in backbone.input
+        }
+        # (1, N): each place as `row * T + position` in the batch's
+        # sequences laid end to end.
+        inputs["places"] = keras.Input(shape=(None,), dtype="int32", name="places")
+        sequence = backbone({name: inputs[name] for name in backbone.input})["sequence_output"]
+        flat = keras.ops.reshape(sequence, (1, -1, backbone.hidden_dim))  # (1, B * T, H)
+        logits = self.model.mlm_head(flat, mask_positions=inputs["places"])  # (1, N, V)
+        asked = min(top_k * _ASKED, len(vocabulary))
+        _, best = keras.ops.top_k(keras.ops.cast(logits, "float32"), asked)  # (1, N, asked)
+        self._best_pieces = keras.Model(inputs, best)
 
     def single_pieces(self, words):
         """Those of `words` the masked LM's vocabulary holds as one piece."""
@@ -88,23 +110,41 @@ class MaskedLmWords:
                 " ".join(MASK if w.startswith(TO_REPLACE) else w for w in words)
                 for _, _, words in batch
             ]
-            fillers = fill_mask(self.model, self.tokenizer, sentences, top_k=self.top_k * _ASKED)
-            for (index, field, words), per_mask in zip(batch, fillers):
-                masks = iter(per_mask)
+            # A short last batch is filled up with copies of its last
+            # sentence, the places up to a power of two with the first
+            # row's first: few shapes, so few compilations.
+            sentences += sentences[-1:] * (self.batch_size - len(sentences))
+            inputs, positions = masked_sentence_inputs(self.tokenizer, sentences)
+            del inputs["mask_positions"]  # Its slots padded per row; `places` instead.
+            length = inputs["token_ids"].shape[1]
+            at = [
+                row * length + p for row, masks in enumerate(positions[: len(batch)]) for p in masks
+            ]
+            inputs["places"] = np.zeros((1, _padded_count(len(at))), "int32")
+            inputs["places"][0, : len(at)] = at
+            best = np.asarray(self._best_pieces.predict_on_batch(inputs))[0]  # (N, asked)
+            ranked = iter(best)  # The batch's places in order, each its pieces best first.
+            for index, field, words in batch:
                 filled = []
                 for word in words:
                     if word == MASK:
-                        next(masks)
+                        next(ranked)
                     elif word.startswith(TO_REPLACE):
-                        candidates = [t for t, _ in next(masks) if is_whole_word(t)][: self.top_k]
+                        pieces = next(ranked)
+                        candidates = pieces[self._whole_word[pieces]][: self.top_k]
                         word = (
-                            candidates[rngs[index].integers(len(candidates))]
-                            if candidates
+                            self.vocabulary[candidates[rngs[index].integers(len(candidates))]]
+                            if len(candidates)
                             else MASK
                         )
                     filled.append(word)
                 set_words(rows[index], field, filled)
         return rows
+
+
+def _padded_count(count):
+    """`count` rounded up to a power of two, at least 64."""
+    return max(64, 1 << (count - 1).bit_length())
 
 
 class MaskedLmAndNeighbourWords:

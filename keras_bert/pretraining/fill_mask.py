@@ -33,36 +33,7 @@ def fill_mask(model, tokenizer, sentences, top_k=FILL_MASK_TOP_K, objective=None
     """
     if not sentences:
         return []
-    # Every sentence's text between its masks, tokenized in one call.
-    texts = [sentence.split("[MASK]") for sentence in sentences]
-    flat = iter(tokenize_texts(tokenizer, [text for pieces in texts for text in pieces]))
-    sequences, positions = [], []
-    for pieces in texts:
-        ids = [tokenizer.cls_id]
-        masks = []
-        for i in range(len(pieces)):
-            if i:
-                masks.append(len(ids))
-                ids.append(tokenizer.mask_id)
-            ids.extend(next(flat))
-        sequences.append(ids + [tokenizer.sep_id])
-        positions.append(masks)
-    # One padded batch, not a call per sentence, its length and mask slots
-    # rounded up to a multiple of 8: each new shape would compile the
-    # model's forward pass again (seconds under JAX or XLA).
-    length = _round_up(max(len(ids) for ids in sequences))
-    slots = _round_up(max(len(masks) for masks in positions))
-    token_ids = np.full((len(sentences), length), tokenizer.pad_id, "int32")
-    mask_positions = np.zeros((len(sentences), slots), "int32")
-    for row, (ids, masks) in enumerate(zip(sequences, positions)):
-        token_ids[row, : len(ids)] = ids
-        mask_positions[row, : len(masks)] = masks
-    inputs = {
-        "token_ids": token_ids,
-        "segment_ids": np.zeros_like(token_ids),
-        "padding_mask": (token_ids != tokenizer.pad_id).astype("int32"),
-        "mask_positions": mask_positions,
-    }
+    inputs, positions = masked_sentence_inputs(tokenizer, sentences)
     if objective is not None:
         inputs = objective.fill_mask_inputs(inputs)
     outputs = model.predict_on_batch({key: inputs[key] for key in model.input})
@@ -86,6 +57,43 @@ def fill_mask(model, tokenizer, sentences, top_k=FILL_MASK_TOP_K, objective=None
             ]
         )
     return answers
+
+
+def masked_sentence_inputs(tokenizer, sentences):
+    """`(inputs, positions)`: a pre-training model's inputs for `sentences`
+    (list of str, each with one or more literal `[MASK]`s) in one padded
+    batch, and each sentence's `[MASK]` places (a list of int each). Its
+    length and mask slots are rounded up to a multiple of 8: each new shape
+    would compile the model's forward pass again (seconds under JAX or
+    XLA)."""
+    # Every sentence's text between its masks, tokenized in one call.
+    texts = [sentence.split("[MASK]") for sentence in sentences]
+    flat = iter(tokenize_texts(tokenizer, [text for pieces in texts for text in pieces]))
+    sequences, positions = [], []
+    for pieces in texts:
+        ids = [tokenizer.cls_id]
+        masks = []
+        for i in range(len(pieces)):
+            if i:
+                masks.append(len(ids))
+                ids.append(tokenizer.mask_id)
+            ids.extend(next(flat))
+        sequences.append(ids + [tokenizer.sep_id])
+        positions.append(masks)
+    length = _round_up(max(len(ids) for ids in sequences))
+    slots = _round_up(max(len(masks) for masks in positions))
+    token_ids = np.full((len(sentences), length), tokenizer.pad_id, "int32")
+    mask_positions = np.zeros((len(sentences), slots), "int32")
+    for row, (ids, masks) in enumerate(zip(sequences, positions)):
+        token_ids[row, : len(ids)] = ids
+        mask_positions[row, : len(masks)] = masks
+    inputs = {
+        "token_ids": token_ids,
+        "segment_ids": np.zeros_like(token_ids),
+        "padding_mask": (token_ids != tokenizer.pad_id).astype("int32"),
+        "mask_positions": mask_positions,
+    }
+    return inputs, positions
 
 
 def _round_up(size, multiple=8):

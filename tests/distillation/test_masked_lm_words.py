@@ -39,6 +39,37 @@ def test_marked_words_become_the_masked_lms_whole_words_in_context(masked_lm):
     assert again == filled
 
 
+def test_batches_of_every_shape_draw_from_the_masked_lms_own_ranking(masked_lm):
+    # Rows with 0 to 70 marked words, batches of 3 (the last one short):
+    # every replacement is the one drawn, with the row's generator, from the
+    # whole words `fill_mask` ranks at its place, the whole vocabulary's
+    # logits ranked in numpy.
+    words = MaskedLmWords(masked_lm, top_k=3, batch_size=3)
+    vocabulary = "the movie was played in paris by smith who won the team visit".split()
+    sentences = [
+        vocabulary[:2],
+        vocabulary[:5],
+        vocabulary,
+        [vocabulary[i % len(vocabulary)] for i in range(90)],
+    ]
+    marked = [{1}, {0, 3}, {0, 4, 5, 9}, set(range(0, 90, 9)) | set(range(20, 80))]
+    rows = [
+        {"words": [TO_REPLACE + w if i in at else w for i, w in enumerate(s)], "labels": None}
+        for s, at in zip(sentences, marked)
+    ] + [{"words": ["nothing", "marked"], "labels": None}]
+    filled = words.fill([dict(r) for r in rows], [np.random.default_rng(i) for i in range(5)])
+    for index, (sentence, at) in enumerate(zip(sentences, marked)):
+        query = " ".join("[MASK]" if i in at else w for i, w in enumerate(sentence))
+        ranked = fill_mask(words.model, words.tokenizer, [query], top_k=12)[0]
+        rng = np.random.default_rng(index)
+        expected = list(sentence)
+        for place, i in enumerate(sorted(at)):
+            candidates = [t for t, _ in ranked[place] if not re.fullmatch(r"##.+|\[[A-Z]+\]", t)]
+            expected[i] = candidates[:3][rng.integers(len(candidates[:3]))]
+        assert filled[index]["words"] == expected
+    assert filled[4] == rows[4]
+
+
 def whole_words_ranked(words, sentence, top_k):
     """The masked LM's `top_k` whole words at the first `[MASK]` of
     `sentence`, best first."""
