@@ -178,7 +178,8 @@ def parse_cell(text, masked_lm=None):
 
 def take_up_labels(records, out, budget, cell, model_dir, masked_lm):
     """Copies into `model_dir` the transfer set an earlier cell of
-    `budget` with `cell`'s transfer set labelled, if one did."""
+    `budget` with `cell`'s transfer set labelled, if one did; returns its
+    shards' records (`shard_records`; empty when none was taken up)."""
     for record in records:
         if record["budget"] != budget or record["cell"] == "teacher":
             continue
@@ -188,7 +189,15 @@ def take_up_labels(records, out, budget, cell, model_dir, masked_lm):
         )
         if earlier["transfer"] == cell["transfer"] and os.path.isdir(folder):
             shutil.copytree(folder, os.path.join(model_dir, "transfer_set"), dirs_exist_ok=True)
-            return
+            return shard_records(model_dir)
+    return {}
+
+
+def shard_records(model_dir):
+    """The transfer-set manifest's record of each shard in `model_dir`, by
+    name: its size, hash and the seconds its labelling took."""
+    path = os.path.join(model_dir, "transfer_set", "manifest.json")
+    return json.load(open(path))["shards"] if os.path.exists(path) else {}
 
 
 def run_folder(out, budget, cell, seed):
@@ -297,8 +306,11 @@ def main():
                 else:
                     if cell["text"] and unlabelled is None:
                         continue  # Budget `all`: no unlabelled sentences.
+                    taken_up = {}
                     if not os.path.exists(model_dir):
-                        take_up_labels(records, args.out, budget, cell, model_dir, args.masked_lm)
+                        taken_up = take_up_labels(
+                            records, args.out, budget, cell, model_dir, args.masked_lm
+                        )
                     results = run_distillation(
                         teacher,
                         cell["checkpoint"],
@@ -307,6 +319,12 @@ def main():
                         text_files=[unlabelled] if cell["text"] else [],
                         vocab=vocab,
                         overrides=overrides + cell["intermediate"] + cell["transfer_overrides"],
+                    )
+                    # What this cell paid (a stopped run's resumed too): a
+                    # shard taken up was paid for by the run that labelled it.
+                    paid = shard_records(model_dir).items()
+                    results["labelling_seconds"] = round(
+                        sum(r.get("seconds", 0.0) for name, r in paid if taken_up.get(name) != r), 1
                     )
                 record(budget, text, seed, results, time.time() - start)
     write_table(args, records + earlier)
