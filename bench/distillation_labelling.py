@@ -5,9 +5,9 @@ length in characters, batched, each batch padded to a multiple of 16),
 side by side in one process. With `--masked_lm`, also a shard of
 TinyBERT-augmented copies made and labelled (`TransferSet.rows`, then
 the teacher), its masked LM's best pieces ranked in the compiled forward
-pass (what `distill` does) against the fill before it (`fill_mask`: the
-whole vocabulary's logits ranked in numpy); both must make the same
-copies.
+pass (what `distill` does) against the fill before it (the whole
+vocabulary's logits at every mask slot ranked in numpy); both must make
+the same copies.
 
     KERAS_BACKEND=jax python -m bench.distillation_labelling \
         --teacher runs/distill_sst2_t10/teacher_all \
@@ -28,20 +28,13 @@ import time
 
 import numpy as np
 
-from keras_bert.distillation.augmentation import (
-    TO_REPLACE,
-    is_whole_word,
-    marked_places,
-    set_words,
-)
 from keras_bert.distillation.config import TransferConfig
 from keras_bert.distillation.masked_lm_words import MaskedLmAndNeighbourWords, MaskedLmWords
 from keras_bert.distillation.neighbour_words import NeighbourWords
 from keras_bert.distillation.teacher import Teacher
 from keras_bert.distillation.transfer_set import TransferSet
-from keras_bert.pretraining.fill_mask import fill_mask
+from keras_bert.pretraining.fill_mask import masked_sentence_inputs
 from pipelines.transfer_set import length_batches, sentence_batches, word_batches
-from pipelines.vocabulary import MASK
 
 
 def teacher_batches(teacher, rows, batch_size):
@@ -79,34 +72,19 @@ def labelled_now(teacher, rows, batch_size):
 
 
 class MaskedLmWordsBefore(MaskedLmWords):
-    """`MaskedLmWords` as it filled before: `fill_mask`'s (B, P, V)
-    logits brought back to numpy, each place's best pieces found there."""
+    """`MaskedLmWords` ranking as it did before: the pretrainer's (B, P, V)
+    logits at every mask slot brought back to numpy, each place's best
+    pieces found there (without `fill_mask`'s probabilities and tokens,
+    which it paid for too: the ratio is a lower bound)."""
 
-    def fill(self, rows, rngs):
-        places = sorted(marked_places(rows), key=lambda place: len(place[2]))
-        for start in range(0, len(places), self.batch_size):
-            batch = places[start : start + self.batch_size]
-            sentences = [
-                " ".join(MASK if w.startswith(TO_REPLACE) else w for w in words)
-                for _, _, words in batch
-            ]
-            fillers = fill_mask(self.model, self.tokenizer, sentences, top_k=self.top_k * 4)
-            for (index, field, words), per_mask in zip(batch, fillers):
-                masks = iter(per_mask)
-                filled = []
-                for word in words:
-                    if word == MASK:
-                        next(masks)
-                    elif word.startswith(TO_REPLACE):
-                        candidates = [t for t, _ in next(masks) if is_whole_word(t)][: self.top_k]
-                        word = (
-                            candidates[rngs[index].integers(len(candidates))]
-                            if candidates
-                            else MASK
-                        )
-                    filled.append(word)
-                set_words(rows[index], field, filled)
-        return rows
+    def ranked_pieces(self, sentences):
+        inputs, positions = masked_sentence_inputs(self.tokenizer, sentences)
+        logits = np.asarray(self.model.predict_on_batch(inputs)["mlm"], "float32")  # (B, P, V)
+        logits = np.concatenate([row[: len(masks)] for row, masks in zip(logits, positions)])
+        k = self.top_k * 4
+        best = np.argpartition(-logits, k - 1, axis=-1)[:, :k]  # (N, k)
+        order = np.argsort(-np.take_along_axis(logits, best, -1), axis=-1)
+        return np.take_along_axis(best, order, -1)
 
 
 def augmented_labelling(teacher, sources, masked_lm_words):

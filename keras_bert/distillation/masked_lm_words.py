@@ -110,20 +110,7 @@ class MaskedLmWords:
                 " ".join(MASK if w.startswith(TO_REPLACE) else w for w in words)
                 for _, _, words in batch
             ]
-            # A short last batch is filled up with copies of its last
-            # sentence, the places up to a power of two with the first
-            # row's first: few shapes, so few compilations.
-            sentences += sentences[-1:] * (self.batch_size - len(sentences))
-            inputs, positions = masked_sentence_inputs(self.tokenizer, sentences)
-            del inputs["mask_positions"]  # Its slots padded per row; `places` instead.
-            length = inputs["token_ids"].shape[1]
-            at = [
-                row * length + p for row, masks in enumerate(positions[: len(batch)]) for p in masks
-            ]
-            inputs["places"] = np.zeros((1, _padded_count(len(at))), "int32")
-            inputs["places"][0, : len(at)] = at
-            best = np.asarray(self._best_pieces.predict_on_batch(inputs))[0]  # (N, asked)
-            ranked = iter(best)  # The batch's places in order, each its pieces best first.
+            ranked = iter(self.ranked_pieces(sentences))  # Each place's, in order.
             for index, field, words in batch:
                 filled = []
                 for word in words:
@@ -140,6 +127,23 @@ class MaskedLmWords:
                     filled.append(word)
                 set_words(rows[index], field, filled)
         return rows
+
+    def ranked_pieces(self, sentences):
+        """The masked LM's best pieces at each `[MASK]` of `sentences` (at
+        most `batch_size` str), in order: int (N, `top_k * _ASKED`), best
+        first."""
+        # A short batch is filled up with copies of its last sentence, the
+        # places up to a power of two with the first row's first: few
+        # shapes, so few compilations.
+        count = len(sentences)
+        sentences = sentences + sentences[-1:] * (self.batch_size - count)
+        inputs, positions = masked_sentence_inputs(self.tokenizer, sentences)
+        del inputs["mask_positions"]  # Its slots padded per row; `places` instead.
+        length = inputs["token_ids"].shape[1]
+        at = [row * length + p for row, masks in enumerate(positions[:count]) for p in masks]
+        inputs["places"] = np.zeros((1, _padded_count(len(at))), "int32")
+        inputs["places"][0, : len(at)] = at
+        return np.asarray(self._best_pieces.predict_on_batch(inputs))[0, : len(at)]
 
 
 def _padded_count(count):
