@@ -73,6 +73,7 @@ import time
 import numpy as np
 
 from bench.common import DATA, VOCAB, markdown_table, processor
+from keras_bert.distillation.transfer_set import MANIFEST, SHARDS, TRANSFER_SET
 from keras_bert.finetuning.batch_prediction import take_limit
 
 METRIC = {"sst2": "accuracy", "conll2003": "f1"}
@@ -184,11 +185,9 @@ def take_up_labels(records, out, budget, cell, model_dir, masked_lm):
         if record["budget"] != budget or record["cell"] == "teacher":
             continue
         earlier = parse_cell(record["cell"], masked_lm)
-        folder = os.path.join(
-            run_folder(out, budget, record["cell"], record["seed"]), "transfer_set"
-        )
+        folder = os.path.join(run_folder(out, budget, record["cell"], record["seed"]), TRANSFER_SET)
         if earlier["transfer"] == cell["transfer"] and os.path.isdir(folder):
-            shutil.copytree(folder, os.path.join(model_dir, "transfer_set"), dirs_exist_ok=True)
+            shutil.copytree(folder, os.path.join(model_dir, TRANSFER_SET), dirs_exist_ok=True)
             return shard_records(model_dir)
     return {}
 
@@ -196,8 +195,8 @@ def take_up_labels(records, out, budget, cell, model_dir, masked_lm):
 def shard_records(model_dir):
     """The transfer-set manifest's record of each shard in `model_dir`, by
     name: its size, hash and the seconds its labelling took."""
-    path = os.path.join(model_dir, "transfer_set", "manifest.json")
-    return json.load(open(path))["shards"] if os.path.exists(path) else {}
+    path = os.path.join(model_dir, TRANSFER_SET, MANIFEST)
+    return json.load(open(path))[SHARDS] if os.path.exists(path) else {}
 
 
 def run_folder(out, budget, cell, seed):

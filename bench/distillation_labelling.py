@@ -81,8 +81,7 @@ class MaskedLmWordsBefore(MaskedLmWords):
         inputs, positions = masked_sentence_inputs(self.tokenizer, sentences)
         logits = np.asarray(self.model.predict_on_batch(inputs)["mlm"], "float32")  # (B, P, V)
         logits = np.concatenate([row[: len(masks)] for row, masks in zip(logits, positions)])
-        k = self.top_k * 4
-        best = np.argpartition(-logits, k - 1, axis=-1)[:, :k]  # (N, k)
+        best = np.argpartition(-logits, self.asked - 1, axis=-1)[:, : self.asked]  # (N, asked)
         order = np.argsort(-np.take_along_axis(logits, best, -1), axis=-1)
         return np.take_along_axis(best, order, -1)
 

@@ -39,6 +39,8 @@ class MaskedLmWords:
 
     Attributes:
         fingerprint: str. The SHA-256 of the file.
+        asked: int. The pieces ranked at each place, before those that
+            are no whole word are dropped and `top_k` kept.
     """
 
     def __init__(self, path, top_k, batch_size):
@@ -85,8 +87,8 @@ class MaskedLmWords:
         sequence = backbone({name: inputs[name] for name in backbone.input})["sequence_output"]
         flat = keras.ops.reshape(sequence, (1, -1, backbone.hidden_dim))  # (1, B * T, H)
         logits = self.model.mlm_head(flat, mask_positions=inputs["places"])  # (1, N, V)
-        asked = min(top_k * _ASKED, len(vocabulary))
-        _, best = keras.ops.top_k(keras.ops.cast(logits, "float32"), asked)  # (1, N, asked)
+        self.asked = min(top_k * _ASKED, len(vocabulary))
+        _, best = keras.ops.top_k(keras.ops.cast(logits, "float32"), self.asked)  # (1, N, asked)
         self._best_pieces = keras.Model(inputs, best)
 
     def single_pieces(self, words):
@@ -130,8 +132,7 @@ class MaskedLmWords:
 
     def ranked_pieces(self, sentences):
         """The masked LM's best pieces at each `[MASK]` of `sentences` (at
-        most `batch_size` str), in order: int (N, `top_k * _ASKED`), best
-        first."""
+        most `batch_size` str), in order: int (N, `asked`), best first."""
         # A short batch is filled up with copies of its last sentence, the
         # places up to a power of two with the first row's first: few
         # shapes, so few compilations.
