@@ -9,7 +9,7 @@ init, loss and transfer set, at each label budget, against the teacher.
                  random:logits:labelled+aug20+tinybert \
                  own_text=runs/own/backbone.keras:logits:text] \
         [--masked_lm runs/pretrain_default/pretrainer.keras] [--student_epochs 3] \
-        [--earlier runs/distill_sst2_t10/results.json] [--report]
+        [--teacher_self_train] [--earlier runs/distill_sst2_t10/results.json] [--report]
 
 For each label budget the teacher (`--teacher_init`, fine-tuned by
 `finetune`) is fine-tuned once, seed 0, lr 5e-5, 3 epochs (SST-2 with all
@@ -17,7 +17,10 @@ labels: 1), on that budget's labelled sentences: a seeded draw (seed 0)
 of the training file, written with the dev file to OUT/data_BUDGET/; the
 rest of the training file, labels removed, is OUT/data_BUDGET/
 unlabelled.txt (SST-2: a sentence a line; CoNLL-2003: a sentence's words;
-none at budget `all`). A cell is INIT:LOSS[:TRANSFER]:
+none at budget `all`). `--teacher_self_train`: that teacher (then
+OUT/teacher_BUDGET_tuned) is distilled into `--teacher_init` itself on the
+labelled and unlabelled sentences (`distill`, 1 epoch at lr 5e-5, seed 0,
+no copies), and the students learn from that. A cell is INIT:LOSS[:TRANSFER]:
 
     INIT      random (random:bert_tiny, the uncased BERT vocabulary), or
               NAME=PATH (a backbone .keras)
@@ -228,6 +231,11 @@ def main():
     )
     parser.add_argument("--teacher_set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
+        "--teacher_self_train",
+        action="store_true",
+        help="distil the fine-tuned teacher into --teacher_init on the budget's sentences first",
+    )
+    parser.add_argument(
         "--earlier",
         action="append",
         default=[],
@@ -274,15 +282,28 @@ def main():
         if (budget, "teacher", 0) not in done:
             start = time.time()
             epochs = "1" if budget == "all" and args.task == "sst2" else "3"
+            tuned = teacher + "_tuned" if args.teacher_self_train else teacher
             results = run_finetune(
                 args.task,
                 data,
                 args.teacher_init,
-                teacher,
+                tuned,
                 overrides=common
                 + ["optimizer.learning_rate=5e-5", f"training.epochs={epochs}"]
                 + args.teacher_set,
             )
+            if args.teacher_self_train:
+                print(f"{budget} teacher before self-training: {results[METRIC[args.task]]:.4f}")
+                results = run_distillation(
+                    tuned,
+                    args.teacher_init,
+                    teacher,
+                    data_dir=data,
+                    text_files=[unlabelled] if unlabelled else [],
+                    overrides=common
+                    + ["optimizer.learning_rate=5e-5", "training.epochs=1", "training.seed=0"]
+                    + ["distillation.transfer.max_labelling_hours=.inf"],
+                )
             record(budget, "teacher", 0, results, time.time() - start)
         for text in args.cells:
             cell = parse_cell(text, args.masked_lm)
