@@ -293,7 +293,8 @@ def main():
                 + args.teacher_set,
             )
             if args.teacher_self_train:
-                print(f"{budget} teacher before self-training: {results[METRIC[args.task]]:.4f}")
+                before = results[METRIC[args.task]]
+                print(f"{budget} teacher before self-training: {before:.4f}")
                 results = run_distillation(
                     tuned,
                     args.teacher_init,
@@ -304,6 +305,7 @@ def main():
                     + ["optimizer.learning_rate=5e-5", "training.epochs=1", "training.seed=0"]
                     + ["distillation.transfer.max_labelling_hours=.inf"],
                 )
+                results["before_self_training"] = before
             record(budget, "teacher", 0, results, time.time() - start)
         for text in args.cells:
             cell = parse_cell(text, args.masked_lm)
