@@ -180,19 +180,17 @@ def parse_cell(text, masked_lm=None):
     }
 
 
-def take_up_labels(records, out, budget, cell, model_dir, masked_lm):
-    """Copies into `model_dir` the transfer set an earlier cell of
-    `budget` with `cell`'s transfer set labelled, if one did; returns its
-    shards' records (`shard_records`; empty when none was taken up)."""
+def earlier_transfer_set(records, out, budget, cell, masked_lm):
+    """The transfer-set folder an earlier cell of `budget` with `cell`'s
+    transfer set labelled, or None when none did."""
     for record in records:
         if record["budget"] != budget or record["cell"] == "teacher":
             continue
         earlier = parse_cell(record["cell"], masked_lm)
         folder = os.path.join(run_folder(out, budget, record["cell"], record["seed"]), TRANSFER_SET)
         if earlier["transfer"] == cell["transfer"] and os.path.isdir(folder):
-            shutil.copytree(folder, os.path.join(model_dir, TRANSFER_SET), dirs_exist_ok=True)
-            return shard_records(model_dir)
-    return {}
+            return folder
+    return None
 
 
 def shard_records(model_dir):
@@ -328,11 +326,11 @@ def main():
                 else:
                     if cell["text"] and unlabelled is None:
                         continue  # Budget `all`: no unlabelled sentences.
-                    taken_up = {}
-                    if not os.path.exists(model_dir):
-                        taken_up = take_up_labels(
-                            records, args.out, budget, cell, model_dir, args.masked_lm
-                        )
+                    earlier = earlier_transfer_set(
+                        records, args.out, budget, cell, args.masked_lm
+                    )
+                    if earlier and not os.path.exists(model_dir):
+                        shutil.copytree(earlier, os.path.join(model_dir, TRANSFER_SET))
                     results = run_distillation(
                         teacher,
                         cell["checkpoint"],
@@ -343,7 +341,9 @@ def main():
                         overrides=overrides + cell["intermediate"] + cell["transfer_overrides"],
                     )
                     # What this cell paid (a stopped run's resumed too): a
-                    # shard taken up was paid for by the run that labelled it.
+                    # shard taken up, before a stop or now, was paid for by
+                    # the run that labelled it.
+                    taken_up = shard_records(os.path.dirname(earlier)) if earlier else {}
                     paid = shard_records(model_dir).items()
                     results["labelling_seconds"] = round(
                         sum(r.get("seconds", 0.0) for name, r in paid if taken_up.get(name) != r), 1
@@ -365,9 +365,11 @@ def write_table(args, records):
             if not scores:
                 row.append("—")
                 continue
-            # Each over every run that labelled or trained the cell (a
-            # resumed one too).
-            labelling = statistics.mean(r.get("labelling_seconds", 0) / 60 for r in runs)
+            # Labelling: what labelling the set once cost, over the runs
+            # that labelled it (those that took it up paid nothing);
+            # training: over every run.
+            labelled = [r["labelling_seconds"] / 60 for r in runs if r.get("labelling_seconds")]
+            labelling = statistics.mean(labelled) if labelled else 0
             training = statistics.mean(r["train_seconds"] / 60 for r in runs)
             spread = f" ± {statistics.stdev(scores):.2f}" if len(scores) > 1 else ""
             row.append(
