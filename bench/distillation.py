@@ -326,9 +326,7 @@ def main():
                 else:
                     if cell["text"] and unlabelled is None:
                         continue  # Budget `all`: no unlabelled sentences.
-                    earlier = earlier_transfer_set(
-                        records, args.out, budget, cell, args.masked_lm
-                    )
+                    earlier = earlier_transfer_set(records, args.out, budget, cell, args.masked_lm)
                     if earlier and not os.path.exists(model_dir):
                         shutil.copytree(earlier, os.path.join(model_dir, TRANSFER_SET))
                     results = run_distillation(
