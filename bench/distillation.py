@@ -180,15 +180,17 @@ def parse_cell(text, masked_lm=None):
     }
 
 
-def earlier_transfer_set(records, out, budget, cell, masked_lm):
-    """The transfer-set folder an earlier cell of `budget` with `cell`'s
-    transfer set labelled, or None when none did."""
+def earlier_labelling_run(records, out, budget, cell, masked_lm):
+    """The run folder of an earlier cell of `budget` whose transfer set is
+    `cell`'s, labelled, or None when none is."""
     for record in records:
         if record["budget"] != budget or record["cell"] == "teacher":
             continue
         earlier = parse_cell(record["cell"], masked_lm)
-        folder = os.path.join(run_folder(out, budget, record["cell"], record["seed"]), TRANSFER_SET)
-        if earlier["transfer"] == cell["transfer"] and os.path.isdir(folder):
+        folder = run_folder(out, budget, record["cell"], record["seed"])
+        if earlier["transfer"] == cell["transfer"] and os.path.isdir(
+            os.path.join(folder, TRANSFER_SET)
+        ):
             return folder
     return None
 
@@ -326,9 +328,12 @@ def main():
                 else:
                     if cell["text"] and unlabelled is None:
                         continue  # Budget `all`: no unlabelled sentences.
-                    earlier = earlier_transfer_set(records, args.out, budget, cell, args.masked_lm)
+                    earlier = earlier_labelling_run(records, args.out, budget, cell, args.masked_lm)
                     if earlier and not os.path.exists(model_dir):
-                        shutil.copytree(earlier, os.path.join(model_dir, TRANSFER_SET))
+                        shutil.copytree(
+                            os.path.join(earlier, TRANSFER_SET),
+                            os.path.join(model_dir, TRANSFER_SET),
+                        )
                     results = run_distillation(
                         teacher,
                         cell["checkpoint"],
@@ -341,7 +346,7 @@ def main():
                     # What this cell paid (a stopped run's resumed too): a
                     # shard taken up, before a stop or now, was paid for by
                     # the run that labelled it.
-                    taken_up = shard_records(os.path.dirname(earlier)) if earlier else {}
+                    taken_up = shard_records(earlier) if earlier else {}
                     paid = shard_records(model_dir).items()
                     results["labelling_seconds"] = round(
                         sum(r.get("seconds", 0.0) for name, r in paid if taken_up.get(name) != r), 1
@@ -356,10 +361,8 @@ def write_table(args, records):
     for cell in ["teacher"] + args.cells:
         row = [short_name(cell)]
         for budget in args.budgets:
-            scores = [
-                100 * r[metric] for r in records if r["budget"] == budget and r["cell"] == cell
-            ]
             runs = [r for r in records if r["budget"] == budget and r["cell"] == cell]
+            scores = [100 * r[metric] for r in runs]
             if not scores:
                 row.append("—")
                 continue
