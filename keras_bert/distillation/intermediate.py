@@ -169,6 +169,9 @@ class IntermediateDistiller(keras.Model):
             # model at inference, where these layers are not called.
             projection.build((None, None, student.backbone.hidden_dim))
             self.projections.append(projection)
+        # Every layer is built: a resumed run loads its checkpoint into
+        # this model before any call would build it.
+        self.built = True
 
     def call(self, inputs, training=None):
         outputs = self.student(inputs, training=training)

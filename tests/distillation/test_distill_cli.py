@@ -10,6 +10,7 @@ import sys
 import time
 
 import keras
+import numpy as np
 import pytest
 
 from keras_bert.distill import main as distill
@@ -157,24 +158,30 @@ def test_a_labelling_killed_by_sigkill_resumes_at_the_shards_it_had_not_written(
 
 
 @pytest.mark.backend_independent  # `FinetuneRun`'s resume, tested on every backend.
+@pytest.mark.parametrize("intermediate", [[], ["distillation.intermediate.hidden_weight=1"]])
 def test_a_student_killed_mid_training_resumes_at_its_last_checkpoint(
-    fine_tuned, checkpoint, tmp_path
+    intermediate, fine_tuned, checkpoint, tmp_path
 ):
     # Issue 79 item 7: a student's epoch over a large transfer set outlasts
-    # a session. (That a resumed run ends as an unbroken one does, bit for
-    # bit, is `tests/finetuning/test_resume.py`'s.)
+    # a session. With an intermediate loss the model trained is the
+    # `IntermediateDistiller` (its projections and their optimizer slots
+    # too), which a resume once could not load its checkpoints into.
     teacher, _ = fine_tuned("sst2")
     text = tmp_path / "reviews.txt"
     text.write_text("".join(f"review {i} of a warm and funny film\n" for i in range(194)))
+
+    def argv(student):
+        # 200 sentences: 50 updates an epoch.
+        args = ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student]
+        args += ["--text", text, *settings("export.enabled=false", "training.epochs=2")]
+        args += ["--set", "checkpoint.every_steps=10"]
+        return args + [arg for item in intermediate for arg in ("--set", item)]
+
     student = tmp_path / "student"
-    argv = ["--teacher", teacher, "--init_checkpoint", checkpoint, "--model_dir", student]
-    # 200 sentences: 50 updates an epoch.
-    argv += ["--text", text, *settings("export.enabled=false", "training.epochs=2")]
-    argv += ["--set", "checkpoint.every_steps=10"]
     checkpoints = student / "unfinished" / "checkpoints"
     with open(tmp_path / "killed.log", "w") as log:
         killed = subprocess.Popen(
-            [sys.executable, "-m", "keras_bert.distill", *map(str, argv)], stderr=log
+            [sys.executable, "-m", "keras_bert.distill", *map(str, argv(student))], stderr=log
         )
         deadline = time.time() + 600
         while not list(checkpoints.glob("ckpt-*/state.json")) and killed.poll() is None:
@@ -184,12 +191,19 @@ def test_a_student_killed_mid_training_resumes_at_its_last_checkpoint(
         killed.wait()
     assert list(checkpoints.glob("ckpt-*/state.json")), (tmp_path / "killed.log").read_text()
 
-    resumed = command("distill", *argv)
+    resumed = command("distill", *argv(student))
     assert "200 of 200 sentences labelled before" in resumed.stderr  # Nothing labelled again.
     assert 0 < int(resumed.stderr.split("Resumed at step ")[1].split()[0]) < 100
     assert json.loads(resumed.stdout)["train_steps"] == 100
     assert not (student / "unfinished").exists()
     assert list((student / "logs" / "train").glob("events.out.tfevents.*"))
+    # It ends as an unbroken run does: the same weights, bit for bit here.
+    command("distill", *argv(tmp_path / "unbroken"))
+    load = keras.saving.load_model
+    resumed_weights = load(student / "model.keras", compile=False).get_weights()
+    unbroken_weights = load(tmp_path / "unbroken" / "model.keras", compile=False).get_weights()
+    for got, want in zip(resumed_weights, unbroken_weights, strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
 
 
 def test_ctrl_c_while_labelling_stops_keeping_the_shards_and_the_previous_run(
