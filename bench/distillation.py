@@ -55,7 +55,9 @@ fine-tuning recipe otherwise, seeds `--seeds` fixed before the run.
 OUT/results.json (each run appended as it ends, with the processor it ran
 on; a rerun skips what is done, and a cell stopped mid-run resumes: its
 labelling at the first shard not written, its student at its last
-checkpoint) and OUT/table.md (mean ± std per cell and budget, the
+checkpoint; a run resumed on another processor is recorded as `A, then
+B`, from OUT/processors.json, and its minutes in the table are marked
+as no one processor's) and OUT/table.md (mean ± std per cell and budget, the
 teacher's score in the table, the labelling + training minutes),
 OUT/students.png (the same, plotted; `--earlier` adds another OUT's
 students of the same task and teacher recipe, read only) and OUT/sizes.png (the learning
@@ -202,6 +204,22 @@ def shard_records(model_dir):
     return json.load(open(path))[SHARDS] if os.path.exists(path) else {}
 
 
+def run_processors(out, name):
+    """The processors run `name` of OUT ran on, in order: this machine's is
+    added to OUT/processors.json as the run starts or resumes, so that a
+    run stopped and resumed elsewhere (sessions change machines) says its
+    time is no one processor's."""
+    path = os.path.join(out, "processors.json")
+    sessions = json.load(open(path)) if os.path.exists(path) else {}
+    ran_on = sessions.setdefault(name, [])
+    if processor() not in ran_on:
+        ran_on.append(processor())
+        with open(path + ".tmp", "w") as f:
+            json.dump(sessions, f, indent=1)
+        os.replace(path + ".tmp", path)
+    return ", then ".join(ran_on)
+
+
 def run_folder(out, budget, cell, seed):
     return os.path.join(out, f"{budget}_{cell.replace('/', '_')}_{seed}")
 
@@ -260,14 +278,14 @@ def main():
     common = [f"data.max_seq_length={seq_len}", "training.verbose=2"]
     common += ["export.enabled=false"]
 
-    def record(budget, cell, seed, results, seconds):
+    def record(budget, cell, seed, results, seconds, ran_on):
         records.append(
             {
                 "budget": budget,
                 "cell": cell,
                 "seed": seed,
                 "seconds": round(seconds),
-                "processor": processor(),
+                "processor": ran_on,
                 **results,
             }
         )
@@ -280,6 +298,7 @@ def main():
         data, unlabelled = budget_data(args.task, args.data_dir, budget, args.out)
         teacher = os.path.join(args.out, f"teacher_{budget}")
         if (budget, "teacher", 0) not in done:
+            ran_on = run_processors(args.out, os.path.basename(teacher))
             start = time.time()
             epochs = "1" if budget == "all" and args.task == "sst2" else "3"
             tuned = teacher + "_tuned" if args.teacher_self_train else teacher
@@ -306,13 +325,14 @@ def main():
                     + ["distillation.transfer.max_labelling_hours=.inf"],
                 )
                 results["before_self_training"] = before
-            record(budget, "teacher", 0, results, time.time() - start)
+            record(budget, "teacher", 0, results, time.time() - start, ran_on)
         for text in args.cells:
             cell = parse_cell(text, args.masked_lm)
             for seed in args.seeds:
                 if (budget, text, seed) in done:
                     continue
                 model_dir = run_folder(args.out, budget, text, seed)
+                ran_on = run_processors(args.out, os.path.basename(model_dir))
                 overrides = common + [
                     f"optimizer.learning_rate={args.learning_rate}",
                     f"training.seed={seed}",
@@ -351,7 +371,7 @@ def main():
                     results["labelling_seconds"] = round(
                         sum(r.get("seconds", 0.0) for name, r in paid if taken_up.get(name) != r), 1
                     )
-                record(budget, text, seed, results, time.time() - start)
+                record(budget, text, seed, results, time.time() - start, ran_on)
     write_table(args, records + earlier)
 
 
@@ -373,9 +393,14 @@ def write_table(args, records):
             labelling = statistics.mean(labelled) if labelled else 0
             training = statistics.mean(r["train_seconds"] / 60 for r in runs)
             spread = f" ± {statistics.stdev(scores):.2f}" if len(scores) > 1 else ""
+            mixed = (
+                ", a run's on two processors"
+                if any(", then " in r["processor"] for r in runs)
+                else ""
+            )
             row.append(
                 f"{statistics.mean(scores):.2f}{spread} (n={len(scores)}, "
-                f"{labelling:.0f} + {training:.0f} min)"
+                f"{labelling:.0f} + {training:.0f} min{mixed})"
             )
         rows.append(row)
     table = markdown_table(["cell"] + [f"{b} labels" for b in args.budgets], rows)
