@@ -39,7 +39,10 @@ no copies), and the students learn from that. A cell is INIT:LOSS[:TRANSFER]:
               TinyBERT's replacement at its published rates (a word
               replaced with probability 0.4 by the `--masked_lm`'s
               predictions or the teacher's neighbours; no masking, no
-              n-grams)
+              n-grams), +augK+tinybert_released as TinyBERT's released
+              code does it: content words only, each predicted in its
+              sentence as it came (`replace_words=content`,
+              `masked_lm_context=sentence`)
 
 The copies are the cell's data, drawn with seed 0 whatever the student's
 seed (`distillation.transfer.seed=0`), so that the students of all seeds
@@ -148,21 +151,26 @@ def parse_cell(text, masked_lm=None):
         or not set(intermediate) <= {"hidden", "attention"}
         or (intermediate and loss != "logits")
         or source not in ("labelled", "text")
-        or not re.fullmatch(r"(aug\d+(\+(neighbours|tinybert))?)?", "+".join(augmentation))
+        or not re.fullmatch(
+            r"(aug\d+(\+(neighbours|tinybert|tinybert_released))?)?", "+".join(augmentation)
+        )
     ):
         raise SystemExit(
-            f"--cells {text}: INIT:labels or "
-            "INIT:logits[+hidden][+attention]:(labelled|text)[+augK[+neighbours|+tinybert]]"
+            f"--cells {text}: INIT:labels or INIT:logits[+hidden][+attention]:"
+            "(labelled|text)[+augK[+neighbours|+tinybert|+tinybert_released]]"
         )
-    if "tinybert" in augmentation and not masked_lm:
-        raise SystemExit(f"--cells {text}: +tinybert needs --masked_lm")
+    tinybert = {"tinybert", "tinybert_released"} & set(augmentation)
+    if tinybert and not masked_lm:
+        raise SystemExit(f"--cells {text}: +{tinybert.pop()} needs --masked_lm")
     copies = int(augmentation[0][3:]) if augmentation else 0
     replacement = []
     if "neighbours" in augmentation:
         replacement = ["replace_probability=0.1", "replace_by=teacher_neighbours"]
-    if "tinybert" in augmentation:
+    if tinybert:
         replacement = ["replace_probability=0.4", "mask_probability=0", "ngram_probability=0"]
         replacement += ["replace_by=masked_lm_and_neighbours", f"masked_lm={masked_lm}"]
+    if "tinybert_released" in augmentation:
+        replacement += ["replace_words=content", "masked_lm_context=sentence"]
     path = "random:bert_tiny" if init == "random" else init.split("=", 1)[1]
     name = init.split("=", 1)[0]
     return {

@@ -12,11 +12,39 @@ of its neighbours in the teacher's embeddings (`neighbour_words`). A copy
 carries no label: augmenting can change it.
 """
 
+import re
+
 from pipelines.vocabulary import MASK
 
 # Marks a word of a copy to be replaced, the word after it: a private-use
 # character that no text or vocabulary holds.
 TO_REPLACE = "\ue0ff"
+
+# The stop words TinyBERT's augmentation never replaces (its released
+# `data_augmentation.py`): NLTK's English list without its eight question
+# words (what which who whom when where why how), with 's and 're. Written
+# out: nltk ships its word lists as a download of their own, which nothing
+# here may fetch.
+STOP_WORDS = frozenset(
+    """i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
+    yourselves he him his himself she she's her hers herself it it's its itself they them their
+    theirs themselves this that that'll these those am is are was were be
+    been being have has had having do does did doing a an the and but if or because as until
+    while of at by for with about against between into through during before after above below
+    to from up down in out on off over under again further then once here there all any both each few more most other some such no nor not only own same so than too
+    very s t can will just don don't should should've now d ll m o re ve y ain aren aren't
+    couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven haven't isn isn't
+    ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn shouldn't wasn wasn't
+    weren weren't won won't wouldn wouldn't 's 're""".split()
+)
+
+
+def is_content_word(word):
+    """Whether TinyBERT's augmentation may replace `word`: letters only (no
+    number, punctuation or hyphenated compound) and no stop word, in
+    lower case."""
+    word = word.lower()
+    return re.fullmatch("[a-z]+", word) is not None and word not in STOP_WORDS
 
 
 def is_whole_word(token):
@@ -46,8 +74,9 @@ def set_words(row, field, words):
 def augmented_words(words, rng, transfer, cut=True):
     """`words` with each replaced by `[MASK]` with
     `transfer.mask_probability`, or marked for replacement
-    (`TO_REPLACE + word`) with `transfer.replace_probability`; then, when
-    `cut`, with
+    (`TO_REPLACE + word`) with `transfer.replace_probability` (with
+    `transfer.replace_words: content`, a content word only:
+    `is_content_word`); then, when `cut`, with
     `transfer.ngram_probability` only a random run of 1 to
     `transfer.ngram_max` of them is kept.
 
@@ -60,8 +89,13 @@ def augmented_words(words, rng, transfer, cut=True):
     draws = rng.random(len(words))
     masked = transfer.mask_probability
     replaced = masked + transfer.replace_probability
+    any_word = transfer.replace_words == "all"
     words = [
-        MASK if draw < masked else TO_REPLACE + word if draw < replaced else word
+        MASK
+        if draw < masked
+        else TO_REPLACE + word
+        if draw < replaced and (any_word or is_content_word(word))
+        else word
         for word, draw in zip(words, draws)
     ]
     if cut and words and rng.random() < transfer.ngram_probability:

@@ -25,6 +25,10 @@ SOFT_LOSSES = ("auto", "kl_divergence", "mse")
 REPLACEMENTS = ("masked_lm", "teacher_neighbours", "masked_lm_and_neighbours")
 # Those that read `TransferConfig.masked_lm`.
 READ_A_MASKED_LM = ("masked_lm", "masked_lm_and_neighbours")
+# Which words a copy may replace, and what the masked LM reads when it
+# predicts one (`TransferConfig`).
+REPLACED_WORDS = ("all", "content")
+MASKED_LM_CONTEXTS = ("copy", "sentence")
 
 
 @dataclasses.dataclass
@@ -42,7 +46,14 @@ class TransferConfig:
     token embeddings (a word the teacher's vocabulary splits by its
     pieces' mean; a word with an unknown piece is masked instead); with
     `masked_lm_and_neighbours` (TinyBERT's), the masked LM's for a word its
-    vocabulary holds whole, the neighbours for the others; then, with
+    vocabulary holds whole, the neighbours for the others. With
+    `replace_words: content` only words of letters that are no stop word
+    are replaced (TinyBERT's; `all`: any word). With `masked_lm_context:
+    copy` the masked LM reads the copy with its masked and marked words
+    masked, once a copy; with `sentence` (TinyBERT's released code) it reads
+    the sentence with the one word masked, then the sentence whole as the
+    second segment, once a sentence and word, and its copies draw from
+    those candidates. Then, with
     `ngram_probability`, only a random n-gram of 1 to
     `ngram_max` words is kept. Copies carry no label (augmenting can change
     it). `seed` draws the copies (none: `training.seed`): a fixed one
@@ -60,6 +71,8 @@ class TransferConfig:
     replace_by: str = "masked_lm"
     masked_lm: typing.Optional[str] = None
     replace_top_k: int = 15
+    replace_words: str = "all"
+    masked_lm_context: str = "copy"
     ngram_probability: float = 0.25
     ngram_max: int = 5
     seed: typing.Optional[int] = None
@@ -129,6 +142,8 @@ SCHEMA = dataclasses.replace(
         **FINETUNE_SCHEMA.choices,
         "distillation.loss": SOFT_LOSSES,
         "distillation.transfer.replace_by": REPLACEMENTS,
+        "distillation.transfer.replace_words": REPLACED_WORDS,
+        "distillation.transfer.masked_lm_context": MASKED_LM_CONTEXTS,
     },
     minimums={
         **FINETUNE_SCHEMA.minimums,

@@ -36,6 +36,11 @@ class MaskedLmWords:
             `pretrainer.keras`), its vocabulary inside.
         top_k: int. The best single-piece words a replacement is drawn from.
         batch_size: int. Sentences a masked-LM call.
+        context: str. What the masked LM reads (`TransferConfig.
+            masked_lm_context`): `copy`, the copy with its masked and
+            marked words masked, a call a copy; `sentence` (TinyBERT's),
+            the sentence with the one word masked and then whole, a call a
+            sentence and word, which its copies share.
 
     Attributes:
         fingerprint: str. The SHA-256 of the file.
@@ -43,7 +48,7 @@ class MaskedLmWords:
             are no whole word are dropped and `top_k` kept.
     """
 
-    def __init__(self, path, top_k, batch_size):
+    def __init__(self, path, top_k, batch_size, context="copy"):
         import pipelines
         from keras_bert.distillation.transfer_set import file_fingerprint
         from keras_bert.finetuning.runner import load_keras_model
@@ -69,6 +74,7 @@ class MaskedLmWords:
             )
         self.top_k = top_k
         self.batch_size = batch_size
+        self.context = context
         self.fingerprint = file_fingerprint(path)
         self.vocabulary = vocabulary
         self._whole_word = np.array([is_whole_word(token) for token in vocabulary])  # (V,)
@@ -99,11 +105,14 @@ class MaskedLmWords:
         pieces = self.tokenizer.tokenize(tf.constant(words)).row_lengths().numpy()
         return {word for word, count in zip(words, pieces) if count == 1}
 
-    def fill(self, rows, rngs):
+    def fill(self, rows, rngs, replaces=None):
         """Replaces, in place, every `TO_REPLACE` word of `rows` (their
-        `text_a`, `text_b` or `words`), each drawn with the row's `rngs`
-        entry from the masked LM's `top_k` words at its place, the row's
-        other masked and marked words masked."""
+        `text_a`, `text_b` or `words`) for which `replaces(word)` holds
+        (None: every one), each drawn with the row's `rngs` entry from the
+        masked LM's `top_k` words at its place, read in `context`; the
+        others stay marked."""
+        if self.context == "sentence":
+            return self._fill_from_sentences(rows, rngs, replaces)
         # Batched by length, so that a batch pads little.
         places = sorted(marked_places(rows), key=lambda place: len(place[2]))
         for start in range(0, len(places), self.batch_size):
@@ -119,32 +128,84 @@ class MaskedLmWords:
                     if word == MASK:
                         next(ranked)
                     elif word.startswith(TO_REPLACE):
-                        pieces = next(ranked)
-                        candidates = pieces[self._whole_word[pieces]][: self.top_k]
-                        word = (
-                            self.vocabulary[candidates[rngs[index].integers(len(candidates))]]
-                            if len(candidates)
-                            else MASK
-                        )
+                        candidates = self._whole_words(next(ranked))
+                        if _replaces(replaces, word):
+                            word = self._drawn(candidates, rngs[index])
                     filled.append(word)
                 set_words(rows[index], field, filled)
         return rows
 
-    def ranked_pieces(self, sentences):
+    def _fill_from_sentences(self, rows, rngs, replaces):
+        """`fill` in TinyBERT's context: each replaced word's candidates
+        come from its sentence as it came (the marks taken off), that word
+        masked, then the sentence whole as the second segment; asked once
+        for all the copies of a sentence that replace the word."""
+        places = list(marked_places(rows))
+        candidates = {}  # (sentence's words, place): the whole words ranked there.
+        for _, _, words in places:
+            sentence = tuple(_unmarked(words))
+            for i, word in enumerate(words):
+                if word.startswith(TO_REPLACE) and _replaces(replaces, word):
+                    candidates.setdefault((sentence, i))
+        # Batched by length, so that a batch pads little.
+        asked = sorted(candidates, key=lambda key: len(key[0]))
+        for start in range(0, len(asked), self.batch_size):
+            batch = asked[start : start + self.batch_size]
+            first = [" ".join(MASK if j == i else w for j, w in enumerate(s)) for s, i in batch]
+            ranked = self.ranked_pieces(first, second=[" ".join(s) for s, _ in batch])
+            for key, pieces in zip(batch, ranked):
+                candidates[key] = self._whole_words(pieces)
+        for index, field, words in places:
+            sentence = tuple(_unmarked(words))
+            filled = [
+                self._drawn(candidates[sentence, i], rngs[index])
+                if word.startswith(TO_REPLACE) and _replaces(replaces, word)
+                else word
+                for i, word in enumerate(words)
+            ]
+            set_words(rows[index], field, filled)
+        return rows
+
+    def _whole_words(self, pieces):
+        """The `top_k` best of ranked `pieces` that can stand as a word."""
+        return pieces[self._whole_word[pieces]][: self.top_k]
+
+    def _drawn(self, candidates, rng):
+        """A word drawn from `candidates` (ids), or `[MASK]` when none."""
+        if not len(candidates):
+            return MASK
+        return self.vocabulary[candidates[rng.integers(len(candidates))]]
+
+    def ranked_pieces(self, sentences, second=None):
         """The masked LM's best pieces at each `[MASK]` of `sentences` (at
-        most `batch_size` str), in order: int (N, `asked`), best first."""
+        most `batch_size` str; `second`: their second segments), in order:
+        int (N, `asked`), best first."""
         # A short batch is filled up with copies of its last sentence, the
         # places up to a power of two with the first row's first: few
         # shapes, so few compilations.
         count = len(sentences)
         sentences = sentences + sentences[-1:] * (self.batch_size - count)
-        inputs, positions = masked_sentence_inputs(self.tokenizer, sentences)
+        if second is not None:
+            second = second + second[-1:] * (self.batch_size - count)
+        inputs, positions = masked_sentence_inputs(
+            self.tokenizer, sentences, second, self.model.backbone.max_sequence_length
+        )
         del inputs["mask_positions"]  # Its slots padded per row; `places` instead.
         length = inputs["token_ids"].shape[1]
         at = [row * length + p for row, masks in enumerate(positions[:count]) for p in masks]
         inputs["places"] = np.zeros((1, _padded_count(len(at))), "int32")
         inputs["places"][0, : len(at)] = at
         return np.asarray(self._best_pieces.predict_on_batch(inputs))[0, : len(at)]
+
+
+def _replaces(replaces, marked):
+    """Whether a `fill` with `replaces` replaces the `marked` word."""
+    return replaces is None or replaces(marked[len(TO_REPLACE) :])
+
+
+def _unmarked(words):
+    """`words` with their replacement marks taken off."""
+    return [w[len(TO_REPLACE) :] if w.startswith(TO_REPLACE) else w for w in words]
 
 
 def _padded_count(count):
@@ -173,9 +234,11 @@ class MaskedLmAndNeighbourWords:
         self.fingerprint = f"{masked_lm_words.fingerprint} + {neighbour_words.fingerprint}"
 
     def fill(self, rows, rngs):
-        """Replaces, in place, every `TO_REPLACE` word of `rows`: first the
-        split ones by neighbours, then the rest by the masked LM, which
-        reads them in their sentences."""
+        """Replaces, in place, every `TO_REPLACE` word of `rows`: in the
+        `copy` context first the split ones by neighbours, then the rest by
+        the masked LM, which reads them in their copies; in the `sentence`
+        context the masked LM's first, as it reads each sentence as it
+        came."""
         marked = [
             w[len(TO_REPLACE) :]
             for _, _, words in marked_places(rows)
@@ -183,5 +246,8 @@ class MaskedLmAndNeighbourWords:
             if w.startswith(TO_REPLACE)
         ]
         single = self.masked_lm_words.single_pieces(marked)
+        if self.masked_lm_words.context == "sentence":
+            self.masked_lm_words.fill(rows, rngs, replaces=lambda word: word in single)
+            return self.neighbour_words.fill(rows, rngs)
         self.neighbour_words.fill(rows, rngs, replaces=lambda word: word not in single)
         return self.masked_lm_words.fill(rows, rngs)

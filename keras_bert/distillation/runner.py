@@ -192,7 +192,10 @@ class DistillRun(FinetuneRun):
         masked_lm = neighbours = None
         if transfer.replace_by in READ_A_MASKED_LM:
             masked_lm = MaskedLmWords(
-                transfer.masked_lm, transfer.replace_top_k, transfer.batch_size
+                transfer.masked_lm,
+                transfer.replace_top_k,
+                transfer.batch_size,
+                transfer.masked_lm_context,
             )
         if transfer.replace_by != "masked_lm":
             neighbours = NeighbourWords(

@@ -150,6 +150,11 @@ class TransferSet:
         settings = dict(vars(self.transfer))
         for speed in ("batch_size", "max_labelling_hours"):  # How fast, not what.
             settings.pop(speed)
+        # Settings newer than sets labelled before them, at the value those
+        # had: left out, so that those sets are still taken up.
+        for key, before in (("replace_words", "all"), ("masked_lm_context", "copy")):
+            if settings[key] == before:
+                settings.pop(key)
         if self.transfer.copies:  # The seed makes the copies; without any, nothing.
             settings["seed"] = self.seed
         # The masked LM by its content, not by where it lies, and how

@@ -59,16 +59,19 @@ def fill_mask(model, tokenizer, sentences, top_k=FILL_MASK_TOP_K, objective=None
     return answers
 
 
-def masked_sentence_inputs(tokenizer, sentences):
+def masked_sentence_inputs(tokenizer, sentences, second=None, max_length=None):
     """`(inputs, positions)`: a pre-training model's inputs for `sentences`
     (list of str, each with one or more literal `[MASK]`s) in one padded
     batch, and each sentence's `[MASK]` places (a list of int each). Its
     length and mask slots are rounded up to a multiple of 8: each new shape
     would compile the model's forward pass again (seconds under JAX or
-    XLA)."""
+    XLA). `second`: a list of str, each sentence's second segment
+    (`[CLS] sentence [SEP] second [SEP]`), cut so that a row is at most
+    `max_length` tokens."""
     # Every sentence's text between its masks, tokenized in one call.
     texts = [sentence.split("[MASK]") for sentence in sentences]
-    flat = iter(tokenize_texts(tokenizer, [text for pieces in texts for text in pieces]))
+    flat = [text for pieces in texts for text in pieces] + list(second or [])
+    flat = iter(tokenize_texts(tokenizer, flat))
     sequences, positions = [], []
     for pieces in texts:
         ids = [tokenizer.cls_id]
@@ -80,16 +83,25 @@ def masked_sentence_inputs(tokenizer, sentences):
             ids.extend(next(flat))
         sequences.append(ids + [tokenizer.sep_id])
         positions.append(masks)
+    first_lengths = [len(ids) for ids in sequences]
+    if second is not None:
+        for ids in sequences:
+            tokens = next(flat)
+            if max_length:
+                tokens = tokens[: max(max_length - len(ids) - 1, 0)]
+            ids.extend(tokens + [tokenizer.sep_id])
     length = _round_up(max(len(ids) for ids in sequences))
     slots = _round_up(max(len(masks) for masks in positions))
     token_ids = np.full((len(sentences), length), tokenizer.pad_id, "int32")
+    segment_ids = np.zeros_like(token_ids)
     mask_positions = np.zeros((len(sentences), slots), "int32")
     for row, (ids, masks) in enumerate(zip(sequences, positions)):
         token_ids[row, : len(ids)] = ids
+        segment_ids[row, first_lengths[row] : len(ids)] = 1
         mask_positions[row, : len(masks)] = masks
     inputs = {
         "token_ids": token_ids,
-        "segment_ids": np.zeros_like(token_ids),
+        "segment_ids": segment_ids,
         "padding_mask": (token_ids != tokenizer.pad_id).astype("int32"),
         "mask_positions": mask_positions,
     }

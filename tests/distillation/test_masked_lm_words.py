@@ -104,6 +104,94 @@ def test_tinyberts_replacement_a_whole_word_by_the_masked_lm_a_split_one_by_neig
     assert words.fingerprint.startswith(masked_lm_words.fingerprint)
 
 
+def pair_whole_words(words, sentence, at, top_k):
+    """The masked LM's `top_k` whole words at word `at` of `sentence` (a
+    list of words) in TinyBERT's query, `[CLS] sentence, that word masked
+    [SEP] sentence [SEP]`, built here piece by piece and ranked over the
+    whole vocabulary."""
+    import tensorflow as tf
+
+    tokenizer = words.tokenizer
+
+    def pieces(text):
+        return tokenizer.tokenize(tf.constant([text])).flat_values.numpy().tolist() if text else []
+
+    before, after = " ".join(sentence[:at]), " ".join(sentence[at + 1 :])
+    first = [tokenizer.cls_id, *pieces(before), tokenizer.mask_id, *pieces(after), tokenizer.sep_id]
+    ids = first + pieces(" ".join(sentence)) + [tokenizer.sep_id]
+    logits = words.model.predict_on_batch(
+        {
+            "token_ids": np.array([ids], "int32"),
+            "segment_ids": np.array([[0] * len(first) + [1] * (len(ids) - len(first))], "int32"),
+            "padding_mask": np.ones((1, len(ids)), "int32"),
+            "mask_positions": np.array([[len(pieces(before)) + 1]], "int32"),
+        }
+    )["mlm"][0, 0]
+    ranked = [words.vocabulary[i] for i in np.argsort(-np.asarray(logits), kind="stable")]
+    return [t for t in ranked if not re.fullmatch(r"##.+|\[[A-Z]+\]", t)][:top_k]
+
+
+def test_in_the_sentence_context_a_word_is_drawn_from_its_sentence_once_for_all_copies(
+    masked_lm,
+):
+    # TinyBERT's released code: a word's candidates are the masked LM's at
+    # its place in the sentence as it came, the sentence whole beside it;
+    # asked once a sentence and word, whatever else its copies replace.
+    words = MaskedLmWords(masked_lm, top_k=3, batch_size=2, context="sentence")
+    sentence = "the movie was played in paris".split()
+    marked = [{1}, {1, 5}, {2, 5}, set(), {0, 1, 2, 3, 4, 5}]
+    rows = [
+        {"text_a": " ".join(TO_REPLACE + w if i in at else w for i, w in enumerate(sentence))}
+        | {"text_b": None, "label": None}
+        for at in marked
+    ] + [{"words": [TO_REPLACE + "smith", "won"], "labels": None}]
+    asked = []
+    ranked_pieces = words.ranked_pieces
+    words.ranked_pieces = lambda first, second: asked.extend(first) or ranked_pieces(first, second)
+    filled = words.fill([dict(r) for r in rows], [np.random.default_rng(i) for i in range(6)])
+    assert len(asked) == 6 + 1  # Each of the sentence's six words once, and `smith`.
+    for index, at in enumerate(marked):
+        rng = np.random.default_rng(index)
+        expected = list(sentence)
+        for i in sorted(at):
+            candidates = pair_whole_words(words, sentence, i, top_k=3)
+            expected[i] = candidates[rng.integers(len(candidates))]
+        assert filled[index]["text_a"].split() == expected
+    smith = pair_whole_words(words, ["smith", "won"], 0, top_k=3)
+    assert filled[5]["words"][0] in smith and filled[5]["words"][1] == "won"
+
+
+def test_tinyberts_masked_lm_reads_a_split_word_as_it_came_in_the_sentence_context(masked_lm):
+    import keras
+
+    masked_lm_words = MaskedLmWords(masked_lm, top_k=3, batch_size=2, context="sentence")
+    teacher = keras.saving.load_model(masked_lm, compile=False).backbone
+    neighbour_words = NeighbourWords(teacher, masked_lm_words.tokenizer, top_k=3)
+    words = MaskedLmAndNeighbourWords(masked_lm_words, neighbour_words)
+    text = f"john {TO_REPLACE}paris in {TO_REPLACE}californias city"
+    rows = [{"text_a": text, "text_b": None, "label": None}]
+    filled = words.fill(rows, [np.random.default_rng(0)])[0]["text_a"].split()
+    assert filled[3] in neighbour_words.neighbours("californias")
+    sentence = "john paris in californias city".split()
+    assert filled[1] in pair_whole_words(masked_lm_words, sentence, 1, top_k=3)
+
+
+def test_tinyberts_words_are_content_words_at_the_replace_rate():
+    transfer = TransferConfig(
+        mask_probability=0, replace_probability=0.4, ngram_probability=0, replace_words="content"
+    )
+    sentence = "the film 's not a 2002 stomach-turning , very funny ride".split()
+    content = {"film", "funny", "ride"}
+    marked = [
+        w[len(TO_REPLACE) :]
+        for seed in range(300)
+        for w in augmented_words(sentence, np.random.default_rng(seed), transfer)
+        if w.startswith(TO_REPLACE)
+    ]
+    assert set(marked) == content
+    assert abs(len(marked) / (300 * len(content)) - 0.4) < 0.05
+
+
 def test_augmentation_marks_words_at_the_replace_rate():
     transfer = TransferConfig(mask_probability=0.2, replace_probability=0.3, ngram_probability=0)
     marked = [
@@ -137,6 +225,9 @@ def test_replacing_needs_a_masked_lm_and_room_beside_masking():
         load_distill_config("sst2", overrides=[replace, mixed])
     neighbours = "distillation.transfer.replace_by=teacher_neighbours"
     assert load_distill_config("sst2", overrides=[replace, neighbours]).distillation.transfer
+    for key in ("replace_words", "masked_lm_context"):
+        with pytest.raises(ConfigError, match=f"transfer.{key}"):
+            load_distill_config("sst2", overrides=[f"distillation.transfer.{key}=every"])
     with pytest.raises(ConfigError, match="must be <= 1"):
         load_distill_config(
             "sst2",

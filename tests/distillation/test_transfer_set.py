@@ -162,6 +162,8 @@ def test_the_same_set_and_teacher_label_nothing_and_another_labels_all(tmp_path)
         (transfer_set(seed=1), CountingTeacher()),  # Other copies.
         (transfer_set(copies=1), CountingTeacher()),
         (transfer_set(mask_probability=0.5), CountingTeacher()),
+        (transfer_set(replace_words="content"), CountingTeacher()),
+        (transfer_set(masked_lm_context="sentence"), CountingTeacher()),
         (transfer_set(), CountingTeacher(fingerprint="t2")),
     ]:
         paths = label_transfer_set(changed_set, teacher, str(tmp_path), progress=False)
