@@ -53,7 +53,7 @@ class TransferConfig:
     masked, once a copy; with `sentence` (TinyBERT's released code) it reads
     the sentence with the one word masked, then the sentence whole as the
     second segment, once a sentence and word, and its copies draw from
-    those candidates. Then, with
+    those candidates (no word masked: `mask_probability` 0). Then, with
     `ngram_probability`, only a random n-gram of 1 to
     `ngram_max` words is kept. Copies carry no label (augmenting can change
     it). `seed` draws the copies (none: `training.seed`): a fixed one
@@ -181,6 +181,12 @@ def load_distill_config(task, config_file=None, overrides=()):
             "distillation.transfer.mask_probability + replace_probability must be <= 1 (a "
             f"word is masked, replaced or kept). Received: {transfer.mask_probability} + "
             f"{transfer.replace_probability}"
+        )
+    if transfer.masked_lm_context == "sentence" and transfer.mask_probability > 0:
+        raise ConfigError(
+            "distillation.transfer.masked_lm_context=sentence reads each sentence as it came, "
+            "with no word masked: it needs distillation.transfer.mask_probability=0. "
+            f"Received: mask_probability={transfer.mask_probability}"
         )
     if (
         transfer.replace_probability > 0

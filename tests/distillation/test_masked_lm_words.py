@@ -228,6 +228,11 @@ def test_replacing_needs_a_masked_lm_and_room_beside_masking():
     for key in ("replace_words", "masked_lm_context"):
         with pytest.raises(ConfigError, match=f"transfer.{key}"):
             load_distill_config("sst2", overrides=[f"distillation.transfer.{key}=every"])
+    sentence = "distillation.transfer.masked_lm_context=sentence"
+    with pytest.raises(ConfigError, match="needs distillation.transfer.mask_probability=0"):
+        load_distill_config("sst2", overrides=[sentence])  # Masking's default: 0.1.
+    unmasked = "distillation.transfer.mask_probability=0"
+    assert load_distill_config("sst2", overrides=[sentence, unmasked]).distillation.transfer
     with pytest.raises(ConfigError, match="must be <= 1"):
         load_distill_config(
             "sst2",
