@@ -356,10 +356,12 @@ def main():
                 else:
                     if cell["text"] and unlabelled is None:
                         continue  # Budget `all`: no unlabelled sentences.
-                    earlier = earlier_labelling_run(records, args.out, budget, cell, args.masked_lm)
-                    if earlier and not os.path.exists(model_dir):
+                    labelled_by = earlier_labelling_run(
+                        records, args.out, budget, cell, args.masked_lm
+                    )
+                    if labelled_by and not os.path.exists(model_dir):
                         shutil.copytree(
-                            os.path.join(earlier, TRANSFER_SET),
+                            os.path.join(labelled_by, TRANSFER_SET),
                             os.path.join(model_dir, TRANSFER_SET),
                         )
                     results = run_distillation(
@@ -374,7 +376,7 @@ def main():
                     # What this cell paid (a stopped run's resumed too): a
                     # shard taken up, before a stop or now, was paid for by
                     # the run that labelled it.
-                    taken_up = shard_records(earlier) if earlier else {}
+                    taken_up = shard_records(labelled_by) if labelled_by else {}
                     paid = shard_records(model_dir).items()
                     results["labelling_seconds"] = round(
                         sum(r.get("seconds", 0.0) for name, r in paid if taken_up.get(name) != r), 1
