@@ -405,7 +405,7 @@ def write_table(args, records):
             spread = f" ± {statistics.stdev(scores):.2f}" if len(scores) > 1 else ""
             mixed = (
                 ", a run's on two processors"
-                if any(", then " in r["processor"] for r in runs)
+                if any(", then " in r.get("processor", "") for r in runs)
                 else ""
             )
             row.append(
