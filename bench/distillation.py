@@ -219,9 +219,9 @@ def run_processors(out, name):
     time is no one processor's."""
     path = os.path.join(out, "processors.json")
     sessions = json.load(open(path)) if os.path.exists(path) else {}
-    ran_on = sessions.setdefault(name, [])
-    if processor() not in ran_on:
-        ran_on.append(processor())
+    ran_on, here = sessions.setdefault(name, []), processor()
+    if here not in ran_on:
+        ran_on.append(here)
         with open(path + ".tmp", "w") as f:
             json.dump(sessions, f, indent=1)
         os.replace(path + ".tmp", path)

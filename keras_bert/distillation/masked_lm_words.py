@@ -128,9 +128,9 @@ class MaskedLmWords:
                     if word == MASK:
                         next(ranked)
                     elif word.startswith(TO_REPLACE):
-                        candidates = self._whole_words(next(ranked))
+                        pieces = next(ranked)  # Asked whether replaced or not.
                         if _replaces(replaces, word):
-                            word = self._drawn(candidates, rngs[index])
+                            word = self._drawn(self._whole_words(pieces), rngs[index])
                     filled.append(word)
                 set_words(rows[index], field, filled)
         return rows
@@ -141,9 +141,9 @@ class MaskedLmWords:
         masked, then the sentence whole as the second segment; asked once
         for all the copies of a sentence that replace the word."""
         places = list(marked_places(rows))
+        sentences = [tuple(_unmarked(words)) for _, _, words in places]
         candidates = {}  # (sentence's words, place): the whole words ranked there.
-        for _, _, words in places:
-            sentence = tuple(_unmarked(words))
+        for (_, _, words), sentence in zip(places, sentences):
             for i, word in enumerate(words):
                 if word.startswith(TO_REPLACE) and _replaces(replaces, word):
                     candidates.setdefault((sentence, i))
@@ -155,8 +155,7 @@ class MaskedLmWords:
             ranked = self.ranked_pieces(first, second=[" ".join(s) for s, _ in batch])
             for key, pieces in zip(batch, ranked):
                 candidates[key] = self._whole_words(pieces)
-        for index, field, words in places:
-            sentence = tuple(_unmarked(words))
+        for (index, field, words), sentence in zip(places, sentences):
             filled = [
                 self._drawn(candidates[sentence, i], rngs[index])
                 if word.startswith(TO_REPLACE) and _replaces(replaces, word)
