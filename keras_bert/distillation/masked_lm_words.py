@@ -5,6 +5,7 @@ single-piece predictions at its place), alone or with the teacher's
 neighbours for the words the masked LM's vocabulary splits, as TinyBERT
 does."""
 
+import logging
 import os
 import tempfile
 
@@ -21,6 +22,8 @@ from keras_bert.distillation.augmentation import (
 from keras_bert.errors import FinetuneError
 from keras_bert.pretraining.fill_mask import masked_sentence_inputs
 from pipelines.vocabulary import MASK
+
+logger = logging.getLogger("keras_bert.distill")
 
 # Fillers asked of the masked LM for each word, before the pieces that are
 # no whole word (`##` continuations, `[SPECIAL]` tokens) are dropped and
@@ -77,6 +80,7 @@ class MaskedLmWords:
         self.context = context
         self.fingerprint = file_fingerprint(path)
         self.vocabulary = vocabulary
+        self._past_length = 0  # Marked words past the masked LM's length, kept.
         self._whole_word = np.array([is_whole_word(token) for token in vocabulary])  # (V,)
         # The best pieces at the batch's marked places only, ranked inside
         # the compiled forward pass: the pretrainer's (B, P, V) logits at
@@ -121,16 +125,16 @@ class MaskedLmWords:
                 " ".join(MASK if w.startswith(TO_REPLACE) else w for w in words)
                 for _, _, words in batch
             ]
-            ranked = iter(self.ranked_pieces(sentences))  # Each place's, in order.
-            for index, field, words in batch:
+            for (index, field, words), ranked in zip(batch, self.ranked_pieces(sentences)):
+                ranked = iter(ranked)  # Each place's, in order, up to the masked LM's length.
                 filled = []
                 for word in words:
                     if word == MASK:
-                        next(ranked)
+                        next(ranked, None)
                     elif word.startswith(TO_REPLACE):
-                        pieces = next(ranked)  # Asked whether replaced or not.
+                        pieces = next(ranked, None)  # Asked whether replaced or not.
                         if _replaces(replaces, word):
-                            word = self._drawn(self._whole_words(pieces), rngs[index])
+                            word = self._replacement(word, pieces, rngs[index])
                     filled.append(word)
                 set_words(rows[index], field, filled)
         return rows
@@ -154,10 +158,10 @@ class MaskedLmWords:
             first = [" ".join(MASK if j == i else w for j, w in enumerate(s)) for s, i in batch]
             ranked = self.ranked_pieces(first, second=[" ".join(s) for s, _ in batch])
             for key, pieces in zip(batch, ranked):
-                candidates[key] = self._whole_words(pieces)
+                candidates[key] = pieces[0] if len(pieces) else None
         for (index, field, words), sentence in zip(places, sentences):
             filled = [
-                self._drawn(candidates[sentence, i], rngs[index])
+                self._replacement(word, candidates[sentence, i], rngs[index])
                 if word.startswith(TO_REPLACE) and _replaces(replaces, word)
                 else word
                 for i, word in enumerate(words)
@@ -165,12 +169,21 @@ class MaskedLmWords:
             set_words(rows[index], field, filled)
         return rows
 
-    def _whole_words(self, pieces):
-        """The `top_k` best of ranked `pieces` that can stand as a word."""
-        return pieces[self._whole_word[pieces]][: self.top_k]
-
-    def _drawn(self, candidates, rng):
-        """A word drawn from `candidates` (ids), or `[MASK]` when none."""
+    def _replacement(self, marked, pieces, rng):
+        """The `marked` word's replacement, drawn with `rng` from the `top_k`
+        best of the ranked `pieces` that can stand as a word (`[MASK]` when
+        none can); the word itself when it had no place (None), past the
+        masked LM's length."""
+        if pieces is None:
+            self._past_length += 1
+            if self._past_length == 1:
+                logger.warning(
+                    "distillation.transfer.masked_lm: a sentence is longer than its %d "
+                    "pieces; its words past them keep their own word in the copies (warned once)",
+                    self.model.backbone.max_sequence_length,
+                )
+            return marked[len(TO_REPLACE) :]
+        candidates = pieces[self._whole_word[pieces]][: self.top_k]
         if not len(candidates):
             return MASK
         return self.vocabulary[candidates[rng.integers(len(candidates))]]
@@ -178,7 +191,8 @@ class MaskedLmWords:
     def ranked_pieces(self, sentences, second=None):
         """The masked LM's best pieces at each `[MASK]` of `sentences` (at
         most `batch_size` str; `second`: their second segments), in order:
-        int (N, `asked`), best first."""
+        for each sentence, int (N, `asked`), best first, N its `[MASK]`s
+        inside the masked LM's length (a longer sentence is cut)."""
         # A short batch is filled up with copies of its last sentence, the
         # places up to a power of two with the first row's first: few
         # shapes, so few compilations.
@@ -194,7 +208,9 @@ class MaskedLmWords:
         at = [row * length + p for row, masks in enumerate(positions[:count]) for p in masks]
         inputs["places"] = np.zeros((1, _padded_count(len(at))), "int32")
         inputs["places"][0, : len(at)] = at
-        return np.asarray(self._best_pieces.predict_on_batch(inputs))[0, : len(at)]
+        best = np.asarray(self._best_pieces.predict_on_batch(inputs))[0]
+        ends = np.cumsum([len(masks) for masks in positions[:count]])
+        return np.split(best[: len(at)], ends[:-1])
 
 
 def _replaces(replaces, marked):

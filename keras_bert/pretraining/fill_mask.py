@@ -66,12 +66,15 @@ def masked_sentence_inputs(tokenizer, sentences, second=None, max_length=None):
     length and mask slots are rounded up to a multiple of 8: each new shape
     would compile the model's forward pass again (seconds under JAX or
     XLA). `second`: a list of str, each sentence's second segment
-    (`[CLS] sentence [SEP] second [SEP]`), cut so that a row is at most
-    `max_length` tokens."""
+    (`[CLS] sentence [SEP] second [SEP]`). With `max_length`, a row is at
+    most that many tokens: a sentence longer is cut, and its `[MASK]`s past
+    the cut have no place (`positions` holds those kept); a second segment
+    takes the room left, and none is added when there is none."""
     # Every sentence's text between its masks, tokenized in one call.
     texts = [sentence.split("[MASK]") for sentence in sentences]
     flat = [text for pieces in texts for text in pieces] + list(second or [])
     flat = iter(tokenize_texts(tokenizer, flat))
+    room = max_length - 1 if max_length else None  # Tokens before a [SEP].
     sequences, positions = [], []
     for pieces in texts:
         ids = [tokenizer.cls_id]
@@ -81,16 +84,19 @@ def masked_sentence_inputs(tokenizer, sentences, second=None, max_length=None):
                 masks.append(len(ids))
                 ids.append(tokenizer.mask_id)
             ids.extend(next(flat))
-        sequences.append(ids + [tokenizer.sep_id])
-        positions.append(masks)
+        sequences.append(ids[:room] + [tokenizer.sep_id])
+        positions.append([place for place in masks if room is None or place < room])
     first_lengths = [len(ids) for ids in sequences]
     if second is not None:
         for ids in sequences:
             tokens = next(flat)
-            if max_length:
-                tokens = tokens[: max(max_length - len(ids) - 1, 0)]
-            ids.extend(tokens + [tokenizer.sep_id])
+            if room is None:
+                ids.extend(tokens + [tokenizer.sep_id])
+            elif len(ids) < room:
+                ids.extend(tokens[: room - len(ids)] + [tokenizer.sep_id])
     length = _round_up(max(len(ids) for ids in sequences))
+    if max_length:
+        length = min(length, max_length)
     slots = _round_up(max(len(masks) for masks in positions))
     token_ids = np.full((len(sentences), length), tokenizer.pad_id, "int32")
     segment_ids = np.zeros_like(token_ids)

@@ -104,11 +104,12 @@ def test_tinyberts_replacement_a_whole_word_by_the_masked_lm_a_split_one_by_neig
     assert words.fingerprint.startswith(masked_lm_words.fingerprint)
 
 
-def pair_whole_words(words, sentence, at, top_k):
+def pair_whole_words(words, sentence, at, top_k, max_length=512):
     """The masked LM's `top_k` whole words at word `at` of `sentence` (a
     list of words) in TinyBERT's query, `[CLS] sentence, that word masked
-    [SEP] sentence [SEP]`, built here piece by piece and ranked over the
-    whole vocabulary."""
+    [SEP] sentence [SEP]`, the second sentence cut to `max_length` tokens
+    (the first must fit with room), built here piece by piece and ranked
+    over the whole vocabulary."""
     import tensorflow as tf
 
     tokenizer = words.tokenizer
@@ -118,7 +119,8 @@ def pair_whole_words(words, sentence, at, top_k):
 
     before, after = " ".join(sentence[:at]), " ".join(sentence[at + 1 :])
     first = [tokenizer.cls_id, *pieces(before), tokenizer.mask_id, *pieces(after), tokenizer.sep_id]
-    ids = first + pieces(" ".join(sentence)) + [tokenizer.sep_id]
+    second = pieces(" ".join(sentence))[: max_length - len(first) - 1]
+    ids = first + second + [tokenizer.sep_id]
     logits = words.model.predict_on_batch(
         {
             "token_ids": np.array([ids], "int32"),
@@ -174,6 +176,51 @@ def test_tinyberts_masked_lm_reads_a_split_word_as_it_came_in_the_sentence_conte
     assert filled[3] in neighbour_words.neighbours("californias")
     sentence = "john paris in californias city".split()
     assert filled[1] in pair_whole_words(masked_lm_words, sentence, 1, top_k=3)
+
+
+@pytest.mark.parametrize("context", ["copy", "sentence"])
+def test_words_past_the_masked_lms_length_keep_their_word_with_one_warning(
+    context, tmp_path, caplog
+):
+    # A masked LM of 16 positions; one piece a word. The 30-word row's query
+    # is cut after 14 words: its word 1 is drawn from the cut query's
+    # ranking (in the sentence context with no room for the second
+    # segment), its words 20 and 25 keep their word. The 9-word row fits;
+    # its second segment (sentence context) is cut to the room left.
+    from keras_bert.models import BertBackbone, BertPretrainer
+    from tests.finetuning.conftest import FIXTURES
+
+    backbone = BertBackbone(
+        vocabulary_size=174,
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=16,
+        intermediate_dim=32,
+        max_sequence_length=16,
+    )
+    backbone.vocabulary = (FIXTURES / "vocab.txt").read_text().splitlines()
+    BertPretrainer(backbone).save(tmp_path / "pretrainer.keras")
+    words = MaskedLmWords(str(tmp_path / "pretrainer.keras"), 3, batch_size=2, context=context)
+    vocabulary = "the movie was played in paris by smith who won the team visit".split()
+    assert words.single_pieces(vocabulary) == set(vocabulary)
+    long, nine = [vocabulary[i % 13] for i in range(30)], vocabulary[:9]
+    rows = [
+        {"words": [TO_REPLACE + w if i in (1, 20, 25) else w for i, w in enumerate(long)]},
+        {"words": [TO_REPLACE + w if i == 1 else w for i, w in enumerate(nine)]},
+    ]
+    filled = words.fill(rows, [np.random.default_rng(i) for i in range(2)])
+    candidates = [
+        whole_words_ranked(words, " ".join(["the", "[MASK]", *long[2:14]]), top_k=3),
+        whole_words_ranked(words, " ".join(["the", "[MASK]", *nine[2:]]), top_k=3)
+        if context == "copy"
+        else pair_whole_words(words, nine, 1, top_k=3, max_length=16),
+    ]
+    for index, sentence in enumerate([long, nine]):
+        expected = list(sentence)
+        drawn = np.random.default_rng(index).integers(len(candidates[index]))
+        expected[1] = candidates[index][drawn]
+        assert filled[index]["words"] == expected
+    assert caplog.text.count("longer than its 16 pieces") == 1
 
 
 def test_tinyberts_words_are_content_words_at_the_replace_rate():
