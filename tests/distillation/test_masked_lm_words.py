@@ -187,19 +187,10 @@ def test_words_past_the_masked_lms_length_keep_their_word_with_one_warning(
     # ranking (in the sentence context with no room for the second
     # segment), its words 20 and 25 keep their word. The 9-word row fits;
     # its second segment (sentence context) is cut to the room left.
-    from keras_bert.models import BertBackbone, BertPretrainer
-    from tests.finetuning.conftest import FIXTURES
+    from keras_bert.models import BertPretrainer
+    from tests.finetuning.conftest import tiny_backbone
 
-    backbone = BertBackbone(
-        vocabulary_size=174,
-        num_layers=1,
-        num_heads=2,
-        hidden_dim=16,
-        intermediate_dim=32,
-        max_sequence_length=16,
-    )
-    backbone.vocabulary = (FIXTURES / "vocab.txt").read_text().splitlines()
-    BertPretrainer(backbone).save(tmp_path / "pretrainer.keras")
+    BertPretrainer(tiny_backbone(max_sequence_length=16)).save(tmp_path / "pretrainer.keras")
     words = MaskedLmWords(str(tmp_path / "pretrainer.keras"), 3, batch_size=2, context=context)
     vocabulary = "the movie was played in paris by smith who won the team visit".split()
     assert words.single_pieces(vocabulary) == set(vocabulary)

@@ -56,9 +56,8 @@ def tokenizer():
     return pipelines.BertTokenizer(str(FIXTURES / "vocab.txt"))
 
 
-@pytest.fixture(scope="session")
-def checkpoint(tmp_path_factory):
-    """A 1-layer, 16-wide backbone with the fixture vocabulary, as .keras."""
+def tiny_backbone(max_sequence_length):
+    """A 1-layer, 16-wide backbone with the fixture vocabulary."""
     from keras_bert.models import BertBackbone
 
     backbone = BertBackbone(
@@ -67,11 +66,17 @@ def checkpoint(tmp_path_factory):
         num_heads=2,
         hidden_dim=16,
         intermediate_dim=32,
-        max_sequence_length=384,
+        max_sequence_length=max_sequence_length,
     )
     backbone.vocabulary = (FIXTURES / "vocab.txt").read_text().splitlines()
+    return backbone
+
+
+@pytest.fixture(scope="session")
+def checkpoint(tmp_path_factory):
+    """`tiny_backbone` of 384 positions, as .keras."""
     path = tmp_path_factory.mktemp("ckpt") / "tiny.keras"
-    backbone.save(path)
+    tiny_backbone(max_sequence_length=384).save(path)
     return str(path)
 
 
