@@ -465,9 +465,11 @@ def plot(args, records, path):
 
 
 def plot_sizes(args, records, path):
-    """The learning curve: one panel per budget, each INIT:LOSS's mean
-    score (the std over seeds as error bars) against its cells' transfer
-    set sizes, in sentences, on a log scale; the teacher dashed."""
+    """The learning curve: one panel per budget, each INIT:LOSS and way of
+    augmenting (`+tinybert`, ...) a curve of its mean score (the std over
+    seeds as error bars) against its cells' transfer set sizes, in
+    sentences, on a log scale, from the INIT:LOSS's cell without copies
+    where there is one; the teacher dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -476,16 +478,25 @@ def plot_sizes(args, records, path):
     metric = METRIC[args.task]
     figure, panels = plt.subplots(1, len(args.budgets), figsize=(6 * len(args.budgets), 4))
     for axes, budget in zip(list(np.atleast_1d(panels)), args.budgets):
-        curves = {}
+        curves, unaugmented = {}, {}
         for cell in args.cells:
             runs = [r for r in records if r["budget"] == budget and r["cell"] == cell]
             if runs:
                 scores = [100 * r[metric] for r in runs]
                 spread = statistics.stdev(scores) if len(scores) > 1 else 0
                 point = (runs[0]["train_examples"], statistics.mean(scores), spread)
-                init_and_loss = ":".join(short_name(cell).split(":")[:2])
-                curves.setdefault(init_and_loss, []).append(point)
-        for name, points in curves.items():
+                init, loss, transfer = (short_name(cell).split(":") + [""])[:3]
+                if "+aug" in transfer:
+                    augmenting = "".join(f"+{w}" for w in transfer.split("+")[2:])  # After augK.
+                    curves.setdefault((f"{init}:{loss}", augmenting), []).append(point)
+                else:
+                    unaugmented[f"{init}:{loss}"] = point
+        for init_and_loss, point in unaugmented.items():
+            starts = [curve for curve in curves if curve[0] == init_and_loss]
+            for curve in starts or [(init_and_loss, "")]:
+                curves.setdefault(curve, []).append(point)
+        for (init_and_loss, augmenting), points in curves.items():
+            name = init_and_loss + augmenting
             sizes, means, spreads = zip(*sorted(points))
             axes.errorbar(sizes, means, yerr=spreads, marker="o", capsize=3, label=name)
         teacher = [
