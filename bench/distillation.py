@@ -64,8 +64,8 @@ as no one processor's) and OUT/table.md (mean ± std per cell and budget, the
 teacher's score in the table, the labelling + training minutes),
 OUT/students.png (the same, plotted; `--earlier` adds another OUT's
 students of the same task and teacher recipe, read only) and OUT/sizes.png (the learning
-curve: each init and loss's student score against its transfer set's
-size; both need matplotlib, requirements-bench.txt). Never run by the
+curve: each init, loss and way of augmenting, its student score against
+its transfer set's size; both need matplotlib, requirements-bench.txt). Never run by the
 test suite.
 """
 
