@@ -80,7 +80,7 @@ class MaskedLmWords:
         self.context = context
         self.fingerprint = file_fingerprint(path)
         self.vocabulary = vocabulary
-        self._past_length = 0  # Marked words past the masked LM's length, kept.
+        self._warned_past_length = False
         self._whole_word = np.array([is_whole_word(token) for token in vocabulary])  # (V,)
         # The best pieces at the batch's marked places only, ranked inside
         # the compiled forward pass: the pretrainer's (B, P, V) logits at
@@ -134,7 +134,7 @@ class MaskedLmWords:
                     elif word.startswith(TO_REPLACE):
                         pieces = next(ranked, None)  # Asked whether replaced or not.
                         if _replaces(replaces, word):
-                            word = self._replacement(word, pieces, rngs[index])
+                            word = self._drawn(word, self._whole_words(pieces), rngs[index])
                     filled.append(word)
                 set_words(rows[index], field, filled)
         return rows
@@ -158,10 +158,10 @@ class MaskedLmWords:
             first = [" ".join(MASK if j == i else w for j, w in enumerate(s)) for s, i in batch]
             ranked = self.ranked_pieces(first, second=[" ".join(s) for s, _ in batch])
             for key, pieces in zip(batch, ranked):
-                candidates[key] = pieces[0] if len(pieces) else None
+                candidates[key] = self._whole_words(pieces[0] if len(pieces) else None)
         for (index, field, words), sentence in zip(places, sentences):
             filled = [
-                self._replacement(word, candidates[sentence, i], rngs[index])
+                self._drawn(word, candidates[sentence, i], rngs[index])
                 if word.startswith(TO_REPLACE) and _replaces(replaces, word)
                 else word
                 for i, word in enumerate(words)
@@ -169,21 +169,24 @@ class MaskedLmWords:
             set_words(rows[index], field, filled)
         return rows
 
-    def _replacement(self, marked, pieces, rng):
-        """The `marked` word's replacement, drawn with `rng` from the `top_k`
-        best of the ranked `pieces` that can stand as a word (`[MASK]` when
-        none can); the word itself when it had no place (None), past the
-        masked LM's length."""
-        if pieces is None:
-            self._past_length += 1
-            if self._past_length == 1:
+    def _whole_words(self, pieces):
+        """The `top_k` best of ranked `pieces` that can stand as a word; None
+        for a place past the masked LM's length (`pieces` None)."""
+        return None if pieces is None else pieces[self._whole_word[pieces]][: self.top_k]
+
+    def _drawn(self, marked, candidates, rng):
+        """The `marked` word's replacement, drawn with `rng` from
+        `candidates` (ids; `[MASK]` when there are none), or the word
+        itself when it had no place (None)."""
+        if candidates is None:
+            if not self._warned_past_length:
+                self._warned_past_length = True
                 logger.warning(
                     "distillation.transfer.masked_lm: a sentence is longer than its %d "
                     "pieces; its words past them keep their own word in the copies (warned once)",
                     self.model.backbone.max_sequence_length,
                 )
             return marked[len(TO_REPLACE) :]
-        candidates = pieces[self._whole_word[pieces]][: self.top_k]
         if not len(candidates):
             return MASK
         return self.vocabulary[candidates[rng.integers(len(candidates))]]
